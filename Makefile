@@ -1,0 +1,31 @@
+# Every target calls the eksinf CLI or pytest; CI does nothing `make` cannot do locally.
+EKSINF ?= .venv/bin/eksinf
+PYTEST ?= .venv/bin/pytest
+RUFF ?= .venv/bin/ruff
+
+.PHONY: help render guard verify test check
+
+help:
+	@echo "render  render configs/ from components.yaml, versions.env and render/"
+	@echo "guard   check a fresh render for Helm features that do not survive flattening"
+	@echo "verify  fail if configs/ differs from a fresh render"
+	@echo "test    run the test suite"
+	@echo "check   lint, format check, tests and verify"
+
+render:
+	$(EKSINF) render
+
+guard:
+	$(EKSINF) guard
+
+verify:
+	$(EKSINF) verify
+
+test:
+	$(PYTEST) -q
+
+check:
+	$(RUFF) check .
+	$(RUFF) format --check .
+	$(PYTEST) -q
+	$(EKSINF) verify

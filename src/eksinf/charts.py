@@ -1,0 +1,232 @@
+"""Resolve a pinned chart to its archive bytes: cache, then mirror directory, then upstream.
+
+Every archive is checked against the sha256 in `charts.lock` before it is used, whatever its source.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urljoin, urlparse
+
+from .errors import CONTRACT, ENVIRONMENT, EksinfError
+from .stack import ChartSpec, Stack
+from .yamlio import dump_docs, load_source
+
+MIRROR_ENV = "EKSINF_CHART_MIRROR"
+CACHE_ENV = "EKSINF_CACHE_DIR"
+LOCK_HEADER = "# Written by `eksinf charts lock`. Pins each chart archive by sha256.\n"
+
+
+@dataclass(frozen=True)
+class LockEntry:
+    chart: str
+    version: str
+    repo: str
+    sha256: str
+    pinned_from: str  # which source produced the pinned archive ("mirror" or the repo)
+
+    def as_dict(self) -> dict:
+        return {
+            "chart": self.chart,
+            "version": self.version,
+            "repo": self.repo,
+            "sha256": self.sha256,
+            "pinnedFrom": self.pinned_from,
+        }
+
+
+@dataclass(frozen=True)
+class ResolvedChart:
+    spec: ChartSpec
+    archive: bytes
+    sha256: str
+    origin: str  # cache | mirror | the upstream URL
+
+
+def cache_dir() -> Path:
+    base = os.environ.get(CACHE_ENV) or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "eksinf"
+    )
+    return Path(base) / "charts"
+
+
+def mirror_dir(explicit: Path | None) -> Path | None:
+    if explicit is not None:
+        return explicit
+    env = os.environ.get(MIRROR_ENV)
+    return Path(env) if env else None
+
+
+def read_lock(stack: Stack) -> dict[tuple[str, str, str], LockEntry]:
+    path = stack.lock_path
+    if not path.is_file():
+        return {}
+    docs = load_source(path, label="charts.lock")
+    entries = {}
+    for item in (docs[0] or {}).get("charts", []) if docs else []:
+        try:
+            entry = LockEntry(
+                item["chart"],
+                str(item["version"]),
+                item["repo"],
+                item["sha256"],
+                item["pinnedFrom"],
+            )
+        except (KeyError, TypeError) as exc:
+            raise EksinfError(
+                f"charts.lock: malformed entry {item!r}",
+                hint="Regenerate it with `eksinf charts lock`.",
+                exit_code=CONTRACT,
+            ) from exc
+        entries[(entry.chart, entry.version, entry.repo)] = entry
+    return entries
+
+
+def write_lock(stack: Stack, entries: list[LockEntry]) -> None:
+    body = {"charts": [e.as_dict() for e in sorted(entries, key=lambda e: (e.chart, e.version))]}
+    _atomic_write(stack.lock_path, (LOCK_HEADER + dump_docs([body])).encode())
+
+
+def _lock_key(spec: ChartSpec) -> tuple[str, str, str]:
+    return (spec.chart, spec.version, spec.repo)
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def resolve(
+    stack: Stack, spec: ChartSpec, mirror: Path | None, lock: dict | None = None
+) -> ResolvedChart:
+    """Return the archive for `spec`, verified against the lock."""
+    lock = read_lock(stack) if lock is None else lock
+    entry = lock.get(_lock_key(spec))
+    if entry is None:
+        raise EksinfError(
+            f"chart {spec.chart} {spec.version} ({spec.repo}) is not pinned in charts.lock",
+            hint="Run `eksinf charts lock` (with --chart-mirror if offline) and commit charts.lock.",
+            exit_code=CONTRACT,
+        )
+    cached = cache_dir() / f"{entry.sha256}.tgz"
+    if cached.is_file():
+        data = cached.read_bytes()
+        if sha256(data) == entry.sha256:
+            return ResolvedChart(spec, data, entry.sha256, "cache")
+    data, origin = fetch(spec, mirror)
+    digest = sha256(data)
+    if digest != entry.sha256:
+        raise EksinfError(
+            f"chart {spec.chart} {spec.version} from {origin} has sha256 {digest}, "
+            f"but charts.lock pins {entry.sha256} (pinned from {entry.pinned_from})",
+            hint="Refusing an archive that differs from the lock. If the change is intended, "
+            "run `eksinf charts lock` and review the diff of charts.lock.",
+            exit_code=CONTRACT,
+        )
+    _atomic_write(cached, data)
+    return ResolvedChart(spec, data, digest, origin)
+
+
+def fetch(spec: ChartSpec, mirror: Path | None) -> tuple[bytes, str]:
+    """Fetch an archive without the lock: mirror directory first, then upstream."""
+    if mirror is not None:
+        candidate = mirror / f"{spec.chart}-{spec.version}.tgz"
+        if candidate.is_file():
+            return candidate.read_bytes(), "mirror"
+    try:
+        if spec.repo.startswith("oci://"):
+            return _fetch_oci(spec), spec.source
+        return _fetch_http(spec), spec.source
+    except EksinfError as exc:
+        where = f" and not in the mirror {mirror}" if mirror is not None else ""
+        raise EksinfError(
+            f"chart {spec.chart} {spec.version} is unreachable at {spec.source}{where}: "
+            f"{exc.message}",
+            hint=f"Seed a mirror: put {spec.chart}-{spec.version}.tgz in a directory and pass "
+            f"--chart-mirror DIR (or set {MIRROR_ENV}).",
+            exit_code=ENVIRONMENT,
+        ) from exc
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _fetch_oci(spec: ChartSpec) -> bytes:
+    import helm_python
+    from helm_python.errors import HelmError
+
+    ref = f"{spec.repo.rstrip('/')}/{spec.chart}"
+    host = urlparse(ref.replace("oci://", "http://", 1)).hostname or ""
+    with tempfile.TemporaryDirectory(prefix="eksinf-pull-") as tmp:
+        try:
+            helm_python.pull(
+                ref, version=spec.version, destination=tmp, plain_http=is_loopback(host)
+            )
+        except HelmError as exc:
+            raise EksinfError(str(exc).splitlines()[0], exit_code=ENVIRONMENT) from exc
+        archives = sorted(Path(tmp).glob("*.tgz"))
+        if len(archives) != 1:
+            raise EksinfError(f"expected one archive from {ref}", exit_code=ENVIRONMENT)
+        return archives[0].read_bytes()
+
+
+def _fetch_http(spec: ChartSpec) -> bytes:
+    import requests
+
+    repo = spec.repo.rstrip("/") + "/"
+    parsed = urlparse(repo)
+    if parsed.scheme == "http" and not is_loopback(parsed.hostname or ""):
+        raise EksinfError(f"refusing plain HTTP to {parsed.hostname}", exit_code=ENVIRONMENT)
+    try:
+        index_resp = requests.get(urljoin(repo, "index.yaml"), timeout=20)
+        index_resp.raise_for_status()
+        index = load_source(Path("index.yaml"), index_resp.text, label=f"{repo}index.yaml")[0]
+        versions = index.get("entries", {}).get(spec.chart, [])
+        match = next((v for v in versions if str(v.get("version")) == spec.version), None)
+        if match is None or not match.get("urls"):
+            raise EksinfError(f"{spec.chart} {spec.version} is not in {repo}index.yaml")
+        url = urljoin(repo, match["urls"][0])
+        if urlparse(url).scheme == "http" and not is_loopback(urlparse(url).hostname or ""):
+            raise EksinfError(f"refusing plain HTTP to {url}")
+        archive = requests.get(url, timeout=60)
+        archive.raise_for_status()
+        return archive.content
+    except requests.RequestException as exc:
+        raise EksinfError(type(exc).__name__, exit_code=ENVIRONMENT) from exc
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def lock(stack: Stack, mirror: Path | None) -> list[LockEntry]:
+    """Pin every chart the stack uses to the archive currently served by its source."""
+    entries: dict[tuple[str, str, str], LockEntry] = {}
+    for comp in stack.components:
+        for spec in comp.charts:
+            if _lock_key(spec) in entries:
+                continue
+            data, origin = fetch(spec, mirror)
+            entries[_lock_key(spec)] = LockEntry(
+                spec.chart, spec.version, spec.repo, sha256(data), origin
+            )
+    write_lock(stack, list(entries.values()))
+    return sorted(entries.values(), key=lambda e: (e.chart, e.version))

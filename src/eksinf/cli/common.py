@@ -1,0 +1,47 @@
+"""Helpers every command module shares: the stack option, output to stdout/stderr, JSON."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from ..stack import Stack, load_stack
+
+# stdout carries data; stderr carries progress, warnings and errors.
+out_console = Console(highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+@dataclass
+class State:
+    stack_dir: str | None = None
+
+    def stack(self) -> Stack:
+        return load_stack(Path(self.stack_dir) if self.stack_dir else None)
+
+
+def state(ctx: typer.Context) -> State:
+    return ctx.find_root().obj or State()
+
+
+def emit_json(data: Any) -> None:
+    typer.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
+
+
+def progress(message: str) -> None:
+    err_console.print(message, markup=False)
+
+
+MIRROR_OPTION = typer.Option(
+    None,
+    "--chart-mirror",
+    help="Directory of chart archives (<chart>-<version>.tgz) tried before upstream. "
+    "Default: $EKSINF_CHART_MIRROR.",
+    file_okay=False,
+)
+JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")

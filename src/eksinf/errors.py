@@ -1,0 +1,23 @@
+"""The one error type every stage raises, and the exit codes scripts rely on."""
+
+from __future__ import annotations
+
+# Exit codes (see docs/cli.md): scripts branch on these, so they never change meaning.
+OK = 0
+FAILURE = 1  # a failure or drift
+USAGE = 2  # bad flags or arguments (typer/click also use 2)
+CONTRACT = 3  # the input, stack or cluster breaks a stated rule
+ENVIRONMENT = 4  # unreachable service, credentials, missing tool
+
+
+class EksinfError(Exception):
+    """A failure the user can act on: what went wrong, how to fix it, and the exit code."""
+
+    def __init__(self, message: str, hint: str = "", exit_code: int = FAILURE) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.exit_code = exit_code
+
+    def __str__(self) -> str:
+        return self.message

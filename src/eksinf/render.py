@@ -1,0 +1,356 @@
+"""Render a stack into units: one YAML file per unit, per component, written atomically.
+
+Pure steps (`render_stack`) build everything in memory; `write_configs` is the only writer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import __version__
+from .charts import ResolvedChart, read_lock, resolve
+from .errors import CONTRACT, FAILURE, EksinfError
+from .faults import checkpoint
+from .helm import HelmEngine, RenderedChart, RenderOptions, default_engine
+from .stack import ChartSpec, Component, Stack
+from .yamlio import dump_docs, load_docs, load_mapping_docs
+
+SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+CRD_WAVE = "-20"
+CONTROLLER_WAVE = "-10"
+PROVENANCE_FILE = "provenance.json"
+UNIT_SUFFIXES = (".yaml", ".yml")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One committed file: its name is the unit's identity, its documents are its content."""
+
+    component: str
+    filename: str
+    text: str
+    docs: tuple[dict, ...]
+
+    @property
+    def slug(self) -> str:
+        return self.filename.rsplit(".", 1)[0]
+
+
+@dataclass(frozen=True)
+class ChartRender:
+    spec: ChartSpec
+    sha256: str
+    origin: str
+    resources: int
+    crds: int
+    crd_stubs: tuple[str, ...]  # crds/ files that hold a string, not a CRD (see _split_chart)
+    first: RenderedChart
+    second: RenderedChart  # a second render of the same inputs, for the determinism check
+
+
+@dataclass(frozen=True)
+class ComponentOutput:
+    component: Component
+    units: tuple[Unit, ...]
+    charts: tuple[ChartRender, ...] = ()
+
+
+@dataclass(frozen=True)
+class RenderResult:
+    stack: Stack
+    outputs: tuple[ComponentOutput, ...]
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    def files(self) -> dict[str, str]:
+        """Relative path under configs/ -> text, including the provenance record."""
+        out = {f"{o.component.name}/{u.filename}": u.text for o in self.outputs for u in o.units}
+        out[PROVENANCE_FILE] = json.dumps(self.provenance, indent=2, sort_keys=True) + "\n"
+        return out
+
+
+def kind_of(doc: Any) -> str | None:
+    return doc.get("kind") if isinstance(doc, dict) else None
+
+
+def resource_id(doc: dict) -> str:
+    """`Kind/namespace/name`, or `Kind/name` for cluster-scoped objects."""
+    meta = doc.get("metadata") or {}
+    ns = meta.get("namespace")
+    name = meta.get("name", "?")
+    return f"{doc.get('kind')}/{ns}/{name}" if ns else f"{doc.get('kind')}/{name}"
+
+
+def stamp_wave(doc: dict, wave: str) -> dict:
+    meta = doc.setdefault("metadata", {})
+    annotations = meta.get("annotations") or {}
+    annotations[SYNC_WAVE] = wave
+    meta["annotations"] = annotations
+    return doc
+
+
+def source_files(stack: Stack, comp: Component) -> list[Path]:
+    """Handwritten units of a component: top-level *.yaml files. Subfolders hold other inputs."""
+    src = stack.source_dir(comp)
+    if not src.is_dir():
+        return []
+    return sorted(p for p in src.iterdir() if p.is_file() and p.suffix in UNIT_SUFFIXES)
+
+
+def _copy_units(stack: Stack, comp: Component) -> list[Unit]:
+    units = []
+    for path in source_files(stack, comp):
+        text = path.read_text(encoding="utf-8")
+        label = str(path.relative_to(stack.root))
+        docs = load_mapping_docs(path, text, label=label)
+        units.append(Unit(comp.name, path.name, text, tuple(docs)))
+    return units
+
+
+def merge_values(base: dict, override: dict) -> dict:
+    """Helm's rule: maps merge key by key, everything else is replaced."""
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge_values(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def chart_values(stack: Stack, comp: Component, spec: ChartSpec) -> dict:
+    values: dict = {}
+    for rel in spec.values:
+        path = stack.source_dir(comp) / rel
+        label = str(path.relative_to(stack.root))
+        if not path.is_file():
+            raise EksinfError(
+                f"{label}: values file named by components.yaml (chart {spec.name}) is missing",
+                hint="Create the file or remove it from the chart's values list.",
+                exit_code=CONTRACT,
+            )
+        docs = load_mapping_docs(path, label=label)
+        for doc in docs:
+            values = merge_values(values, doc)
+    return values
+
+
+def _split_chart(
+    comp: Component, spec: ChartSpec, rendered: RenderedChart
+) -> tuple[list, list, list]:
+    """Split one chart's output into (controller docs, CRD docs, CRD stubs), stamping waves.
+
+    A CRD stub is a file under crds/ that holds a bare string instead of a CRD: a symlink that
+    the chart's packaging turned into a file. It is not a document we can ship, so it is returned
+    separately and the guard reports it (hazard `crd-stub`) rather than it vanishing silently.
+    """
+    controllers: list[dict] = []
+    crds: list[dict] = []
+    stubs: list[str] = []
+    crd_files = {path for path, _ in rendered.crds}
+    for origin, text in [*rendered.crds, *rendered.manifests.items()]:
+        try:
+            docs = load_docs(text)
+        except yaml.YAMLError as exc:
+            raise EksinfError(
+                f"{comp.name}: chart {spec.name} template {origin} rendered invalid YAML: "
+                f"{str(exc).splitlines()[0]}",
+                hint="Check the chart values that feed this template.",
+                exit_code=CONTRACT,
+            ) from exc
+        for doc in docs:
+            if origin in crd_files and isinstance(doc, str):
+                stubs.append(f"{origin} -> {doc.strip()}")
+                continue
+            if not isinstance(doc, dict):
+                raise EksinfError(
+                    f"{comp.name}: chart {spec.name} template {origin} emitted a "
+                    f"{type(doc).__name__}, not a Kubernetes object",
+                    exit_code=CONTRACT,
+                )
+            if kind_of(doc) is None:
+                continue
+            if doc["kind"] == "CustomResourceDefinition":
+                crds.append(stamp_wave(doc, CRD_WAVE))
+            else:
+                controllers.append(stamp_wave(doc, CONTROLLER_WAVE))
+    return controllers, crds, stubs
+
+
+def _count_kinds(rendered: RenderedChart) -> int:
+    texts = [t for _, t in rendered.crds] + list(rendered.manifests.values())
+    return sum(1 for t in texts for d in load_docs(t) if kind_of(d) is not None)
+
+
+def _helm_units(
+    stack: Stack, comp: Component, resolved: dict[str, ResolvedChart], engine: HelmEngine
+) -> tuple[list[Unit], list[ChartRender]]:
+    units: list[Unit] = []
+    renders: list[ChartRender] = []
+    for spec in comp.charts:
+        chart = resolved[spec.name]
+        values = chart_values(stack, comp, spec)
+        opts = RenderOptions(spec.release, spec.namespace, stack.kube_version, stack.api_versions)
+        first = engine.render(chart.archive, values, opts)
+        second = engine.render(chart.archive, values, opts)
+        controllers, crds, stubs = _split_chart(comp, spec, first)
+        written = 0
+        for suffix, docs in (("controller", controllers), ("crds", crds)):
+            if not docs:  # an empty CRD file would ship as an empty unit
+                continue
+            text = dump_docs(docs)
+            written += len(load_docs(text))  # count what the file really holds
+            units.append(Unit(comp.name, f"{spec.name}-{suffix}.yaml", text, tuple(docs)))
+        emitted = _count_kinds(first)
+        if written != emitted:
+            raise EksinfError(
+                f"{comp.name}: {spec.name} split lost documents: helm emitted {emitted}, "
+                f"wrote {written}",
+                hint="This is a bug in the split; please report it with the chart version.",
+                exit_code=FAILURE,
+            )
+        renders.append(
+            ChartRender(
+                spec,
+                chart.sha256,
+                chart.origin,
+                len(controllers),
+                len(crds),
+                tuple(stubs),
+                first,
+                second,
+            )
+        )
+    names = {u.filename for u in units}
+    for unit in _copy_units(stack, comp):
+        if unit.filename in names:
+            raise EksinfError(
+                f"render/{comp.name}/{unit.filename}: name collides with a rendered chart unit",
+                hint="Rename the handwritten file; <chart>-controller.yaml and <chart>-crds.yaml "
+                "are reserved for chart output.",
+                exit_code=CONTRACT,
+            )
+        units.append(unit)
+    return sorted(units, key=lambda u: u.filename), renders
+
+
+def inputs_digest(stack: Stack) -> str:
+    """sha256 over every input that determines rendered bytes, in a fixed order."""
+    digest = hashlib.sha256()
+    paths = [stack.root / "components.yaml", stack.root / "versions.env", stack.lock_path]
+    if stack.render_dir.is_dir():
+        paths += sorted(p for p in stack.render_dir.rglob("*") if p.is_file())
+    for path in paths:
+        if path.is_file():
+            digest.update(str(path.relative_to(stack.root)).encode() + b"\0")
+            digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def render_stack(
+    stack: Stack,
+    mirror: Path | None = None,
+    engine: HelmEngine | None = None,
+    progress: Callable[[str], None] = lambda _msg: None,
+) -> RenderResult:
+    """Render every component in memory. Nothing is written."""
+    chosen = list(stack.components)
+    lock = read_lock(stack)
+    need_helm = any(c.render == "helm" for c in chosen)
+    engine = engine or (default_engine() if need_helm else None)
+    outputs = []
+    for comp in chosen:
+        if comp.render == "copy":
+            units = _copy_units(stack, comp)
+            outputs.append(ComponentOutput(comp, tuple(units)))
+            progress(f"{comp.name}: {len(units)} units (copied)")
+            continue
+        resolved = {spec.name: resolve(stack, spec, mirror, lock) for spec in comp.charts}
+        units, renders = _helm_units(stack, comp, resolved, engine)
+        outputs.append(ComponentOutput(comp, tuple(units), tuple(renders)))
+        for r in renders:
+            stubs = f" ({len(r.crd_stubs)} CRD files are stubs, not CRDs)" if r.crd_stubs else ""
+            progress(f"{comp.name}: {r.spec.name}: {r.resources} resources + {r.crds} CRDs{stubs}")
+    provenance = {
+        "tool": {"name": "eksinf", "version": __version__},
+        "engine": {"name": engine.name, "version": engine.version} if engine else None,
+        "kubeVersion": stack.kube_version,
+        "apiVersions": list(stack.api_versions),
+        "inputsSha256": inputs_digest(stack),
+        "charts": [
+            {
+                "component": o.component.name,
+                "name": r.spec.name,
+                "chart": r.spec.chart,
+                "version": r.spec.version,
+                "repo": r.spec.repo,
+                "sha256": r.sha256,
+            }
+            for o in outputs
+            for r in o.charts
+        ],
+    }
+    return RenderResult(stack, tuple(outputs), provenance)
+
+
+# ---- writing ------------------------------------------------------------------------------
+
+
+def _swap_paths(target: Path) -> tuple[Path, Path]:
+    return target.parent / f".{target.name}.new", target.parent / f".{target.name}.old"
+
+
+def recover_interrupted_swap(target: Path) -> None:
+    """Finish or undo a swap that a crash interrupted, so `target` is whole again."""
+    new, old = _swap_paths(target)
+    if not target.exists() and old.exists():
+        old.rename(target)  # crashed between the two renames: put the old tree back
+    for leftover in (new, old):
+        if leftover.exists():
+            shutil.rmtree(leftover)
+
+
+def write_tree(target: Path, files: dict[str, str]) -> None:
+    """Replace `target` with exactly `files`.
+
+    The new tree is built beside the old one and swapped in with two renames, so a crash at any
+    point leaves either the old tree or the new one, never a mix (see recover_interrupted_swap).
+    """
+    recover_interrupted_swap(target)
+    new, old = _swap_paths(target)
+    new.mkdir(parents=True)
+    for index, (rel, text) in enumerate(sorted(files.items())):
+        dest = new / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(text, encoding="utf-8")
+        if index == len(files) // 2:
+            checkpoint("render-write")
+    if target.exists():
+        target.rename(old)
+    checkpoint("render-swap")
+    new.rename(target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def write_configs(result: RenderResult, out: Path | None = None) -> Path:
+    """Write the whole render into configs/ (or `out`): a clean rebuild, so no stale unit stays."""
+    target = out or result.stack.configs_dir
+    write_tree(target, result.files())
+    return target
+
+
+def read_tree(root: Path) -> dict[str, str]:
+    if not root.is_dir():
+        return {}
+    return {
+        p.relative_to(root).as_posix(): p.read_text(encoding="utf-8")
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }

@@ -1,0 +1,311 @@
+"""The stack definition: components.yaml, versions.env and the render/ source tree.
+
+`load_stack` is the only entry point. It validates everything it reads and returns a frozen
+`Stack`, so later stages never re-check the definition.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+
+from .errors import CONTRACT, USAGE, EksinfError
+from .yamlio import load_source
+
+PLANES = ("hub", "mgmt", "workload")  # apply order: the hub is never applied; mgmt converges first
+RENDERERS = ("copy", "helm")
+REQUIRED_VERSION_KEYS = ("RENDER_KUBE_VERSION",)
+_ENV_LINE = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+
+
+@dataclass(frozen=True)
+class ChartSpec:
+    """One Helm chart rendered into a component: `<name>-crds.yaml` and `<name>-controller.yaml`."""
+
+    name: str
+    chart: str
+    repo: str
+    version_key: str
+    version: str
+    release: str
+    namespace: str
+    values: tuple[str, ...]
+
+    @property
+    def source(self) -> str:
+        """Where the chart comes from upstream: an OCI reference or `<repo-url> <chart>`."""
+        repo = self.repo.rstrip("/")
+        return f"{repo}/{self.chart}" if repo.startswith("oci://") else f"{repo} {self.chart}"
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str
+    plane: str
+    order: int
+    render: str
+    description: str
+    charts: tuple[ChartSpec, ...]
+    line: int
+
+
+@dataclass(frozen=True)
+class Stack:
+    root: Path
+    components: tuple[Component, ...]
+    versions: dict[str, str]
+
+    @property
+    def configs_dir(self) -> Path:
+        return self.root / "configs"
+
+    @property
+    def render_dir(self) -> Path:
+        return self.root / "render"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.root / "charts.lock"
+
+    def source_dir(self, component: Component) -> Path:
+        return self.render_dir / component.name
+
+    def component(self, name: str) -> Component:
+        for comp in self.components:
+            if comp.name == name:
+                return comp
+        known = ", ".join(c.name for c in self.components)
+        raise EksinfError(
+            f"unknown component {name!r}",
+            hint=f"Known components: {known}.",
+            exit_code=CONTRACT,
+        )
+
+    def select(self, names: list[str] | None = None, plane: str | None = None) -> list[Component]:
+        if plane is not None and plane not in PLANES:
+            raise EksinfError(
+                f"unknown plane {plane!r}",
+                hint=f"Use one of: {', '.join(PLANES)}.",
+                exit_code=USAGE,
+            )
+        chosen = [self.component(n) for n in names] if names else list(self.components)
+        return [c for c in chosen if plane is None or c.plane == plane]
+
+    @property
+    def kube_version(self) -> str:
+        return self.versions["RENDER_KUBE_VERSION"]
+
+    @property
+    def api_versions(self) -> tuple[str, ...]:
+        raw = self.versions.get("RENDER_API_VERSIONS", "")
+        return tuple(v.strip() for v in raw.split(",") if v.strip())
+
+
+@cache
+def _schema() -> dict:
+    text = resources.files("eksinf").joinpath("schemas/components.schema.json").read_text()
+    return json.loads(text)
+
+
+def parse_versions(path: Path, text: str) -> tuple[dict[str, str], dict[str, int]]:
+    """Parse KEY=VALUE lines. No shell evaluation: `$X` stays literal, quotes are stripped."""
+    values: dict[str, str] = {}
+    lines: dict[str, int] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        match = _ENV_LINE.match(line)
+        if not match:
+            raise EksinfError(
+                f"{path}:{number}: malformed line {raw!r}",
+                hint="Each line must be KEY=VALUE (or a # comment).",
+                exit_code=CONTRACT,
+            )
+        key, value = match.group(1), match.group(2).strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        elif " #" in value:
+            value = value.split(" #", 1)[0].rstrip()
+        if key in values:
+            raise EksinfError(
+                f"{path}:{number}: duplicate key {key} (first set on line {lines[key]})",
+                hint="Keep one definition per key.",
+                exit_code=CONTRACT,
+            )
+        values[key] = value
+        lines[key] = number
+    return values, lines
+
+
+def _json_path(error: jsonschema.ValidationError) -> str:
+    out = ""
+    for part in error.absolute_path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def find_stack_root(start: Path | None) -> Path:
+    root = (start or Path.cwd()).resolve()
+    if not (root / "components.yaml").is_file():
+        raise EksinfError(
+            f"no components.yaml in {root}",
+            hint="Run from a stack directory or pass --stack DIR.",
+            exit_code=USAGE,
+        )
+    return root
+
+
+def load_stack(root: Path | None = None) -> Stack:
+    root = find_stack_root(root)
+    comp_path = root / "components.yaml"
+    env_path = root / "versions.env"
+    if not env_path.is_file():
+        raise EksinfError(
+            f"{env_path}: missing",
+            hint="Create versions.env with the pinned inputs (RENDER_KUBE_VERSION, chart versions).",
+            exit_code=CONTRACT,
+        )
+    versions, _ = parse_versions(env_path, env_path.read_text(encoding="utf-8"))
+    text = comp_path.read_text(encoding="utf-8")
+    docs = load_source(comp_path, text, label="components.yaml")
+    if len(docs) != 1:
+        raise EksinfError(
+            f"components.yaml: expected one YAML document, found {len(docs)}", exit_code=CONTRACT
+        )
+    data = docs[0]
+    errors = sorted(jsonschema.Draft202012Validator(_schema()).iter_errors(data), key=str)
+    if errors:
+        first = errors[0]
+        raise EksinfError(
+            f"components.yaml: {_json_path(first)}: {first.message}",
+            hint="See docs/stack.md for the components.yaml format.",
+            exit_code=CONTRACT,
+        )
+    lines = _component_lines(text)
+    components = [
+        _component(item, versions, lines.get(item["name"], 0)) for item in data["components"]
+    ]
+    _check_semantics(components)
+    for key in REQUIRED_VERSION_KEYS:
+        if key not in versions:
+            raise EksinfError(
+                f"versions.env: missing key {key}",
+                hint=f"Add a line {key}=... (for example RENDER_KUBE_VERSION=1.31.0).",
+                exit_code=CONTRACT,
+            )
+    plane_rank = {p: i for i, p in enumerate(PLANES)}
+    components.sort(key=lambda c: (plane_rank[c.plane], c.order))
+    return Stack(root=root, components=tuple(components), versions=versions)
+
+
+def _component_lines(text: str) -> dict[str, int]:
+    """Line of each `- name: X` entry, for error messages that point into components.yaml."""
+    out: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = re.match(r"^\s*-\s+name:\s*['\"]?([a-z0-9-]+)", line)
+        if match and match.group(1) not in out:
+            out[match.group(1)] = number
+    return out
+
+
+def _component(item: dict, versions: dict[str, str], line: int) -> Component:
+    where = f"components.yaml:{line}" if line else "components.yaml"
+    charts = []
+    for chart in item.get("charts", []):
+        key = chart["version"]
+        if key not in versions:
+            raise EksinfError(
+                f"{where}: component {item['name']!r} chart {chart['name']!r} names version key "
+                f"{key}, which versions.env does not define",
+                hint=f"Add {key}=<version> to versions.env.",
+                exit_code=CONTRACT,
+            )
+        charts.append(
+            ChartSpec(
+                name=chart["name"],
+                chart=chart["chart"],
+                repo=chart["repo"],
+                version_key=key,
+                version=versions[key],
+                release=chart["release"],
+                namespace=chart["namespace"],
+                values=tuple(chart.get("values", [])),
+            )
+        )
+    return Component(
+        name=item["name"],
+        plane=item["plane"],
+        order=item["order"],
+        render=item["render"],
+        description=item.get("description", ""),
+        charts=tuple(charts),
+        line=line,
+    )
+
+
+def _check_semantics(components: list[Component]) -> None:
+    seen_names: dict[str, Component] = {}
+    seen_orders: dict[tuple[str, int], Component] = {}
+    for comp in components:
+        where = f"components.yaml:{comp.line}" if comp.line else "components.yaml"
+        if comp.plane not in PLANES:
+            raise EksinfError(
+                f"{where}: component {comp.name!r}: unknown plane {comp.plane!r}",
+                hint=f"plane must be one of: {', '.join(PLANES)}.",
+                exit_code=CONTRACT,
+            )
+        if comp.render not in RENDERERS:
+            raise EksinfError(
+                f"{where}: component {comp.name!r}: unknown renderer {comp.render!r}",
+                hint=f"render must be one of: {', '.join(RENDERERS)}.",
+                exit_code=CONTRACT,
+            )
+        if comp.name in seen_names:
+            raise EksinfError(
+                f"{where}: component name {comp.name!r} is used twice",
+                hint="Component names must be unique: they name configs/ folders and hub spaces.",
+                exit_code=CONTRACT,
+            )
+        seen_names[comp.name] = comp
+        key = (comp.plane, comp.order)
+        if key in seen_orders:
+            raise EksinfError(
+                f"{where}: components {seen_orders[key].name!r} and {comp.name!r} both have "
+                f"order {comp.order} in plane {comp.plane}",
+                hint="Give each component in a plane its own order.",
+                exit_code=CONTRACT,
+            )
+        seen_orders[key] = comp
+        if comp.render == "helm" and not comp.charts:
+            raise EksinfError(
+                f"{where}: component {comp.name!r} uses the helm renderer but lists no charts",
+                hint="Add a charts: list, or use render: copy.",
+                exit_code=CONTRACT,
+            )
+        if comp.render == "copy" and comp.charts:
+            raise EksinfError(
+                f"{where}: component {comp.name!r} lists charts but uses the copy renderer",
+                hint="Use render: helm to render charts.",
+                exit_code=CONTRACT,
+            )
+        names = [c.name for c in comp.charts]
+        if len(set(names)) != len(names):
+            raise EksinfError(
+                f"{where}: component {comp.name!r} has two charts with the same name",
+                hint="Chart names prefix unit files and must be unique within a component.",
+                exit_code=CONTRACT,
+            )
+    for plane in ("mgmt", "workload"):
+        if not any(c.plane == plane for c in components):
+            raise EksinfError(
+                f"components.yaml: plane {plane} has no components",
+                hint="A stack needs at least one mgmt and one workload component.",
+                exit_code=CONTRACT,
+            )

@@ -1,0 +1,129 @@
+"""YAML in and out.
+
+Two readers, on purpose:
+- `load_source` parses files people write (values, handwritten resources, bindings) strictly with
+  ruamel.yaml, so duplicate keys, tabs and syntax errors are reported as `file:line:col`;
+- `load_docs` parses text we produced ourselves (Helm output, committed units) with libyaml,
+  because it is ten times faster and that text is already known to be well formed.
+
+One writer, `dump_docs`, so the same documents always give the same bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from ruamel.yaml import YAML
+from ruamel.yaml.constructor import DuplicateKeyError
+from ruamel.yaml.error import MarkedYAMLError
+
+from .errors import CONTRACT, EksinfError
+
+_TAB_INDENT = re.compile(r"^[ ]*\t", re.MULTILINE)
+
+
+def _location(path: str, mark: Any) -> str:
+    if mark is None:
+        return path
+    return f"{path}:{mark.line + 1}:{mark.column + 1}"
+
+
+def load_source(path: Path, text: str | None = None, *, label: str | None = None) -> list[Any]:
+    """Parse a hand-written YAML file strictly; return its non-empty documents.
+
+    Raises EksinfError (exit 3) naming `file:line:col` for tabs, duplicate keys and syntax errors.
+    """
+    name = label or str(path)
+    if text is None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise EksinfError(f"{name}: not UTF-8 text ({exc.reason})", exit_code=CONTRACT) from exc
+    tab = _TAB_INDENT.search(text)
+    if tab:
+        line = text.count("\n", 0, tab.start()) + 1
+        col = tab.end() - tab.start()
+        raise EksinfError(
+            f"{name}:{line}:{col}: tab character in indentation",
+            hint="YAML indentation must use spaces; replace the tab with spaces.",
+            exit_code=CONTRACT,
+        )
+    parser = YAML(typ="safe", pure=True)
+    try:
+        docs = list(parser.load_all(text))
+    except DuplicateKeyError as exc:
+        first = _location(name, exc.context_mark)
+        raise EksinfError(
+            f"{_location(name, exc.problem_mark)}: duplicate key "
+            f"({exc.problem.split(' with value')[0].replace('found ', '')}), first defined at {first}",
+            hint="Remove one of the two keys: YAML parsers silently keep only one of them.",
+            exit_code=CONTRACT,
+        ) from exc
+    except MarkedYAMLError as exc:
+        raise EksinfError(
+            f"{_location(name, exc.problem_mark)}: YAML syntax error: {exc.problem}",
+            hint="Fix the YAML syntax at that position.",
+            exit_code=CONTRACT,
+        ) from exc
+    return [d for d in docs if d is not None]
+
+
+def load_mapping_docs(
+    path: Path, text: str | None = None, *, label: str | None = None
+) -> list[dict]:
+    """Like `load_source`, but every document must be a mapping (a Kubernetes-style object)."""
+    docs = load_source(path, text, label=label)
+    for index, doc in enumerate(docs):
+        if not isinstance(doc, dict):
+            raise EksinfError(
+                f"{label or path}: document {index + 1} is a {type(doc).__name__}, not a mapping",
+                hint="Each YAML document must be a mapping such as a Kubernetes resource.",
+                exit_code=CONTRACT,
+            )
+    return docs
+
+
+# libyaml loader that keeps timestamps as strings: a date in a label must not turn into a datetime.
+class _Loader(yaml.CSafeLoader):
+    pass
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.CSafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def load_docs(text: str) -> list[Any]:
+    """Parse machine-written multi-document YAML; empty documents are dropped."""
+    return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+
+
+class _Dumper(yaml.CSafeDumper):
+    pass
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    # Block style keeps long descriptions (CRD schemas) readable and diffable line by line.
+    if "\n" in value:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def dump_docs(docs: list[Any]) -> str:
+    """Serialise documents deterministically: key order kept, no line folding, `---` before each."""
+    return yaml.dump_all(
+        docs,
+        Dumper=_Dumper,
+        sort_keys=False,
+        default_flow_style=False,
+        explicit_start=True,
+        allow_unicode=True,
+        width=1 << 30,
+    )

@@ -1,0 +1,142 @@
+"""Shared fixtures: the real services tests run against, and a way to call the CLI in-process.
+
+- `registry`: Debian's docker-registry (CNCF distribution) on a free 127.0.0.1 port.
+- `moto_endpoint`: moto's HTTP server on a free 127.0.0.1 port; boto3 reaches it through the
+  session factory via EKSINF_AWS_ENDPOINT_URL.
+- `stack_dir`: a private copy of this repository's stack, safe to break.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import requests
+
+REPO = Path(__file__).resolve().parent.parent
+MIRROR = REPO.parent / "shared" / "charts"
+STACK_FILES = ("components.yaml", "versions.env", "charts.lock")
+STACK_DIRS = ("render", "configs", "iam")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Tests never read or write the user's chart cache."""
+    os.environ["EKSINF_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+    os.environ.pop("EKSINF_CHART_MIRROR", None)
+
+
+@pytest.fixture(scope="session")
+def chart_mirror() -> Path:
+    if not MIRROR.is_dir():
+        pytest.fail(f"chart mirror {MIRROR} is missing: clone the repo beside ../shared")
+    return MIRROR
+
+
+@pytest.fixture(scope="session")
+def registry(tmp_path_factory: pytest.TempPathFactory):
+    """A real OCI registry on 127.0.0.1. Fails (never skips) when docker-registry is missing."""
+    binary = shutil.which("docker-registry")
+    if binary is None:
+        pytest.fail("docker-registry is not installed: run `bash .ci/setup`")
+    root = tmp_path_factory.mktemp("registry")
+    port = free_port()
+    config = root / "config.yml"
+    config.write_text(
+        "version: 0.1\n"
+        "log: {level: error, accesslog: {disabled: true}}\n"
+        f"storage: {{filesystem: {{rootdirectory: {root / 'data'}}}, delete: {{enabled: true}}}}\n"
+        f"http: {{addr: 127.0.0.1:{port}}}\n"
+        "health: {storagedriver: {enabled: false}}\n"
+    )
+    log = (root / "registry.log").open("w")
+    proc = subprocess.Popen([binary, "serve", str(config)], stdout=log, stderr=log)
+    host = f"127.0.0.1:{port}"
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            if requests.get(f"http://{host}/v2/", timeout=1).status_code == 200:
+                break
+        except requests.ConnectionError:
+            pass
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.kill()
+            pytest.fail(f"docker-registry did not start: {(root / 'registry.log').read_text()}")
+        time.sleep(0.05)
+    yield host
+    proc.terminate()
+    proc.wait(timeout=10)
+    log.close()
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint():
+    """moto's HTTP server on 127.0.0.1; returns its endpoint URL."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port())
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def aws_env(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Point every boto3 client eksinf makes at moto, with dummy credentials, and reset moto."""
+    requests.post(f"{moto_endpoint}/moto-api/reset", timeout=10)
+    monkeypatch.setenv("EKSINF_AWS_ENDPOINT_URL", moto_endpoint)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
+    return moto_endpoint
+
+
+@pytest.fixture
+def stack_dir(tmp_path: Path) -> Path:
+    """A copy of the repository's stack (sources and committed configs) in a temp dir."""
+    dest = tmp_path / "stack"
+    dest.mkdir()
+    for name in STACK_FILES:
+        if (REPO / name).exists():
+            shutil.copy2(REPO / name, dest / name)
+    for name in STACK_DIRS:
+        if (REPO / name).is_dir():
+            shutil.copytree(REPO / name, dest / name)
+    return dest
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def eksinf(capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch):
+    """Run `eksinf ARGS` in-process in a directory; returns exit code, stdout and stderr."""
+    from eksinf.cli import run
+
+    def invoke(*args: str, cwd: Path | None = None) -> CliResult:
+        if cwd is not None:
+            monkeypatch.chdir(cwd)
+        capsys.readouterr()
+        code = run(list(args))
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return invoke
