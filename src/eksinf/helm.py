@@ -6,7 +6,9 @@ private call to pin the Kubernetes version (see docs/flattening.md).
 
 from __future__ import annotations
 
+import io
 import json
+import tarfile
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -74,7 +76,6 @@ class SdkEngine:
                     "helm_render", chart._raw(), json.dumps(values), json.dumps(options)
                 )
                 crds = tuple((c["filename"], c["data"]) for c in chart.crds)
-                templates = _all_templates(chart)
         except HelmError as exc:
             raise EksinfError(
                 f"helm could not render release {opts.release!r}: {exc}",
@@ -86,14 +87,48 @@ class SdkEngine:
             path: text for path, text in json.loads(raw).items() if not path.endswith("/NOTES.txt")
         }
         return RenderedChart(
-            manifests=dict(sorted(manifests.items())), crds=crds, templates=templates
+            manifests=dict(sorted(manifests.items())), crds=crds, templates=chart_templates(archive)
         )
 
 
-def _all_templates(chart: Any) -> tuple[tuple[str, str], ...]:
-    prefix = chart.name
-    out = [(f"{prefix}/{t['name']}", t["data"]) for t in chart.templates]
+def chart_templates(archive: bytes) -> tuple[tuple[str, str], ...]:
+    """Every template source of a chart archive and of its subcharts, for the guard.
+
+    The SDK's `Chart.templates` lists the top chart's templates only, so a `lookup` in a
+    subchart would go unseen. We read the archive itself: subcharts are either folders under
+    `charts/` or archives there, nested to any depth. Paths match the engine's manifest keys
+    (`<chart>/charts/<sub>/templates/x.yaml`).
+    """
+    out: list[tuple[str, str]] = []
+    _collect_templates(archive, "", out)
     return tuple(sorted(out))
+
+
+def _collect_templates(archive: bytes, prefix: str, out: list[tuple[str, str]]) -> None:
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:*") as tar:
+        for member in tar.getmembers():
+            if not member.isfile():
+                continue
+            parts = member.name.split("/")
+            if len(parts) >= 3 and parts[-2] == "charts" and parts[-1].endswith(".tgz"):
+                nested = prefix + "/".join(parts[:-1]) + "/"
+                _collect_templates(_read(tar, member), nested, out)
+            elif _is_template(parts):
+                text = _read(tar, member).decode("utf-8", errors="replace")
+                out.append((prefix + member.name, text))
+
+
+def _read(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
+    handle = tar.extractfile(member)
+    return handle.read() if handle is not None else b""
+
+
+def _is_template(parts: list[str]) -> bool:
+    """A path `<chart>(/charts/<sub>)*/templates/...`."""
+    index = 1
+    while index + 1 < len(parts) and parts[index] == "charts":
+        index += 2
+    return index < len(parts) - 1 and parts[index] == "templates"
 
 
 def default_engine() -> HelmEngine:

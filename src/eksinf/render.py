@@ -68,11 +68,16 @@ class RenderResult:
     stack: Stack
     outputs: tuple[ComponentOutput, ...]
     provenance: dict[str, Any] = field(default_factory=dict)
+    partial: bool = False  # only some components were rendered (guard/verify --component)
 
     def files(self) -> dict[str, str]:
-        """Relative path under configs/ -> text, including the provenance record."""
+        """Relative path under configs/ -> text, including the provenance record.
+
+        A partial render has no provenance record: it describes the whole stack.
+        """
         out = {f"{o.component.name}/{u.filename}": u.text for o in self.outputs for u in o.units}
-        out[PROVENANCE_FILE] = json.dumps(self.provenance, indent=2, sort_keys=True) + "\n"
+        if not self.partial:
+            out[PROVENANCE_FILE] = json.dumps(self.provenance, indent=2, sort_keys=True) + "\n"
         return out
 
 
@@ -259,9 +264,10 @@ def render_stack(
     mirror: Path | None = None,
     engine: HelmEngine | None = None,
     progress: Callable[[str], None] = lambda _msg: None,
+    components: list[str] | None = None,
 ) -> RenderResult:
-    """Render every component in memory. Nothing is written."""
-    chosen = list(stack.components)
+    """Render every component (or only `components`) in memory. Nothing is written."""
+    chosen = stack.select(components) if components else list(stack.components)
     lock = read_lock(stack)
     need_helm = any(c.render == "helm" for c in chosen)
     engine = engine or (default_engine() if need_helm else None)
@@ -297,7 +303,7 @@ def render_stack(
             for r in o.charts
         ],
     }
-    return RenderResult(stack, tuple(outputs), provenance)
+    return RenderResult(stack, tuple(outputs), provenance, partial=bool(components))
 
 
 # ---- writing ------------------------------------------------------------------------------
@@ -341,6 +347,8 @@ def write_tree(target: Path, files: dict[str, str]) -> None:
 
 def write_configs(result: RenderResult, out: Path | None = None) -> Path:
     """Write the whole render into configs/ (or `out`): a clean rebuild, so no stale unit stays."""
+    if result.partial:
+        raise ValueError("a partial render cannot replace configs/")  # a caller bug, not input
     target = out or result.stack.configs_dir
     write_tree(target, result.files())
     return target

@@ -33,6 +33,9 @@ class Drift:
 def compare(result: RenderResult) -> Drift:
     fresh = result.files()
     committed = read_tree(result.stack.configs_dir)
+    if result.partial:  # compare only the rendered components' folders
+        folders = tuple(f"{o.component.name}/" for o in result.outputs)
+        committed = {p: t for p, t in committed.items() if p.startswith(folders)}
     added = sorted(set(fresh) - set(committed))
     removed = sorted(set(committed) - set(fresh))
     changed = sorted(p for p in set(fresh) & set(committed) if fresh[p] != committed[p])

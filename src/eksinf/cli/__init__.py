@@ -25,7 +25,10 @@ app = typer.Typer(
 def _root(
     ctx: typer.Context,
     stack: str = typer.Option(
-        None, "--stack", help="Stack directory (holds components.yaml). Default: current directory."
+        None,
+        "--stack",
+        metavar="DIR",
+        help="Stack directory (holds components.yaml). Default: current directory.",
     ),
 ) -> None:
     ctx.obj = State(stack_dir=stack)

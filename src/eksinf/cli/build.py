@@ -36,13 +36,14 @@ def register(app: typer.Typer) -> None:
 
 
 def version_cmd(json_out: bool = JSON_OPTION) -> None:
-    """Print the tool version, its git commit and the Helm engine version."""
+    """Print the version, git commit and Helm engine."""
     from ..helm import default_engine
 
+    engine = default_engine()
     info = {
         "version": __version__,
         "commit": commit_of(Path(__file__).parent) or "unknown",
-        "engine": f"{default_engine().name} {default_engine().version}",
+        "engine": f"{engine.name} {engine.version}",
     }
     if json_out:
         emit_json(info)
@@ -86,10 +87,27 @@ def components_cmd(
     out_console.print(table)
 
 
-def _render(ctx: typer.Context, mirror: Path | None, quiet: bool = False) -> RenderResult:
+COMPONENT_OPTION = typer.Option(
+    None,
+    "--component",
+    "-c",
+    metavar="NAME",
+    help="Only this component (repeat for several). Default: all.",
+)
+
+
+def _render(
+    ctx: typer.Context,
+    mirror: Path | None,
+    quiet: bool = False,
+    components: list[str] | None = None,
+) -> RenderResult:
     stack = state(ctx).stack()
     return render_stack(
-        stack, charts.mirror_dir(mirror), progress=(lambda _m: None) if quiet else progress
+        stack,
+        charts.mirror_dir(mirror),
+        progress=(lambda _m: None) if quiet else progress,
+        components=components or None,
     )
 
 
@@ -128,14 +146,16 @@ def render_cmd(
     ctx: typer.Context,
     mirror: Path = MIRROR_OPTION,
     out: Path = typer.Option(
-        None, "--out", help="Write here instead of configs/ (for inspection)."
+        None, "--out", metavar="DIR", help="Write here instead of configs/ (for inspection)."
     ),
     skip_guard: bool = typer.Option(
         False, "--skip-guard", help="Write even if the guard finds hazards (use with --out)."
     ),
     json_out: bool = JSON_OPTION,
 ) -> None:
-    """Render every component into configs/<component>/, one file per unit, atomically.
+    """Render the stack into configs/, one file per unit.
+
+    Every component lands in configs/<component>/; the whole tree is swapped in atomically.
 
     Charts are flattened with the pinned Helm engine at RENDER_KUBE_VERSION; CRDs are split from
     controllers and stamped with sync waves (-20 / -10). The guard runs before anything is
@@ -167,10 +187,17 @@ def render_cmd(
 
 
 def guard_cmd(
-    ctx: typer.Context, mirror: Path = MIRROR_OPTION, json_out: bool = JSON_OPTION
+    ctx: typer.Context,
+    mirror: Path = MIRROR_OPTION,
+    component: list[str] = COMPONENT_OPTION,
+    json_out: bool = JSON_OPTION,
 ) -> None:
-    """Check a fresh render for Helm features that do not survive flattening."""
-    result = _render(ctx, mirror, quiet=True)
+    """Find Helm features that do not survive flattening.
+
+    Renders in memory (nothing is written) and reports each hazard with its component, file,
+    resource and fix. Exit 3 when a hazard is not allowed in render/<component>/HAZARDS.allow.
+    """
+    result = _render(ctx, mirror, quiet=True, components=component)
     report = guard.check(result)
     if json_out:
         emit_json(
@@ -194,11 +221,17 @@ def verify_cmd(
     full: bool = typer.Option(
         False, "--full", help="Print the whole diff, not the first 60 lines."
     ),
+    component: list[str] = COMPONENT_OPTION,
     json_out: bool = JSON_OPTION,
 ) -> None:
-    """Fail (exit 1) when configs/ differs from a fresh render of its sources."""
+    """Fail when configs/ differs from a fresh render.
+
+    Exit 1 and a unified diff when configs/ drifted from its sources.
+
+    The guard runs too: an unhandled hazard fails verify (exit 3) even when configs/ is in sync.
+    """
     started = time.perf_counter()
-    result = _render(ctx, mirror, quiet=True)
+    result = _render(ctx, mirror, quiet=True, components=component)
     report = guard.check(result)
     drift = verify.compare(result)
     if json_out:

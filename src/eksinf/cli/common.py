@@ -40,6 +40,7 @@ def progress(message: str) -> None:
 MIRROR_OPTION = typer.Option(
     None,
     "--chart-mirror",
+    metavar="DIR",
     help="Directory of chart archives (<chart>-<version>.tgz) tried before upstream. "
     "Default: $EKSINF_CHART_MIRROR.",
     file_okay=False,
