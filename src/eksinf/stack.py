@@ -113,8 +113,11 @@ def _schema() -> dict:
     return json.loads(text)
 
 
-def parse_versions(path: Path, text: str) -> tuple[dict[str, str], dict[str, int]]:
-    """Parse KEY=VALUE lines. No shell evaluation: `$X` stays literal, quotes are stripped."""
+def parse_versions(path: Path | str, text: str) -> tuple[dict[str, str], dict[str, int]]:
+    """Parse KEY=VALUE lines. No shell evaluation: `$X` stays literal, quotes are stripped.
+
+    `path` only labels error messages (`versions.env:LINE`).
+    """
     values: dict[str, str] = {}
     lines: dict[str, int] = {}
     for number, raw in enumerate(text.splitlines(), start=1):
@@ -168,11 +171,11 @@ def load_stack(root: Path | None = None) -> Stack:
     env_path = root / "versions.env"
     if not env_path.is_file():
         raise EksinfError(
-            f"{env_path}: missing",
+            f"versions.env: missing in {root}",
             hint="Create versions.env with the pinned inputs (RENDER_KUBE_VERSION, chart versions).",
             exit_code=CONTRACT,
         )
-    versions, _ = parse_versions(env_path, env_path.read_text(encoding="utf-8"))
+    versions, _ = parse_versions("versions.env", env_path.read_text(encoding="utf-8"))
     text = comp_path.read_text(encoding="utf-8")
     docs = load_source(comp_path, text, label="components.yaml")
     if len(docs) != 1:

@@ -55,10 +55,11 @@ def load_source(path: Path, text: str | None = None, *, label: str | None = None
     try:
         docs = list(parser.load_all(text))
     except DuplicateKeyError as exc:
-        first = _location(name, exc.context_mark)
+        # ruamel marks the duplicate and the start of its mapping, not the first occurrence.
+        key = exc.problem.split(" with value")[0].removeprefix("found duplicate key ")
         raise EksinfError(
-            f"{_location(name, exc.problem_mark)}: duplicate key "
-            f"({exc.problem.split(' with value')[0].replace('found ', '')}), first defined at {first}",
+            f"{_location(name, exc.problem_mark)}: duplicate key {key} in the mapping that "
+            f"starts at {_location(name, exc.context_mark)}",
             hint="Remove one of the two keys: YAML parsers silently keep only one of them.",
             exit_code=CONTRACT,
         ) from exc

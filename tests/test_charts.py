@@ -1,0 +1,247 @@
+"""Chart resolution: OCI pull from a real registry, lock, mirror, cache, and their failures."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+from chartkit import CONFIGMAP, ChartSource, crd, push, write_stack
+
+from eksinf import charts
+from eksinf.errors import CONTRACT, ENVIRONMENT, EksinfError
+from eksinf.helm import chart_templates
+from eksinf.stack import load_stack
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private chart cache, so each test sees exactly the fetches it makes."""
+    path = tmp_path / "cache"
+    monkeypatch.setenv("EKSINF_CACHE_DIR", str(path))
+    return path
+
+
+def unique_repo() -> str:
+    return f"t/{uuid.uuid4().hex[:12]}"
+
+
+def parent_chart() -> ChartSource:
+    sub = ChartSource(
+        "sub",
+        "0.2.0",
+        templates={"sub-cm.yaml": CONFIGMAP.replace("-settings", "-sub")},
+        crds={"gadget.yaml": crd("Gadget")},
+        values={"greeting": "from-sub"},
+    )
+    return ChartSource(
+        "parent",
+        "1.0.0",
+        templates={"cm.yaml": CONFIGMAP},
+        crds={"widget.yaml": crd("Widget")},
+        values={"greeting": "hello"},
+        subcharts=[sub],
+    )
+
+
+def oci_stack(tmp_path: Path, registry: str, chart: ChartSource) -> tuple[Path, str]:
+    repo = push(chart, registry, unique_repo(), tmp_path / "pkg")
+    root = write_stack(tmp_path / "stack", [("app", chart, repo)])
+    return root, repo
+
+
+def test_lock_and_render_over_oci_with_subchart_crds(tmp_path, registry, cache, eksinf):
+    chart = parent_chart()
+    root, repo = oci_stack(tmp_path, registry, chart)
+
+    locked = eksinf("charts", "lock", cwd=root)
+    assert locked.code == 0, locked.err
+    assert f"sha256:{charts.sha256(chart.package())}" in locked.out
+    lock_text = (root / "charts.lock").read_text()
+    assert f"pinnedFrom: {repo}/parent" in lock_text
+
+    rendered = eksinf("render", cwd=root)
+    assert rendered.code == 0, rendered.err
+    crds = (root / "configs/apps/app-crds.yaml").read_text()
+    # the subchart's crds/ land in the same CRD unit as the parent's
+    assert "name: widgets.example.com" in crds
+    assert "name: gadgets.example.com" in crds
+    controller = (root / "configs/apps/app-controller.yaml").read_text()
+    assert "name: app-settings" in controller and "name: app-sub" in controller
+    assert "app: 2 resources + 2 CRDs" in rendered.err
+
+
+def test_guard_reads_subchart_templates(tmp_path):
+    chart = parent_chart()
+    chart.subcharts[0].templates["probe.yaml"] = '{{ lookup "v1" "Secret" "a" "b" }}\n'
+    paths = [p for p, _ in chart_templates(chart.package())]
+    assert "parent/charts/sub/templates/probe.yaml" in paths
+    assert "parent/templates/cm.yaml" in paths
+
+
+def test_guard_reads_templates_of_packaged_subcharts():
+    sub = ChartSource("inner", "0.3.0", templates={"x.yaml": "{{ now }}\n"})
+    parent = ChartSource("outer", "1.0.0", templates={"cm.yaml": CONFIGMAP})
+    files = parent.files()
+    files["outer/charts/inner-0.3.0.tgz"] = sub.package()
+    from chartkit import make_tgz
+
+    paths = [p for p, _ in chart_templates(make_tgz(files))]
+    assert paths == ["outer/charts/inner/templates/x.yaml", "outer/templates/cm.yaml"]
+
+
+def test_second_resolve_is_served_from_the_cache(tmp_path, registry, cache, monkeypatch):
+    chart = ChartSource("cached", templates={"cm.yaml": CONFIGMAP}, values={"greeting": "x"})
+    root, repo = oci_stack(tmp_path, registry, chart)
+    stack = load_stack(root)
+    charts.lock(stack, None)
+    spec = stack.component("apps").charts[0]
+
+    first = charts.resolve(stack, spec, None)
+    assert first.origin == f"{repo}/cached"
+    assert (cache / "charts" / f"{first.sha256}.tgz").is_file()
+
+    def no_network(*_args, **_kwargs):
+        raise AssertionError("the cache should have answered")
+
+    monkeypatch.setattr(charts, "fetch", no_network)
+    second = charts.resolve(stack, spec, None)
+    assert second.origin == "cache"
+    assert second.archive == first.archive
+
+
+def test_mirror_directory_is_used_before_upstream(tmp_path, cache, eksinf):
+    chart = ChartSource("mirrored", templates={"cm.yaml": CONFIGMAP}, values={"greeting": "m"})
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    (mirror / "mirrored-0.1.0.tgz").write_bytes(chart.package())
+    # the upstream is a closed loopback port: only the mirror can answer
+    root = write_stack(tmp_path / "stack", [("app", chart, "oci://127.0.0.1:9/none")])
+
+    locked = eksinf("charts", "lock", "--chart-mirror", str(mirror), cwd=root)
+    assert locked.code == 0, locked.err
+    assert "(mirror)" in locked.out
+    rendered = eksinf("render", "--chart-mirror", str(mirror), cwd=root)
+    assert rendered.code == 0, rendered.err
+    assert (root / "configs/apps/app-controller.yaml").is_file()
+
+
+def test_missing_chart_without_mirror_says_how_to_seed_one(tmp_path, registry, cache, eksinf):
+    chart = ChartSource("ghost", templates={"cm.yaml": CONFIGMAP})
+    repo = f"oci://{registry}/{unique_repo()}"  # nothing was pushed here
+    root = write_stack(tmp_path / "stack", [("app", chart, repo)])
+
+    result = eksinf("charts", "lock", cwd=root)
+    assert result.code == ENVIRONMENT
+    assert f"chart ghost 0.1.0 is unreachable at {repo}/ghost" in result.err
+    assert "Seed a mirror: put ghost-0.1.0.tgz in a directory and pass --chart-mirror" in result.err
+
+
+def test_registry_down_is_an_environment_error(tmp_path, cache, eksinf):
+    chart = ChartSource("down", templates={"cm.yaml": CONFIGMAP})
+    root = write_stack(tmp_path / "stack", [("app", chart, "oci://127.0.0.1:9/charts")])
+    (root / "charts.lock").write_text(
+        "charts:\n- chart: down\n  version: 0.1.0\n  repo: oci://127.0.0.1:9/charts\n"
+        f"  sha256: {charts.sha256(chart.package())}\n  pinnedFrom: mirror\n"
+    )
+    result = eksinf("render", cwd=root)
+    assert result.code == ENVIRONMENT
+    assert "chart down 0.1.0 is unreachable at oci://127.0.0.1:9/charts/down" in result.err
+    assert "Seed a mirror" in result.err
+    assert not (root / "configs").exists()
+
+
+def test_archive_that_differs_from_the_lock_is_refused(tmp_path, registry, cache, eksinf):
+    chart = ChartSource("drifty", templates={"cm.yaml": CONFIGMAP}, values={"greeting": "a"})
+    root, repo = oci_stack(tmp_path, registry, chart)
+    assert eksinf("charts", "lock", cwd=root).code == 0
+    pinned = charts.sha256(chart.package())
+    # the same version is re-pushed with different content (a moved tag)
+    chart.values = {"greeting": "b"}
+    push(chart, registry, repo.removeprefix(f"oci://{registry}/"), tmp_path / "pkg2")
+
+    result = eksinf("render", cwd=root)
+    assert result.code == CONTRACT
+    assert f"chart drifty 0.1.0 from {repo}/drifty has sha256 {charts.sha256(chart.package())}" in (
+        result.err
+    )
+    assert f"but charts.lock pins {pinned}" in result.err
+    assert "Refusing an archive that differs from the lock" in result.err
+
+
+def test_mirror_archive_that_differs_from_the_lock_is_refused(tmp_path, cache):
+    chart = ChartSource("m2", templates={"cm.yaml": CONFIGMAP})
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    (mirror / "m2-0.1.0.tgz").write_bytes(chart.package())
+    root = write_stack(tmp_path / "stack", [("app", chart, "oci://127.0.0.1:9/x")])
+    stack = load_stack(root)
+    charts.lock(stack, mirror)
+    chart.templates["extra.yaml"] = CONFIGMAP.replace("-settings", "-extra")
+    (mirror / "m2-0.1.0.tgz").write_bytes(chart.package())
+    with pytest.raises(EksinfError) as err:
+        charts.resolve(stack, stack.component("apps").charts[0], mirror)
+    assert err.value.exit_code == CONTRACT
+    assert "from mirror has sha256" in err.value.message
+
+
+def test_chart_missing_from_the_lock_is_a_contract_error(tmp_path, registry, cache, eksinf):
+    chart = ChartSource("unpinned", templates={"cm.yaml": CONFIGMAP})
+    root, repo = oci_stack(tmp_path, registry, chart)
+    result = eksinf("render", cwd=root)  # no `charts lock` was run
+    assert result.code == CONTRACT
+    assert f"chart unpinned 0.1.0 ({repo}) is not pinned in charts.lock" in result.err
+    assert "Run `eksinf charts lock`" in result.err
+
+
+def test_malformed_lock_entry_is_reported(tmp_path, cache):
+    chart = ChartSource("bad", templates={"cm.yaml": CONFIGMAP})
+    root = write_stack(tmp_path / "stack", [("app", chart, "oci://127.0.0.1:9/x")])
+    (root / "charts.lock").write_text("charts:\n- chart: bad\n  version: 0.1.0\n")
+    with pytest.raises(EksinfError) as err:
+        charts.read_lock(load_stack(root))
+    assert err.value.exit_code == CONTRACT
+    assert "charts.lock: malformed entry" in err.value.message
+
+
+def test_charts_list_json_shows_pins(tmp_path, cache, eksinf):
+    import json
+
+    chart = ChartSource("listed", templates={"cm.yaml": CONFIGMAP})
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    (mirror / "listed-0.1.0.tgz").write_bytes(chart.package())
+    root = write_stack(tmp_path / "stack", [("app", chart, "oci://127.0.0.1:9/x")])
+    before = json.loads(eksinf("charts", "list", "--json", cwd=root).out)
+    assert before[0]["sha256"] is None
+    assert eksinf("charts", "lock", "--chart-mirror", str(mirror), cwd=root).code == 0
+    after = json.loads(eksinf("charts", "list", "--json", cwd=root).out)
+    assert after == [
+        {
+            "component": "apps",
+            "chart": "listed",
+            "version": "0.1.0",
+            "source": "oci://127.0.0.1:9/x/listed",
+            "sha256": charts.sha256(chart.package()),
+        }
+    ]
+
+
+def test_plain_http_only_for_loopback():
+    assert charts.is_loopback("127.0.0.1")
+    assert charts.is_loopback("localhost")
+    assert charts.is_loopback("::1")
+    assert not charts.is_loopback("public.ecr.aws")
+    assert not charts.is_loopback("10.0.0.1")
+
+
+def test_real_mirror_archives_match_the_committed_lock(chart_mirror):
+    from conftest import REPO
+
+    stack = load_stack(REPO)
+    pins = charts.read_lock(stack)
+    for comp in stack.components:
+        for spec in comp.charts:
+            archive = chart_mirror / f"{spec.chart}-{spec.version}.tgz"
+            pin = pins[(spec.chart, spec.version, spec.repo)]
+            assert charts.sha256(archive.read_bytes()) == pin.sha256
