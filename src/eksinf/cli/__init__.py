@@ -7,7 +7,7 @@ import sys
 import typer
 
 from ..errors import EksinfError
-from . import build
+from . import aws, build
 from .common import State, err_console
 
 app = typer.Typer(
@@ -34,7 +34,7 @@ def _root(
     ctx.obj = State(stack_dir=stack)
 
 
-for module in (build,):
+for module in (build, aws):
     module.register(app)
 
 

@@ -1,0 +1,64 @@
+"""What "this stack" means on AWS: the names and tags every scoped query filters on.
+
+Built from the platform profile (`StackScope.from_profile`), so no stack name is ever written
+in code. Every query that decides something about "our" resources goes through these filters
+(DESIGN §7): never region-wide.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class StackScope:
+    stack: str  # value of the stack tag (the profile's name)
+    tag_key: str  # the stack tag key
+    cluster: str
+    network: str  # karpenter.sh/discovery value
+    region: str
+    node_role: str
+    gpu_ami_alias: str
+    karpenter_role: str = ""
+    account: str | None = None  # the account the profile says the stack lives in, if it says
+    gpu_root_volume_gib: int | None = None
+    model_cache_gib: int | None = None
+
+    @classmethod
+    def from_profile(cls, profile: Any, tag_key: str, region: str | None = None) -> StackScope:
+        spec = profile.spec or {}
+        return cls(
+            stack=profile.name,
+            tag_key=tag_key,
+            cluster=profile.cluster_name,
+            network=profile.network_name,
+            region=region or profile.region,
+            node_role=profile.node_role_name,
+            gpu_ami_alias=profile.gpu_ami_alias,
+            karpenter_role=str(spec.get("karpenterRoleName", "")),
+            account=str(spec["accountID"]) if spec.get("accountID") else None,
+            gpu_root_volume_gib=_gib(spec.get("gpuRootVolumeSize")),
+            model_cache_gib=_gib(spec.get("modelCacheSize")),
+        )
+
+    @property
+    def cluster_tag(self) -> str:
+        return f"kubernetes.io/cluster/{self.cluster}"
+
+    def instance_filter_sets(self) -> list[list[dict[str, Any]]]:
+        """EC2 ANDs filters, so "stack tag OR cluster tag" is three queries whose union we take."""
+        return [
+            [{"Name": f"tag:{self.tag_key}", "Values": [self.stack]}],
+            [{"Name": "tag-key", "Values": [self.cluster_tag]}],
+            [{"Name": "tag:eks:cluster-name", "Values": [self.cluster]}],
+        ]
+
+    def stack_filter(self) -> list[dict[str, Any]]:
+        return [{"Name": f"tag:{self.tag_key}", "Values": [self.stack]}]
+
+
+def _gib(value: Any) -> int | None:
+    if isinstance(value, str) and value.endswith("Gi") and value[:-2].isdigit():
+        return int(value[:-2])
+    return None

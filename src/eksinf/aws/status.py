@@ -1,0 +1,329 @@
+"""What this stack is running on AWS and what it costs, read from EC2 (not from Kubernetes).
+
+Kubernetes objects lag real instances and an unreachable cluster looks empty, so billing is
+answered by `ec2:DescribeInstances` scoped to the stack. `collect` does the I/O; `build_status`
+is pure and turns the raw answers plus the price table into a `Status`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import botocore.exceptions as bce
+
+from .scope import StackScope
+from .session import AwsSession, aws_errors, error_code, paginate, tags_of, translate
+
+BILLING_STATES = ("pending", "running")
+_GPU_FAMILY = re.compile(r"^(g|p)\d")  # g4dn, g5, g5g, g6, g6e, p4d, p5, p5e, p5en ...
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    about: str
+    as_of: str
+    hours_per_month: int
+    regions: dict[str, Any]
+
+    def instance_rate(self, region: str, instance_type: str) -> float | None:
+        return self.regions.get(region, {}).get("instances", {}).get(instance_type)
+
+    def fixed_rate(self, region: str, key: str) -> float | None:
+        return self.regions.get(region, {}).get(key)
+
+
+@cache
+def load_prices() -> PriceTable:
+    raw = json.loads(resources.files("eksinf").joinpath("data/prices.json").read_text())
+    return PriceTable(raw["about"], raw["as_of"], raw["hours_per_month"], raw["regions"])
+
+
+@dataclass(frozen=True)
+class InstanceRow:
+    id: str
+    type: str
+    pool: str
+    state: str
+    zone: str
+    hourly: float | None  # None = not in the price table: unknown, never zero
+
+    @property
+    def gpu(self) -> bool:
+        return bool(_GPU_FAMILY.match(self.type))
+
+
+@dataclass(frozen=True)
+class FixedCost:
+    kind: str  # eks-control-plane | nat-gateway
+    id: str
+    hourly: float | None
+
+
+@dataclass(frozen=True)
+class Status:
+    stack: str
+    cluster: str
+    region: str
+    account: str
+    instances: tuple[InstanceRow, ...]
+    fixed: tuple[FixedCost, ...]
+    hours_per_month: int
+    prices_as_of: str
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def unknown_items(self) -> int:
+        return sum(1 for r in (*self.instances, *self.fixed) if r.hourly is None)
+
+    @property
+    def hourly_known(self) -> float:
+        return round(sum(r.hourly or 0.0 for r in (*self.instances, *self.fixed)), 4)
+
+    @property
+    def pools(self) -> dict[str, list[InstanceRow]]:
+        out: dict[str, list[InstanceRow]] = {}
+        for row in self.instances:
+            out.setdefault(row.pool, []).append(row)
+        return dict(sorted(out.items()))
+
+    @property
+    def gpu_running(self) -> list[InstanceRow]:
+        return [r for r in self.instances if r.gpu]
+
+
+def pool_of(tags: dict[str, str]) -> str:
+    if "karpenter.sh/nodepool" in tags:
+        return tags["karpenter.sh/nodepool"]
+    if "eks:nodegroup-name" in tags:
+        return f"nodegroup/{tags['eks:nodegroup-name']}"
+    return "(no pool)"
+
+
+@dataclass(frozen=True)
+class RawStatus:
+    """What AWS answered, before pricing: kept separate so the pricing logic is pure."""
+
+    account: str
+    instances: tuple[dict[str, Any], ...]
+    nat_gateways: tuple[dict[str, Any], ...]
+    cluster: dict[str, Any] | None
+
+
+def stack_instances(session: AwsSession, scope: StackScope, states=BILLING_STATES) -> list[dict]:
+    """Instances carrying the stack tag or this cluster's tags, each once, sorted by id."""
+    ec2 = session.client("ec2")
+    found: dict[str, dict] = {}
+    with aws_errors("listing the stack's EC2 instances (ec2 describe-instances)"):
+        for filters in scope.instance_filter_sets():
+            reservations = paginate(
+                ec2,
+                "describe_instances",
+                "Reservations",
+                Filters=[*filters, {"Name": "instance-state-name", "Values": list(states)}],
+            )
+            for reservation in reservations:
+                for inst in reservation.get("Instances", []):
+                    found[inst["InstanceId"]] = inst
+    return [found[k] for k in sorted(found)]
+
+
+def stack_vpc_ids(session: AwsSession, scope: StackScope) -> list[str]:
+    with aws_errors("finding the stack's VPC (ec2 describe-vpcs by stack tag)"):
+        vpcs = paginate(session.client("ec2"), "describe_vpcs", "Vpcs", Filters=scope.stack_filter())
+    return sorted(v["VpcId"] for v in vpcs)
+
+
+def stack_nat_gateways(session: AwsSession, scope: StackScope) -> list[dict]:
+    """NAT gateways tagged with the stack, or living in the stack's VPC."""
+    ec2 = session.client("ec2")
+    state = {"Name": "state", "Values": ["pending", "available"]}
+    found: dict[str, dict] = {}
+    with aws_errors("listing the stack's NAT gateways (ec2 describe-nat-gateways)"):
+        queries = [scope.stack_filter()]
+        vpcs = stack_vpc_ids(session, scope)
+        if vpcs:
+            queries.append([{"Name": "vpc-id", "Values": vpcs}])
+        for filters in queries:
+            for nat in paginate(
+                ec2, "describe_nat_gateways", "NatGateways", Filter=[*filters, state]
+            ):
+                found[nat["NatGatewayId"]] = nat
+    return [found[k] for k in sorted(found)]
+
+
+def describe_cluster(session: AwsSession, name: str) -> dict | None:
+    """The EKS cluster, or None when it does not exist (any other failure raises)."""
+    try:
+        return session.client("eks").describe_cluster(name=name)["cluster"]
+    except (bce.BotoCoreError, bce.ClientError) as exc:
+        if error_code(exc) == "ResourceNotFoundException":
+            return None
+        raise translate(exc, f"describing EKS cluster {name} (eks describe-cluster)") from exc
+
+
+def collect(session: AwsSession, scope: StackScope) -> RawStatus:
+    account = session.caller.account
+    return RawStatus(
+        account=account,
+        instances=tuple(stack_instances(session, scope)),
+        nat_gateways=tuple(stack_nat_gateways(session, scope)),
+        cluster=describe_cluster(session, scope.cluster),
+    )
+
+
+def build_status(scope: StackScope, raw: RawStatus, prices: PriceTable) -> Status:
+    region = scope.region
+    rows = []
+    for inst in raw.instances:
+        itype = inst["InstanceType"]
+        rows.append(
+            InstanceRow(
+                id=inst["InstanceId"],
+                type=itype,
+                pool=pool_of(tags_of(inst)),
+                state=inst["State"]["Name"],
+                zone=inst.get("Placement", {}).get("AvailabilityZone", ""),
+                hourly=prices.instance_rate(region, itype),
+            )
+        )
+    fixed = []
+    if raw.cluster is not None and raw.cluster.get("status") != "DELETING":
+        fixed.append(
+            FixedCost(
+                "eks-control-plane",
+                raw.cluster["name"],
+                prices.fixed_rate(region, "eks_control_plane_hourly"),
+            )
+        )
+    for nat in raw.nat_gateways:
+        fixed.append(
+            FixedCost(
+                "nat-gateway", nat["NatGatewayId"], prices.fixed_rate(region, "nat_gateway_hourly")
+            )
+        )
+    warnings = []
+    if scope.account and scope.account != raw.account:
+        warnings.append(
+            f"account mismatch: the profile places stack {scope.stack} in account "
+            f"{scope.account}, but these credentials are account {raw.account}; "
+            "this report describes the wrong account"
+        )
+    gpus = [r for r in rows if r.gpu]
+    if gpus:
+        warnings.append(
+            f"{len(gpus)} GPU node(s) running ({', '.join(sorted({r.type for r in gpus}))}): "
+            "scale GPU workloads to 0 through config to release them"
+        )
+    unknown = sorted({r.type for r in rows if r.hourly is None})
+    if unknown:
+        warnings.append(
+            f"no price for {', '.join(unknown)} in {region}: their cost is unknown, not zero"
+        )
+    if any(f.hourly is None for f in fixed):
+        warnings.append(f"no fixed-cost prices for region {region}: those costs are unknown")
+    return Status(
+        stack=scope.stack,
+        cluster=scope.cluster,
+        region=region,
+        account=raw.account,
+        instances=tuple(rows),
+        fixed=tuple(fixed),
+        hours_per_month=prices.hours_per_month,
+        prices_as_of=prices.as_of,
+        warnings=tuple(warnings),
+    )
+
+
+def _money(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def to_json(status: Status) -> dict[str, Any]:
+    complete = status.unknown_items == 0
+    hourly = status.hourly_known
+    return {
+        "stack": status.stack,
+        "cluster": status.cluster,
+        "region": status.region,
+        "account": status.account,
+        "instances": [
+            {
+                "id": r.id,
+                "type": r.type,
+                "pool": r.pool,
+                "state": r.state,
+                "zone": r.zone,
+                "gpu": r.gpu,
+                "hourly": _money(r.hourly),
+                "price": "known" if r.hourly is not None else "unknown",
+            }
+            for r in status.instances
+        ],
+        "pools": {
+            name: {"count": len(rows), "types": sorted({r.type for r in rows})}
+            for name, rows in status.pools.items()
+        },
+        "fixed": [
+            {"kind": f.kind, "id": f.id, "hourly": _money(f.hourly)} for f in status.fixed
+        ],
+        "cost": {
+            # With any unknown item the total is a lower bound, and says so.
+            "hourly": _money(hourly) if complete else None,
+            "monthly": _money(hourly * status.hours_per_month) if complete else None,
+            "hourlyKnown": _money(hourly),
+            "unknownItems": status.unknown_items,
+            "complete": complete,
+            "pricesAsOf": status.prices_as_of,
+        },
+        "gpuNodes": len(status.gpu_running),
+        "warnings": list(status.warnings),
+        "billingError": None,
+    }
+
+
+def format_text(status: Status) -> list[str]:
+    lines = [
+        f"stack {status.stack} (cluster {status.cluster}) in {status.region}, "
+        f"account {status.account}"
+    ]
+    if not status.instances:
+        lines.append("EC2: no running or pending instances of this stack")
+    for pool, rows in status.pools.items():
+        lines.append(f"pool {pool}: {len(rows)} instance(s)")
+        for r in rows:
+            rate = f"${r.hourly:.3f}/h" if r.hourly is not None else "unknown"
+            gpu = "  GPU" if r.gpu else ""
+            lines.append(f"  {r.id}  {r.type:<14} {r.state:<8} {r.zone:<11} {rate}{gpu}")
+    for f in status.fixed:
+        rate = f"${f.hourly:.3f}/h" if f.hourly is not None else "unknown"
+        lines.append(f"fixed {f.kind} {f.id}: {rate}")
+    hourly = status.hourly_known
+    monthly = hourly * status.hours_per_month
+    if status.unknown_items:
+        lines.append(
+            f"cost: at least ${hourly:.2f}/h (~${monthly:.0f}/month); "
+            f"{status.unknown_items} item(s) of unknown price (prices as of {status.prices_as_of})"
+        )
+    else:
+        lines.append(
+            f"cost: ${hourly:.2f}/h (~${monthly:.0f}/month at {status.hours_per_month} h; "
+            f"prices as of {status.prices_as_of})"
+        )
+    return lines
+
+
+def unknown_json(scope: StackScope, reason: str) -> dict[str, Any]:
+    """The report when AWS could not be queried: cost UNKNOWN with the reason, never empty."""
+    return {
+        "stack": scope.stack,
+        "cluster": scope.cluster,
+        "region": scope.region,
+        "instances": None,
+        "cost": "UNKNOWN",
+        "billingError": reason,
+    }
