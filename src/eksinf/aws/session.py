@@ -61,7 +61,9 @@ class AwsIdentity:
 
     def tool_env(self) -> dict[str, str]:
         """Environment for kubectl/Helm/aws subprocesses: the same profile and region, no other."""
-        env = {k: v for k, v in os.environ.items() if k not in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE")}
+        env = {
+            k: v for k, v in os.environ.items() if k not in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE")
+        }
         env["AWS_REGION"] = self.region
         env["AWS_DEFAULT_REGION"] = self.region
         if self.profile:

@@ -134,7 +134,9 @@ def stack_instances(session: AwsSession, scope: StackScope, states=BILLING_STATE
 
 def stack_vpc_ids(session: AwsSession, scope: StackScope) -> list[str]:
     with aws_errors("finding the stack's VPC (ec2 describe-vpcs by stack tag)"):
-        vpcs = paginate(session.client("ec2"), "describe_vpcs", "Vpcs", Filters=scope.stack_filter())
+        vpcs = paginate(
+            session.client("ec2"), "describe_vpcs", "Vpcs", Filters=scope.stack_filter()
+        )
     return sorted(v["VpcId"] for v in vpcs)
 
 
@@ -268,9 +270,7 @@ def to_json(status: Status) -> dict[str, Any]:
             name: {"count": len(rows), "types": sorted({r.type for r in rows})}
             for name, rows in status.pools.items()
         },
-        "fixed": [
-            {"kind": f.kind, "id": f.id, "hourly": _money(f.hourly)} for f in status.fixed
-        ],
+        "fixed": [{"kind": f.kind, "id": f.id, "hourly": _money(f.hourly)} for f in status.fixed],
         "cost": {
             # With any unknown item the total is a lower bound, and says so.
             "hourly": _money(hourly) if complete else None,

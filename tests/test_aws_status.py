@@ -1,0 +1,141 @@
+"""`eksinf status` against moto's HTTP server (reached only through the session factory)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from eksinf.aws.scope import StackScope
+from eksinf.aws.session import AwsIdentity, AwsSession
+from eksinf.aws.status import PriceTable, RawStatus, build_status, to_json
+from eksinf.profile import STACK_TAG_KEY, load_profile
+from eksinf.stack import load_stack
+
+
+@pytest.fixture
+def scope(stack_dir) -> StackScope:
+    return StackScope.from_profile(load_profile(load_stack(stack_dir)), STACK_TAG_KEY)
+
+
+def session_for(scope: StackScope) -> AwsSession:
+    return AwsSession(AwsIdentity.resolve(scope.region))
+
+
+def run(ec2, itype: str, tags: dict[str, str], count: int = 1) -> list[str]:
+    spec = [{"ResourceType": "instance", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}]
+    out = ec2.run_instances(
+        ImageId="ami-12345678",
+        InstanceType=itype,
+        MinCount=count,
+        MaxCount=count,
+        **({"TagSpecifications": spec} if tags else {}),
+    )
+    return [i["InstanceId"] for i in out["Instances"]]
+
+
+def seed_two_stacks(scope: StackScope) -> dict[str, list[str]]:
+    ec2 = session_for(scope).client("ec2")
+    ours = [
+        *run(ec2, "t4g.medium", {STACK_TAG_KEY: scope.stack, "eks:nodegroup-name": "system"}, 2),
+        *run(
+            ec2, "g6.xlarge", {scope.cluster_tag: "owned", "karpenter.sh/nodepool": "quantized-gpu"}
+        ),
+        *run(
+            ec2,
+            "c7g.large",
+            {"eks:cluster-name": scope.cluster, "karpenter.sh/nodepool": "general"},
+        ),
+        *run(ec2, "x9z.mega", {STACK_TAG_KEY: scope.stack, "karpenter.sh/nodepool": "general"}),
+    ]
+    theirs = [
+        *run(
+            ec2,
+            "g6.xlarge",
+            {STACK_TAG_KEY: "other-stack", "karpenter.sh/nodepool": "quantized-gpu"},
+        ),
+        *run(ec2, "t4g.medium", {"kubernetes.io/cluster/other": "owned"}),
+        *run(ec2, "m7g.large", {}, 2),
+    ]
+    return {"ours": ours, "theirs": theirs}
+
+
+def test_status_json_counts_only_this_stack(eksinf, stack_dir, scope, aws_env):
+    seeded = seed_two_stacks(scope)
+    result = eksinf("status", "--json", cwd=stack_dir)
+    assert result.code == 0, result.err
+    report = json.loads(result.out)  # clean JSON: warnings went to stderr
+    assert sorted(i["id"] for i in report["instances"]) == sorted(seeded["ours"])
+    assert report["pools"]["general"]["count"] == 2
+    assert report["pools"]["nodegroup/system"]["count"] == 2
+    assert report["pools"]["quantized-gpu"] == {"count": 1, "types": ["g6.xlarge"]}
+    assert report["gpuNodes"] == 1
+    unknown = [i for i in report["instances"] if i["type"] == "x9z.mega"]
+    assert unknown[0]["hourly"] is None and unknown[0]["price"] == "unknown"
+    # One unknown price makes the total a lower bound, not a number.
+    assert report["cost"]["hourly"] is None and report["cost"]["complete"] is False
+    assert report["cost"]["hourlyKnown"] == pytest.approx(2 * 0.034 + 0.805 + 0.072)
+    assert "GPU node" in result.err and "x9z.mega" in result.err
+
+
+def test_status_text_shows_unknown_and_fixed_costs(eksinf, stack_dir, scope, aws_env):
+    session = session_for(scope)
+    ec2 = session.client("ec2")
+    run(ec2, "x9z.mega", {STACK_TAG_KEY: scope.stack})
+    vpc = ec2.create_vpc(
+        CidrBlock="10.42.0.0/16",
+        TagSpecifications=[
+            {"ResourceType": "vpc", "Tags": [{"Key": STACK_TAG_KEY, "Value": scope.stack}]}
+        ],
+    )["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.42.0.0/20")["Subnet"]["SubnetId"]
+    eip = ec2.allocate_address(Domain="vpc")["AllocationId"]
+    ec2.create_nat_gateway(SubnetId=subnet, AllocationId=eip)  # untagged, but in our VPC
+    result = eksinf("status", cwd=stack_dir)
+    assert result.code == 0, result.err
+    assert "x9z.mega" in result.out and "unknown" in result.out
+    assert "fixed nat-gateway" in result.out
+    assert "at least $0.04/h" in result.out  # the NAT is priced, the unknown type is not
+
+
+def test_status_endpoint_down_is_unknown_exit_4(eksinf, stack_dir, monkeypatch, aws_env):
+    from conftest import free_port
+
+    monkeypatch.setenv("EKSINF_AWS_ENDPOINT_URL", f"http://127.0.0.1:{free_port()}")
+    result = eksinf("status", cwd=stack_dir)
+    assert result.code == 4
+    assert "cost UNKNOWN" in result.out and "unreachable" in result.out
+    as_json = eksinf("status", "--json", cwd=stack_dir)
+    assert as_json.code == 4
+    report = json.loads(as_json.out)
+    assert report["cost"] == "UNKNOWN" and report["instances"] is None
+    assert "unreachable" in report["billingError"]
+
+
+def test_account_mismatch_warns_on_stderr_and_json_stays_valid(scope):
+    other = StackScope(**{**scope.__dict__, "account": "999999999999"})
+    raw = RawStatus(account="123456789012", instances=(), nat_gateways=(), cluster=None)
+    prices = PriceTable("test", "2026-12-01", 730, {})
+    report = build_status(other, raw, prices)
+    assert any("account mismatch" in w and "999999999999" in w for w in report.warnings)
+    json.dumps(to_json(report))
+
+
+def test_unknown_region_prices_are_unknown_not_zero(scope):
+    raw = RawStatus(
+        account="123456789012",
+        instances=(
+            {
+                "InstanceId": "i-1",
+                "InstanceType": "t4g.medium",
+                "State": {"Name": "running"},
+                "Tags": [],
+            },
+        ),
+        nat_gateways=(),
+        cluster={"name": scope.cluster, "status": "ACTIVE"},
+    )
+    report = build_status(scope, raw, PriceTable("t", "d", 730, {}))
+    body = to_json(report)
+    assert body["cost"]["hourly"] is None and body["cost"]["unknownItems"] == 2
+    assert body["fixed"] == [{"kind": "eks-control-plane", "id": scope.cluster, "hourly": None}]
