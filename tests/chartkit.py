@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import io
 import tarfile
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -164,4 +165,23 @@ def write_stack(
     (base / "namespace.yaml").write_text(
         "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: apps\n"
     )
+    return root
+
+
+def publish_stack(
+    tmp_path: Path, registry: str, charts: list[tuple[str, ChartSource]], **kw
+) -> Path:
+    """Push each chart to its own fresh repository, write a stack rendering them, lock it.
+
+    `charts` lists (unit name, chart); keyword arguments go to `write_stack`.
+    """
+    from eksinf import charts as charts_mod
+    from eksinf.stack import load_stack
+
+    entries = []
+    for name, chart in charts:
+        repo = push(chart, registry, f"t/{uuid.uuid4().hex[:12]}", tmp_path / "pkg" / name)
+        entries.append((name, chart, repo))
+    root = write_stack(tmp_path / "stack", entries, **kw)
+    charts_mod.lock(load_stack(root), None)
     return root

@@ -5,8 +5,11 @@ Pure steps (`render_stack`) build everything in memory; `write_configs` is the o
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import hashlib
 import json
+import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -314,20 +317,48 @@ def _swap_paths(target: Path) -> tuple[Path, Path]:
 
 
 def recover_interrupted_swap(target: Path) -> None:
-    """Finish or undo a swap that a crash interrupted, so `target` is whole again."""
+    """Finish or undo a write that a crash interrupted, so `target` is whole again."""
     new, old = _swap_paths(target)
     if not target.exists() and old.exists():
-        old.rename(target)  # crashed between the two renames: put the old tree back
+        old.rename(target)  # crashed between the two fallback renames: put the old tree back
     for leftover in (new, old):
         if leftover.exists():
             shutil.rmtree(leftover)
 
 
-def write_tree(target: Path, files: dict[str, str]) -> None:
-    """Replace `target` with exactly `files`.
+_RENAME_EXCHANGE = 2  # linux/fs.h
+_AT_FDCWD = -100
 
-    The new tree is built beside the old one and swapped in with two renames, so a crash at any
-    point leaves either the old tree or the new one, never a mix (see recover_interrupted_swap).
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two paths (Linux renameat2 RENAME_EXCHANGE). False when unsupported."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_uint,
+    ]
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False  # the filesystem or kernel cannot exchange: use the two-rename fallback
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def write_tree(target: Path, files: dict[str, str]) -> None:
+    """Replace `target` with exactly `files`, so that a crash never leaves a mix.
+
+    The new tree is built beside the old one, then swapped in. On Linux the swap is one atomic
+    exchange of the two directories: `target` is always either the old tree or the new one.
+    Elsewhere it is two renames, and a crash between them leaves the old tree as a sibling that
+    the next write puts back (recover_interrupted_swap).
     """
     recover_interrupted_swap(target)
     new, old = _swap_paths(target)
@@ -338,9 +369,13 @@ def write_tree(target: Path, files: dict[str, str]) -> None:
         dest.write_text(text, encoding="utf-8")
         if index == len(files) // 2:
             checkpoint("render-write")
+    checkpoint("render-swap")
+    if target.exists() and _exchange(new, target):
+        checkpoint("render-cleanup")
+        shutil.rmtree(new)  # it now holds the old tree
+        return
     if target.exists():
         target.rename(old)
-    checkpoint("render-swap")
     new.rename(target)
     shutil.rmtree(old, ignore_errors=True)
 

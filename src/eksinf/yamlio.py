@@ -76,15 +76,29 @@ def load_mapping_docs(
     path: Path, text: str | None = None, *, label: str | None = None
 ) -> list[dict]:
     """Like `load_source`, but every document must be a mapping (a Kubernetes-style object)."""
+    name = label or str(path)
+    if text is None:
+        text = path.read_text(encoding="utf-8")
     docs = load_source(path, text, label=label)
     for index, doc in enumerate(docs):
         if not isinstance(doc, dict):
             raise EksinfError(
-                f"{label or path}: document {index + 1} is a {type(doc).__name__}, not a mapping",
+                f"{_non_mapping_location(name, text)}: document {index + 1} is a "
+                f"{type(doc).__name__}, not a mapping",
                 hint="Each YAML document must be a mapping such as a Kubernetes resource.",
                 exit_code=CONTRACT,
             )
     return docs
+
+
+def _non_mapping_location(name: str, text: str) -> str:
+    """`file:line:col` of the first non-empty document that is not a mapping."""
+    for node in YAML(typ="safe", pure=True).compose_all(text):
+        if node is None or node.tag == "tag:yaml.org,2002:null":
+            continue
+        if node.tag != "tag:yaml.org,2002:map":
+            return _location(name, node.start_mark)
+    return name
 
 
 # libyaml loader that keeps timestamps as strings: a date in a label must not turn into a datetime.

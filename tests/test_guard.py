@@ -1,0 +1,357 @@
+"""The flattening guard: one small chart per hazard, pulled over OCI from a real registry."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from chartkit import CONFIGMAP, ChartSource, publish_stack
+
+from eksinf.errors import CONTRACT
+
+HOOKED = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: migrate
+  namespace: apps
+  annotations:
+    helm.sh/hook: pre-install,pre-upgrade
+"""
+KEPT = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: kept
+  namespace: apps
+  annotations:
+    helm.sh/resource-policy: keep
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: kept-and-argo-knows
+  namespace: apps
+  annotations:
+    helm.sh/resource-policy: keep
+    argocd.argoproj.io/sync-options: Delete=false,Prune=false
+"""
+JOBS = """\
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: once
+  namespace: apps
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: busybox}]
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: nightly
+  namespace: apps
+spec:
+  schedule: "0 0 * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: Never
+          containers: [{name: c, image: busybox}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: argo-hooked
+  namespace: apps
+  annotations:
+    argocd.argoproj.io/hook: PreSync
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: busybox}]
+"""
+WEBHOOKS = """\
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: validate
+webhooks:
+  - name: v.example.com
+    admissionReviewVersions: [v1]
+    sideEffects: None
+    clientConfig:
+      caBundle: ""
+      service: {name: hook, namespace: apps}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata:
+  name: mutate
+  annotations:
+    cert-manager.io/inject-ca-from: apps/hook-cert
+webhooks:
+  - name: m.example.com
+    admissionReviewVersions: [v1]
+    sideEffects: None
+    clientConfig:
+      caBundle: Zm9v
+      service: {name: hook, namespace: apps}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: validate-with-ca
+webhooks:
+  - name: ok.example.com
+    admissionReviewVersions: [v1]
+    sideEffects: None
+    clientConfig:
+      caBundle: Zm9v
+      service: {name: hook, namespace: apps}
+"""
+LOOKUP = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: looked-up
+  namespace: apps
+data:
+  {{- $existing := (lookup "v1" "Secret" .Release.Namespace "token") }}
+  found: {{ if $existing }}"yes"{{ else }}"no"{{ end }}
+"""
+RANDOM = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: random
+  namespace: apps
+data:
+  password: {{ randAlphaNum 16 | quote }}
+  {{- $ca := genCA "test-ca" 365 }}
+  ca: {{ $ca.Cert | b64enc | quote }}
+  at: {{ now | quote }}
+"""
+SECRET = """\
+apiVersion: v1
+kind: Secret
+metadata:
+  name: creds
+  namespace: apps
+stringData:
+  token: {{ .Values.token | quote }}
+"""
+CAPABILITIES = """\
+{{- if .Capabilities.APIVersions.Has "monitoring.coreos.com/v1/ServiceMonitor" }}
+apiVersion: monitoring.coreos.com/v1
+kind: ServiceMonitor
+{{- else }}
+apiVersion: v1
+kind: ConfigMap
+{{- end }}
+metadata:
+  name: metrics
+  namespace: apps
+"""
+
+
+def oci_guard_stack(tmp_path: Path, registry: str, chart: ChartSource, eksinf, **kw) -> Path:
+    """Push `chart`, write a stack rendering it as unit `app` of component `apps`, lock it."""
+    return publish_stack(tmp_path, registry, [("app", chart)], **kw)
+
+
+# hazard, chart, expected (file, resource) pairs
+CASES = [
+    pytest.param(
+        "helm-hook",
+        ChartSource("hook", templates={"job.yaml": HOOKED}),
+        [("app-controller.yaml", "ConfigMap/apps/migrate")],
+        id="helm-hook",
+    ),
+    pytest.param(
+        "resource-policy-keep",
+        ChartSource("keep", templates={"kept.yaml": KEPT}),
+        [("app-controller.yaml", "ConfigMap/apps/kept")],
+        id="resource-policy-keep",
+    ),
+    pytest.param(
+        "bare-job",
+        ChartSource("jobs", templates={"jobs.yaml": JOBS}),
+        [("app-controller.yaml", "Job/apps/once"), ("app-controller.yaml", "CronJob/apps/nightly")],
+        id="bare-job",
+    ),
+    pytest.param(
+        "webhook-ca-bundle",
+        ChartSource("webhooks", templates={"webhooks.yaml": WEBHOOKS}),
+        [
+            ("app-controller.yaml", "ValidatingWebhookConfiguration/validate"),
+            ("app-controller.yaml", "MutatingWebhookConfiguration/mutate"),
+        ],
+        id="webhook-ca-bundle",
+    ),
+    pytest.param(
+        "lookup",
+        ChartSource("lookup", templates={"cm.yaml": LOOKUP}),
+        [("lookup/templates/cm.yaml", "lookup/templates/cm.yaml")],
+        id="lookup",
+    ),
+    pytest.param(
+        "non-deterministic",
+        ChartSource("random", templates={"cm.yaml": RANDOM}),
+        [("random/templates/cm.yaml", "random/templates/cm.yaml")],
+        id="non-deterministic",
+    ),
+    pytest.param(
+        "secret",
+        ChartSource("secret", templates={"secret.yaml": SECRET}, values={"token": "t"}),
+        [("app-controller.yaml", "Secret/apps/creds")],
+        id="secret",
+    ),
+    pytest.param(
+        "capabilities-branch",
+        ChartSource("caps", templates={"metrics.yaml": CAPABILITIES}),
+        [("caps/templates/metrics.yaml", "caps/templates/metrics.yaml")],
+        id="capabilities-branch",
+    ),
+    pytest.param(
+        "crd-stub",
+        ChartSource(
+            "stub", templates={"cm.yaml": CONFIGMAP}, crds={"w.yaml": "../../crds/w.yaml\n"}
+        ),
+        [("stub/crds/w.yaml", "stub/crds/w.yaml")],
+        id="crd-stub",
+    ),
+]
+
+
+@pytest.mark.parametrize(("hazard", "chart", "expected"), CASES)
+def test_each_hazard_is_reported_then_allowed(tmp_path, registry, eksinf, hazard, chart, expected):
+    root = oci_guard_stack(tmp_path, registry, chart, eksinf)
+
+    result = eksinf("guard", "--json", cwd=root)
+    assert result.code == CONTRACT
+    findings = json.loads(result.out)["findings"]
+    assert [(f["file"], f["resource"]) for f in findings if f["hazard"] == hazard] == expected
+    assert {f["hazard"] for f in findings} == {hazard}, "one chart, one kind of hazard"
+    for f in findings:
+        assert f["component"] == "apps"
+        assert f["fix"] and f["explanation"] and not f["allowed"]
+
+    text = eksinf("guard", cwd=root)
+    assert text.code == CONTRACT
+    assert f"HAZARD {hazard}: apps" in text.err
+    assert expected[0][1] in text.err
+    assert "  fix: " in text.err
+    assert "eksinf: flattening guard: " in text.err and "unhandled hazard(s) in apps" in text.err
+
+    # render refuses to write while a hazard is unhandled
+    refused = eksinf("render", cwd=root)
+    assert refused.code == CONTRACT
+    assert not (root / "configs").exists()
+
+    allow = "".join(
+        f"- hazard: {hazard}\n  resource: {resource}\n  reason: reviewed in test {hazard}\n"
+        for _, resource in expected
+    )
+    (root / "render/apps/HAZARDS.allow").write_text(allow)
+    passed = eksinf("guard", cwd=root)
+    assert passed.code == 0, passed.err
+    assert f"guard: clean ({len(expected)} allowed finding(s))" in passed.out
+    assert f"allowed: {hazard} apps" in passed.err
+    assert "(render/apps/HAZARDS.allow)" in passed.err
+    assert eksinf("render", cwd=root).code == 0
+
+
+def test_clean_chart_has_no_findings(tmp_path, registry, eksinf):
+    chart = ChartSource("clean", templates={"cm.yaml": CONFIGMAP}, values={"greeting": "hi"})
+    root = oci_guard_stack(tmp_path, registry, chart, eksinf)
+    result = eksinf("guard", "--json", cwd=root)
+    assert result.code == 0, result.err
+    assert json.loads(result.out) == {"ok": True, "findings": [], "unusedAllows": []}
+
+
+def test_allow_entry_without_a_reason_is_an_error(tmp_path, registry, eksinf):
+    chart = ChartSource("noreason", templates={"secret.yaml": SECRET}, values={"token": "t"})
+    allow = "- hazard: secret\n  resource: Secret/apps/creds\n  reason: '  '\n"
+    root = oci_guard_stack(tmp_path, registry, chart, eksinf, allow=allow)
+    result = eksinf("guard", cwd=root)
+    assert result.code == CONTRACT
+    assert (
+        "eksinf: render/apps/HAZARDS.allow: entry 1 (secret Secret/apps/creds): "
+        "an allow entry needs a reason" in result.err
+    )
+
+
+def test_allow_entry_with_unknown_hazard_is_an_error(tmp_path, registry, eksinf):
+    chart = ChartSource("unknownhazard", templates={"cm.yaml": CONFIGMAP})
+    allow = "- hazard: helm-hooks\n  resource: ConfigMap/apps/x\n  reason: typo\n"
+    root = oci_guard_stack(tmp_path, registry, chart, eksinf, allow=allow)
+    result = eksinf("guard", cwd=root)
+    assert result.code == CONTRACT
+    assert "render/apps/HAZARDS.allow: entry 1: unknown hazard 'helm-hooks'" in result.err
+    assert "Known hazards: helm-hook, resource-policy-keep," in result.err
+
+
+@pytest.mark.parametrize(
+    ("allow", "message"),
+    [
+        ("hazard: secret\n", "expected a list of {hazard, resource, reason} entries"),
+        ("- just a string\n", "entry 1: expected a mapping"),
+        ("- hazard: secret\n  reason: r\n", "entry 1: missing resource"),
+        ("- hazard: secret\n  hazard: lookup\n", "duplicate key"),
+    ],
+)
+def test_malformed_allow_file(tmp_path, registry, eksinf, allow, message):
+    chart = ChartSource("badallow", templates={"cm.yaml": CONFIGMAP})
+    root = oci_guard_stack(tmp_path, registry, chart, eksinf, allow=allow)
+    result = eksinf("guard", cwd=root)
+    assert result.code == CONTRACT
+    assert "render/apps/HAZARDS.allow" in result.err
+    assert message in result.err
+
+
+def test_allow_entry_for_another_resource_does_not_allow(tmp_path, registry, eksinf):
+    chart = ChartSource("other", templates={"secret.yaml": SECRET}, values={"token": "t"})
+    allow = "- hazard: secret\n  resource: Secret/apps/other\n  reason: not this one\n"
+    root = oci_guard_stack(tmp_path, registry, chart, eksinf, allow=allow)
+    result = eksinf("guard", cwd=root)
+    assert result.code == CONTRACT
+    assert "HAZARD secret: apps/app-controller.yaml: Secret/apps/creds" in result.err
+    assert "entry secret Secret/apps/other matches nothing" in result.err
+
+
+def test_hazards_in_handwritten_units_are_found_too(tmp_path, registry, eksinf):
+    chart = ChartSource("handwritten", templates={"cm.yaml": CONFIGMAP})
+    secret = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: mine\n  namespace: apps\n"
+    root = oci_guard_stack(tmp_path, registry, chart, eksinf, handwritten={"mine.yaml": secret})
+    result = eksinf("guard", "--json", cwd=root)
+    assert result.code == CONTRACT
+    [finding] = json.loads(result.out)["findings"]
+    assert (finding["file"], finding["resource"], finding["hazard"]) == (
+        "mine.yaml",
+        "Secret/apps/mine",
+        "secret",
+    )
+
+
+def test_guard_component_filter_checks_only_that_component(tmp_path, registry, eksinf):
+    chart = ChartSource("filtered", templates={"secret.yaml": SECRET}, values={"token": "t"})
+    root = oci_guard_stack(tmp_path, registry, chart, eksinf)
+    assert eksinf("guard", "--component", "apps", cwd=root).code == CONTRACT
+    only_base = eksinf("guard", "--component", "base", cwd=root)
+    assert only_base.code == 0, only_base.err
+
+
+def test_committed_stack_guard_reports_karpenter_crd_stubs(stack_dir, chart_mirror, eksinf):
+    result = eksinf("guard", "--json", "--chart-mirror", str(chart_mirror), cwd=stack_dir)
+    assert result.code == 0, result.err
+    report = json.loads(result.out)
+    stubs = [f for f in report["findings"] if f["hazard"] == "crd-stub"]
+    assert len(stubs) == 5
+    assert all(f["component"] == "karpenter" and f["allowed"] for f in stubs)
+    assert all(f["reason"] for f in report["findings"])

@@ -1,0 +1,339 @@
+"""Render: split, waves, copied units, clean rebuild, conservation, determinism, atomic writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from chartkit import CONFIGMAP, ChartSource, crd, publish_stack
+
+from eksinf import render
+from eksinf.errors import CONTRACT, FAILURE, EksinfError
+from eksinf.render import read_tree, render_stack
+from eksinf.stack import load_stack
+
+CRD_IN_TEMPLATES = crd("Sprocket")
+HANDWRITTEN = """\
+# a handwritten unit: its bytes, comments and wave are its own
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: hand
+  namespace: apps
+  annotations:
+    argocd.argoproj.io/sync-wave: "5"
+data: {key: value}
+"""
+
+
+def split_chart() -> ChartSource:
+    return ChartSource(
+        "split",
+        templates={"cm.yaml": CONFIGMAP, "sprocket-crd.yaml": CRD_IN_TEMPLATES},
+        crds={"widget.yaml": crd("Widget"), "gadget.yaml": crd("Gadget")},
+        values={"greeting": "hi"},
+    )
+
+
+def docs_of(path: Path) -> list[dict]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+
+
+def wave(doc: dict) -> str:
+    return doc["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"]
+
+
+def test_crds_and_controllers_are_split_and_stamped(tmp_path, registry, eksinf):
+    root = publish_stack(tmp_path, registry, [("app", split_chart())])
+    result = eksinf("render", cwd=root)
+    assert result.code == 0, result.err
+    assert "apps: app: 1 resources + 3 CRDs" in result.err
+
+    crds = docs_of(root / "configs/apps/app-crds.yaml")
+    assert sorted(d["metadata"]["name"] for d in crds) == [
+        "gadgets.example.com",
+        "sprockets.example.com",  # a CRD from templates/ lands with the CRDs too
+        "widgets.example.com",
+    ]
+    assert {d["kind"] for d in crds} == {"CustomResourceDefinition"}
+    assert {wave(d) for d in crds} == {"-20"}
+    [controller] = docs_of(root / "configs/apps/app-controller.yaml")
+    assert controller["kind"] == "ConfigMap"
+    assert controller["data"] == {"greeting": "hi"}
+    assert wave(controller) == "-10"
+    assert sorted(p.name for p in (root / "configs/apps").iterdir()) == [
+        "app-controller.yaml",
+        "app-crds.yaml",
+    ]
+
+
+def test_chart_without_crds_has_no_crd_unit(tmp_path, registry, eksinf):
+    chart = ChartSource("nocrds", templates={"cm.yaml": CONFIGMAP}, values={"greeting": "x"})
+    root = publish_stack(tmp_path, registry, [("app", chart)])
+    assert eksinf("render", cwd=root).code == 0
+    assert sorted(p.name for p in (root / "configs/apps").iterdir()) == ["app-controller.yaml"]
+
+
+def test_handwritten_units_keep_their_bytes_and_waves(tmp_path, registry, eksinf):
+    chart = ChartSource("withhand", templates={"cm.yaml": CONFIGMAP}, values={"greeting": "x"})
+    root = publish_stack(
+        tmp_path, registry, [("app", chart)], handwritten={"hand.yaml": HANDWRITTEN}
+    )
+    assert eksinf("render", cwd=root).code == 0
+    assert (root / "configs/apps/hand.yaml").read_text() == HANDWRITTEN
+    assert (root / "configs/base/namespace.yaml").read_bytes() == (
+        root / "render/base/namespace.yaml"
+    ).read_bytes()
+
+
+def test_rebuild_leaves_no_stale_unit(tmp_path, registry, eksinf):
+    chart = ChartSource("rebuild", templates={"cm.yaml": CONFIGMAP}, values={"greeting": "x"})
+    root = publish_stack(
+        tmp_path, registry, [("app", chart)], handwritten={"hand.yaml": HANDWRITTEN}
+    )
+    assert eksinf("render", cwd=root).code == 0
+    (root / "configs/apps/stray.yaml").write_text("kind: Stray\n")
+    (root / "render/apps/hand.yaml").unlink()
+
+    assert eksinf("render", cwd=root).code == 0
+    assert sorted(read_tree(root / "configs")) == [
+        "apps/app-controller.yaml",
+        "base/namespace.yaml",
+        "provenance.json",
+    ]
+
+
+def test_document_conservation_catches_a_lossy_split(tmp_path, registry, eksinf, monkeypatch):
+    root = publish_stack(tmp_path, registry, [("app", split_chart())])
+    real_split = render._split_chart
+
+    def lossy_split(*args, **kwargs):
+        controllers, crds, stubs = real_split(*args, **kwargs)
+        return controllers, crds[:-1], stubs  # drop one CRD, as a collapsed separator would
+
+    monkeypatch.setattr(render, "_split_chart", lossy_split)
+    with pytest.raises(EksinfError) as err:
+        render_stack(load_stack(root))
+    assert err.value.exit_code == FAILURE
+    assert err.value.message == "apps: app split lost documents: helm emitted 4, wrote 3"
+
+    result = eksinf("render", cwd=root)
+    assert result.code == FAILURE
+    assert "split lost documents: helm emitted 4, wrote 3" in result.err
+    assert not (root / "configs").exists()
+
+
+def test_render_is_deterministic(tmp_path, registry, eksinf):
+    root = publish_stack(
+        tmp_path, registry, [("app", split_chart())], handwritten={"hand.yaml": HANDWRITTEN}
+    )
+    assert eksinf("render", "--out", str(tmp_path / "one"), cwd=root).code == 0
+    assert eksinf("render", "--out", str(tmp_path / "two"), cwd=root).code == 0
+    one, two = read_tree(tmp_path / "one"), read_tree(tmp_path / "two")
+    assert one == two
+    assert len(one) == 5
+
+
+def test_provenance_is_recorded_outside_unit_folders(tmp_path, registry, eksinf):
+    from eksinf import charts
+
+    chart = split_chart()
+    root = publish_stack(tmp_path, registry, [("app", chart)])
+    assert eksinf("render", cwd=root).code == 0
+    record = json.loads((root / "configs/provenance.json").read_text())
+    assert record["charts"] == [
+        {
+            "component": "apps",
+            "name": "app",
+            "chart": "split",
+            "version": "0.1.0",
+            "repo": record["charts"][0]["repo"],
+            "sha256": charts.sha256(chart.package()),
+        }
+    ]
+    assert record["engine"]["name"] == "helm-python-sdk"
+    assert record["kubeVersion"] == "1.31.0"
+    assert len(record["inputsSha256"]) == 64
+    # changing any input changes the inputs digest
+    (root / "render/apps/values/app.yaml").write_text("greeting: other\n")
+    assert eksinf("render", cwd=root).code == 0
+    again = json.loads((root / "configs/provenance.json").read_text())
+    assert again["inputsSha256"] != record["inputsSha256"]
+
+
+def test_acceptance_counts_on_the_real_mirror(stack_dir, chart_mirror, eksinf):
+    result = eksinf("render", "--chart-mirror", str(chart_mirror), cwd=stack_dir)
+    assert result.code == 0, result.err
+    for line in (
+        "ack-controllers: ec2: 10 resources + 22 CRDs",
+        "ack-controllers: iam: 10 resources + 9 CRDs",
+        "ack-controllers: eks: 10 resources + 10 CRDs",
+        "karpenter: karpenter: 13 resources + 0 CRDs (5 CRD files are stubs, not CRDs)",
+        "gpu-runtime: nvidia-device-plugin: 5 resources + 0 CRDs",
+    ):
+        assert line in result.err
+    configs = stack_dir / "configs"
+    assert len(docs_of(configs / "ack-controllers/ec2-crds.yaml")) == 22
+    assert len(docs_of(configs / "ack-controllers/ec2-controller.yaml")) == 10
+    assert not (configs / "gpu-runtime/nvidia-device-plugin-crds.yaml").exists()
+    assert not (configs / "karpenter/karpenter-crds.yaml").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a: 1\na: 2\n", "render/base/bad.yaml:2:1: duplicate key"),
+        ("a:\n\tb: 1\n", "render/base/bad.yaml:2:1: tab character in indentation"),
+        ("a: [1\n", "render/base/bad.yaml:2:1: YAML syntax error"),
+        ("kind: A\n---\n- 1\n", "render/base/bad.yaml:3:1: document 2 is a list, not a mapping"),
+    ],
+    ids=["duplicate-key", "tab", "syntax", "non-mapping"],
+)
+def test_copied_sources_are_parsed_strictly(tmp_path, registry, eksinf, text, message):
+    chart = ChartSource("strict", templates={"cm.yaml": CONFIGMAP}, values={"greeting": "x"})
+    root = publish_stack(tmp_path, registry, [("app", chart)])
+    (root / "render/base/bad.yaml").write_text(text)
+    result = eksinf("render", cwd=root)
+    assert result.code == CONTRACT
+    assert message in result.err
+
+
+def test_values_are_parsed_strictly(tmp_path, registry, eksinf):
+    chart = ChartSource("strictvalues", templates={"cm.yaml": CONFIGMAP})
+    root = publish_stack(tmp_path, registry, [("app", chart)], values={"app": "a: 1\na: 2\n"})
+    result = eksinf("render", cwd=root)
+    assert result.code == CONTRACT
+    assert "render/apps/values/app.yaml:2:1: duplicate key" in result.err
+
+
+def test_missing_values_file(tmp_path, registry, eksinf):
+    chart = ChartSource("novalues", templates={"cm.yaml": CONFIGMAP})
+    root = publish_stack(tmp_path, registry, [("app", chart)])
+    (root / "render/apps/values/app.yaml").unlink()
+    result = eksinf("render", cwd=root)
+    assert result.code == CONTRACT
+    assert "render/apps/values/app.yaml: values file named by components.yaml (chart app)" in (
+        result.err
+    )
+
+
+def test_handwritten_file_cannot_shadow_a_chart_unit(tmp_path, registry, eksinf):
+    chart = ChartSource("shadow", templates={"cm.yaml": CONFIGMAP}, values={"greeting": "x"})
+    root = publish_stack(
+        tmp_path, registry, [("app", chart)], handwritten={"app-controller.yaml": HANDWRITTEN}
+    )
+    result = eksinf("render", cwd=root)
+    assert result.code == CONTRACT
+    assert "render/apps/app-controller.yaml: name collides with a rendered chart unit" in (
+        result.err
+    )
+
+
+def test_template_that_renders_invalid_yaml(tmp_path, registry, eksinf):
+    chart = ChartSource("invalid", templates={"bad.yaml": "kind: A\nmetadata: {name: [x}\n"})
+    root = publish_stack(tmp_path, registry, [("app", chart)])
+    result = eksinf("render", cwd=root)
+    assert result.code == CONTRACT
+    assert "apps: chart app template invalid/templates/bad.yaml rendered invalid YAML" in (
+        result.err
+    )
+
+
+def test_failed_render_leaves_configs_unchanged(tmp_path, registry, eksinf):
+    template = CONFIGMAP.replace(
+        "{{ .Values.greeting | quote }}", '{{ required "greeting is required" .Values.greeting }}'
+    )
+    chart = ChartSource("required", templates={"cm.yaml": template})
+    root = publish_stack(tmp_path, registry, [("app", chart)], values={"app": "greeting: hi\n"})
+    assert eksinf("render", cwd=root).code == 0
+    before = read_tree(root / "configs")
+
+    (root / "render/apps/values/app.yaml").write_text("{}\n")
+    result = eksinf("render", cwd=root)
+    assert result.code == CONTRACT
+    assert "helm could not render release 'app'" in result.err
+    assert "greeting is required" in result.err
+    assert read_tree(root / "configs") == before
+
+
+# ---- crash consistency: a real `eksinf render` process killed at named points -----------
+
+
+def run_render(stack: Path, mirror: Path, fault: str | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "EKSINF_CHART_MIRROR": str(mirror)}
+    env.pop("EKSINF_FAULT", None)
+    if fault:
+        env["EKSINF_FAULT"] = fault
+    script = Path(sys.executable).parent / "eksinf"
+    return subprocess.run(
+        [str(script), "render"], cwd=stack, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def change_device_plugin_values(stack: Path) -> None:
+    """A values change, so that the killed render would have written something new."""
+    path = stack / "render/gpu-runtime/values/nvidia-device-plugin.yaml"
+    values = yaml.safe_load(path.read_text()) or {}
+    values.setdefault("nodeSelector", {})["crash-test"] = "yes"
+    path.write_text(yaml.safe_dump(values))
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("fault", ["render-write", "render-swap"])
+def test_killed_render_leaves_configs_as_they_were(stack_dir, chart_mirror, fault):
+    change_device_plugin_values(stack_dir)
+    before = snapshot(stack_dir / "configs")
+
+    killed = run_render(stack_dir, chart_mirror, fault)
+    assert killed.returncode == 137, killed.stderr
+    assert snapshot(stack_dir / "configs") == before
+    assert (stack_dir / ".configs.new").exists()  # the half-built tree the crash left behind
+
+    recovered = run_render(stack_dir, chart_mirror)
+    assert recovered.returncode == 0, recovered.stderr
+    assert not (stack_dir / ".configs.new").exists()
+    assert not (stack_dir / ".configs.old").exists()
+    after = snapshot(stack_dir / "configs")
+    assert b"crash-test" in after["gpu-runtime/nvidia-device-plugin-controller.yaml"]
+
+
+def test_killed_after_the_swap_has_the_new_tree_and_cleans_up(stack_dir, chart_mirror):
+    change_device_plugin_values(stack_dir)
+    killed = run_render(stack_dir, chart_mirror, "render-cleanup")
+    assert killed.returncode == 137
+    assert (
+        b"crash-test"
+        in (stack_dir / "configs/gpu-runtime/nvidia-device-plugin-controller.yaml").read_bytes()
+    )
+    assert (stack_dir / ".configs.new").exists()  # the old tree, swapped out
+    assert run_render(stack_dir, chart_mirror).returncode == 0
+    assert not (stack_dir / ".configs.new").exists()
+
+
+def test_interrupted_fallback_swap_puts_the_old_tree_back(tmp_path):
+    # Without an atomic exchange the swap is two renames; a crash between them leaves the old
+    # tree as .configs.old and no configs/. The next write must restore it first.
+    target = tmp_path / "configs"
+    old = tmp_path / ".configs.old"
+    old.mkdir()
+    (old / "unit.yaml").write_text("kind: A\n")
+    render.recover_interrupted_swap(target)
+    assert (target / "unit.yaml").read_text() == "kind: A\n"
+    assert not old.exists()
+
+
+def test_write_tree_without_exchange_support(tmp_path, monkeypatch):
+    monkeypatch.setattr(render, "_exchange", lambda _a, _b: False)
+    target = tmp_path / "configs"
+    render.write_tree(target, {"a/x.yaml": "one\n"})
+    render.write_tree(target, {"a/y.yaml": "two\n"})
+    assert read_tree(target) == {"a/y.yaml": "two\n"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["configs"]
