@@ -1,0 +1,423 @@
+"""Component bundles: reproducible tar.gz files built from configs/, and a safe unpacker.
+
+A bundle is the flat contents of configs/<component>/ as a tar.gz whose bytes depend only on the
+file names and contents: entries sorted, mode 0644, owner 0:0 with empty names, mtime 0, and a
+gzip header with no name and no timestamp. So the same configs/ gives the same digest anywhere.
+
+`safe_unpack` is the only way a bundle is read back: it accepts regular files with safe relative
+names, refuses everything else by name and rule, and writes through a staging directory.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import os
+import shutil
+import tarfile
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from . import __version__
+from .errors import CONTRACT, FAILURE, EksinfError
+from .faults import checkpoint
+from .gitinfo import commit_of
+from .render import PROVENANCE_FILE, ComponentOutput, RenderResult, Unit
+from .stack import Stack
+from .yamlio import load_docs
+
+BUNDLE_SUFFIX = ".tar.gz"
+FILE_MODE = 0o644
+# Caps for unpacking: a rendered unit is at most a few MiB (the largest CRD files are ~1 MiB).
+MAX_MEMBER = 64 * 1024 * 1024
+MAX_TOTAL = 256 * 1024 * 1024
+MAX_MEMBERS = 10_000
+
+
+# ---- building -----------------------------------------------------------------------------
+
+
+def _check_name(name: str) -> None:
+    path = PurePosixPath(name)
+    if not name or path.is_absolute() or ".." in path.parts or "\\" in name or name != str(path):
+        raise EksinfError(
+            f"bundle entry {name!r} is not a clean relative path",
+            hint="Bundle entries are relative POSIX paths without '.', '..' or a leading '/'.",
+            exit_code=FAILURE,
+        )
+
+
+def tar_bytes(files: dict[str, bytes]) -> bytes:
+    """The uncompressed tar: its sha256 is stable even across zlib builds."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name in sorted(files):
+            _check_name(name)
+            data = files[name]
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mtime = 0
+            info.mode = FILE_MODE
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            tar.addfile(info, io.BytesIO(data))
+    return raw.getvalue()
+
+
+def gzip_bytes(data: bytes) -> bytes:
+    out = io.BytesIO()
+    # filename="" and mtime=0 keep the gzip header free of anything but the content.
+    with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=9) as gz:
+        gz.write(data)
+    return out.getvalue()
+
+
+def bundle_bytes(files: dict[str, bytes]) -> bytes:
+    """A reproducible tar.gz of `files` (relative name -> content)."""
+    return gzip_bytes(tar_bytes(files))
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class Bundle:
+    component: str
+    path: Path
+    sha256: str  # of the tar.gz: the OCI layer digest
+    tar_sha256: str  # of the uncompressed tar: stable even if zlib changes
+    size: int
+    files: tuple[str, ...]
+    data: bytes = field(repr=False, compare=False)
+    provenance: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def title(self) -> str:
+        return f"{self.component}{BUNDLE_SUFFIX}"
+
+    @property
+    def digest(self) -> str:
+        return f"sha256:{self.sha256}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "component": self.component,
+            "path": str(self.path),
+            "title": self.title,
+            "sha256": self.sha256,
+            "tarSha256": self.tar_sha256,
+            "size": self.size,
+            "files": list(self.files),
+            "provenance": self.provenance,
+        }
+
+
+def component_files(stack: Stack, component: str) -> dict[str, bytes]:
+    """The committed unit files of one component: relative name -> bytes."""
+    root = stack.configs_dir / component
+    if not root.is_dir():
+        return {}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _committed_units(stack: Stack, component: str, files: dict[str, bytes]) -> list[Unit]:
+    units = []
+    for name, data in files.items():
+        text = data.decode("utf-8")
+        try:
+            docs = [d for d in load_docs(text) if isinstance(d, dict)]
+        except Exception as exc:  # libyaml raises several types; all mean "not valid YAML"
+            raise EksinfError(
+                f"configs/{component}/{name}: not valid YAML ({str(exc).splitlines()[0]})",
+                hint="Re-render with `eksinf render` instead of editing configs/ by hand.",
+                exit_code=CONTRACT,
+            ) from exc
+        units.append(Unit(component, name, text, tuple(docs)))
+    return units
+
+
+def guard_committed(stack: Stack, components: dict[str, dict[str, bytes]]) -> None:
+    """Run the flattening guard on exactly the bytes being bundled.
+
+    We guard the committed configs/, not a fresh render: the bundle ships configs/, this needs no
+    charts or Helm engine, and `eksinf verify` (which CI runs first) already proves configs/
+    equals a fresh render and covers the template-level hazards only a render can see.
+    """
+    from .guard import check  # guard imports render; keep bundle importable on its own
+
+    outputs = tuple(
+        ComponentOutput(stack.component(name), tuple(_committed_units(stack, name, files)))
+        for name, files in components.items()
+    )
+    report = check(RenderResult(stack, outputs))
+    if report.ok:
+        return
+    lines = [f"{f.component}/{f.file}: {f.resource}: {f.hazard}" for f in report.blocking]
+    raise EksinfError(
+        f"flattening guard: {len(lines)} unhandled hazard(s) in configs/: " + "; ".join(lines),
+        hint="Fix each one, or allow it in render/<component>/HAZARDS.allow with `hazard`, "
+        "`resource` and a `reason`; then re-render.",
+        exit_code=CONTRACT,
+    )
+
+
+def chart_provenance(stack: Stack, component: str) -> list[dict[str, Any]]:
+    """The pinned charts a component was rendered from, as recorded in configs/provenance.json."""
+    path = stack.configs_dir / PROVENANCE_FILE
+    if not path.is_file():
+        return []
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise EksinfError(
+            f"configs/{PROVENANCE_FILE}: not valid JSON ({exc})",
+            hint="Re-render with `eksinf render`.",
+            exit_code=CONTRACT,
+        ) from exc
+    return [
+        {k: c[k] for k in ("name", "chart", "version", "repo", "sha256") if k in c}
+        for c in record.get("charts", [])
+        if c.get("component") == component
+    ]
+
+
+def provenance(stack: Stack, component: str, sha256: str, tar_sha256: str) -> dict[str, Any]:
+    return {
+        "sourceCommit": commit_of(stack.root),
+        "tool": {"name": "eksinf", "version": __version__},
+        "charts": chart_provenance(stack, component),
+        "bundleSha256": sha256,
+        "tarSha256": tar_sha256,
+    }
+
+
+def rendered_components(stack: Stack) -> list[str]:
+    """Components with at least one committed unit, in stack order."""
+    return [c.name for c in stack.components if component_files(stack, c.name)]
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, FILE_MODE)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def build_bundles(
+    stack: Stack, components: list[str] | None = None, out: Path | None = None
+) -> list[Bundle]:
+    """Write bundles/<component>.tar.gz for the chosen (default: every rendered) component.
+
+    The guard runs over all chosen components before any bundle is written.
+    """
+    if components:
+        names = [stack.component(n).name for n in components]
+        for name in names:
+            if not component_files(stack, name):
+                raise EksinfError(
+                    f"component {name!r} has no rendered units in configs/{name}/",
+                    hint="Run `eksinf render` (and commit configs/) before bundling it.",
+                    exit_code=FAILURE,
+                )
+    else:
+        names = rendered_components(stack)
+        if not names:
+            raise EksinfError(
+                "no component has rendered units in configs/",
+                hint="Run `eksinf render` first.",
+                exit_code=FAILURE,
+            )
+    chosen = {name: component_files(stack, name) for name in names}
+    guard_committed(stack, chosen)
+    target = out or stack.root / "bundles"
+    bundles = []
+    for name, files in chosen.items():
+        tar = tar_bytes(files)
+        data = gzip_bytes(tar)
+        digest, tar_digest = sha256_hex(data), sha256_hex(tar)
+        path = target / f"{name}{BUNDLE_SUFFIX}"
+        _write_atomic(path, data)
+        bundles.append(
+            Bundle(
+                component=name,
+                path=path,
+                sha256=digest,
+                tar_sha256=tar_digest,
+                size=len(data),
+                files=tuple(sorted(files)),
+                data=data,
+                provenance=provenance(stack, name, digest, tar_digest),
+            )
+        )
+    return bundles
+
+
+# ---- unpacking ----------------------------------------------------------------------------
+
+
+def _refuse(member: str, rule: str, detail: str) -> EksinfError:
+    return EksinfError(
+        f"bundle member {member!r} refused ({rule}): {detail}",
+        hint="Bundles hold only regular files with relative names; rebuild it with "
+        "`eksinf bundle`, and do not trust its source until you know why it differs.",
+        exit_code=FAILURE,
+    )
+
+
+def _member_name(info: tarfile.TarInfo) -> str:
+    """Validate a member's name and return it without a leading './'."""
+    raw = info.name
+    if raw.startswith("/") or (len(raw) > 1 and raw[1] == ":"):
+        raise _refuse(raw, "absolute-path", "absolute names would write outside the output dir")
+    if "\\" in raw or "\0" in raw:
+        raise _refuse(raw, "unsafe-name", "backslashes and NUL bytes are not allowed in names")
+    parts = [p for p in PurePosixPath(raw).parts if p != "."]
+    if ".." in parts:
+        raise _refuse(raw, "parent-traversal", "'..' would write outside the output dir")
+    return "/".join(parts)
+
+
+def _check_type(info: tarfile.TarInfo) -> None:
+    if info.issym() or info.islnk():
+        raise _refuse(
+            info.name,
+            "link",
+            f"{'symbolic' if info.issym() else 'hard'} link to {info.linkname!r}; links are "
+            "never unpacked",
+        )
+    if info.ischr() or info.isblk() or info.isfifo():
+        raise _refuse(info.name, "special-file", "device files and FIFOs are never unpacked")
+    if not (info.isfile() or info.isdir()):
+        raise _refuse(info.name, "special-file", f"unsupported member type {info.type!r}")
+
+
+def _open_tar(blob: bytes) -> tarfile.TarFile:
+    try:
+        return tarfile.open(fileobj=io.BytesIO(blob), mode="r:*")
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise EksinfError(
+            f"bundle is not a readable tar archive ({exc})",
+            hint="Check the digest and pull it again.",
+            exit_code=FAILURE,
+        ) from exc
+
+
+def _stage(blob: bytes, staging: Path, max_member: int, max_total: int) -> list[str]:
+    written: list[str] = []
+    seen: dict[str, str] = {}  # name -> "file" | "dir"
+    total = 0
+    with _open_tar(blob) as tar:
+        count = 0
+        while True:
+            try:
+                info = tar.next()
+            except (tarfile.TarError, OSError, EOFError) as exc:
+                raise EksinfError(
+                    f"bundle is corrupt after {len(written)} file(s) ({exc})",
+                    hint="Check the digest and pull it again.",
+                    exit_code=FAILURE,
+                ) from exc
+            if info is None:
+                break
+            count += 1
+            if count > MAX_MEMBERS:
+                raise _refuse(info.name, "too-many-members", f"more than {MAX_MEMBERS} entries")
+            name = _member_name(info)
+            _check_type(info)
+            if not name:  # the archive root "./"
+                continue
+            kind = "dir" if info.isdir() else "file"
+            if name in seen:
+                if kind == "dir" and seen[name] == "dir":
+                    continue
+                raise _refuse(info.name, "duplicate", "the name appears twice in the archive")
+            parents = PurePosixPath(name).parents
+            for parent in list(parents)[:-1]:
+                if seen.get(str(parent)) == "file":
+                    raise _refuse(info.name, "duplicate", f"{parent} is already a file")
+                seen[str(parent)] = "dir"
+            seen[name] = kind
+            dest = staging / name
+            if kind == "dir":
+                dest.mkdir(parents=True, exist_ok=True)
+                continue
+            if info.size > max_member:
+                raise _refuse(
+                    info.name,
+                    "member-too-large",
+                    f"{info.size} bytes exceeds the per-file cap of {max_member}",
+                )
+            total += info.size
+            if total > max_total:
+                raise _refuse(
+                    info.name,
+                    "total-too-large",
+                    f"unpacked size would exceed the cap of {max_total} bytes",
+                )
+            source = tar.extractfile(info)
+            try:
+                data = source.read() if source else b""
+            except (tarfile.TarError, OSError, EOFError) as exc:
+                raise EksinfError(
+                    f"bundle member {info.name!r} is truncated or corrupt ({exc})",
+                    hint="Check the digest and pull it again.",
+                    exit_code=FAILURE,
+                ) from exc
+            if len(data) != info.size:
+                raise _refuse(info.name, "truncated", "fewer bytes than its header claims")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+            fd = os.open(dest, flags, FILE_MODE)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            written.append(name)
+    return sorted(written)
+
+
+def safe_unpack(
+    blob: bytes, out: Path, *, max_member: int = MAX_MEMBER, max_total: int = MAX_TOTAL
+) -> list[str]:
+    """Unpack a bundle into `out`, replacing its contents; returns the file names written.
+
+    Everything is unpacked into a staging directory beside `out` first and swapped in only when
+    the whole archive passed, so a refusal leaves `out` exactly as it was.
+    """
+    out = Path(out).absolute()
+    if out.exists() and not out.is_dir():
+        raise EksinfError(
+            f"{out} exists and is not a directory",
+            hint="Pass a directory (it is created if missing).",
+            exit_code=FAILURE,
+        )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.unpack-"))
+    try:
+        names = _stage(blob, staging, max_member, max_total)
+        checkpoint("unpack-staged")
+        if out.exists():
+            old = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.old-"))
+            os.rmdir(old)
+            out.rename(old)
+            staging.rename(out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            staging.rename(out)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return names

@@ -1,0 +1,623 @@
+"""Push and pull bundles as OCI artifacts: to a registry, or to an OCI image-layout directory.
+
+We speak the OCI distribution API with `requests` ourselves instead of going through oras-py:
+we need our own manifest (OCI 1.1 `artifactType`, the empty config), a digest check before and
+after every write, and precise errors for an unreachable registry; all of which is a few HTTP
+calls. Both backends store byte-identical manifests, so a bundle's digest is the same wherever
+it lives.
+
+Tags: every tag except `latest` is immutable. Pushing content that an immutable tag already
+holds keeps that tag's manifest (and the provenance of the commit that first published it);
+pushing different content under an existing immutable tag is refused.
+"""
+
+from __future__ import annotations
+
+import base64
+import fcntl
+import hashlib
+import ipaddress
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import urlparse
+
+import requests
+
+from . import __version__
+from .errors import ENVIRONMENT, FAILURE, USAGE, EksinfError
+
+ARTIFACT_TYPE = "application/vnd.eksinf.bundle.v1"
+LAYER_MEDIA_TYPE = "application/vnd.oci.image.layer.v1.tar+gzip"
+MANIFEST_MEDIA_TYPE = "application/vnd.oci.image.manifest.v1+json"
+INDEX_MEDIA_TYPE = "application/vnd.oci.image.index.v1+json"
+EMPTY_MEDIA_TYPE = "application/vnd.oci.empty.v1+json"
+EMPTY_CONFIG = b"{}"
+LAYOUT_PREFIX = "oci-layout:"
+REF_NAME = "org.opencontainers.image.ref.name"
+TITLE = "org.opencontainers.image.title"
+CREATED = "org.opencontainers.image.created"
+PINNED_CREATED = "1970-01-01T00:00:00Z"  # a real timestamp would make every push a new digest
+MUTABLE_TAGS = frozenset({"latest"})
+DEFAULT_TAG = "latest"
+TIMEOUT = 30
+
+_TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
+_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+_REPO = re.compile(
+    r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$"
+)
+
+
+def digest_of(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+# ---- references ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ref:
+    """Where an artifact lives: a registry repository or an OCI layout directory."""
+
+    kind: str  # "registry" | "layout"
+    location: str  # "host[:port]" for a registry, the directory for a layout
+    repository: str  # repository path in the registry; "" for a layout
+    tag: str | None = None
+    digest: str | None = None
+
+    @property
+    def reference(self) -> str:
+        """What to resolve: the digest if pinned, else the tag, else `latest`."""
+        return self.digest or self.tag or DEFAULT_TAG
+
+    @property
+    def base(self) -> str:
+        if self.kind == "layout":
+            return f"{LAYOUT_PREFIX}{self.location}"
+        return f"{self.location}/{self.repository}"
+
+    def child(self, name: str) -> Ref:
+        """The repository for one component under this base."""
+        if self.kind == "layout":
+            return Ref("layout", str(Path(self.location) / name), "")
+        return Ref("registry", self.location, f"{self.repository}/{name}")
+
+    def __str__(self) -> str:
+        suffix = f"@{self.digest}" if self.digest else (f":{self.tag}" if self.tag else "")
+        return f"{self.base}{suffix}"
+
+
+def _split_suffix(text: str, original: str) -> tuple[str, str | None, str | None]:
+    """Split `name[:tag][@digest]` where the name may itself contain ':' before a '/'."""
+    digest = None
+    if "@" in text:
+        text, digest = text.rsplit("@", 1)
+        if not _DIGEST.match(digest):
+            raise _bad_ref(original, f"{digest!r} is not a sha256:<64 hex> digest")
+    tag = None
+    head, sep, tail = text.rpartition(":")
+    if sep and "/" not in tail and head:
+        if not _TAG.match(tail):
+            raise _bad_ref(original, f"{tail!r} is not a valid tag")
+        text, tag = head, tail
+    return text, tag, digest
+
+
+def _bad_ref(ref: str, why: str) -> EksinfError:
+    return EksinfError(
+        f"bad OCI reference {ref!r}: {why}",
+        hint="Use oci-layout:PATH[:tag] or host[:port]/repository[:tag|@sha256:...] "
+        "(an oci:// prefix is accepted).",
+        exit_code=USAGE,
+    )
+
+
+def parse_ref(ref: str) -> Ref:
+    text = ref.strip()
+    if text.startswith(LAYOUT_PREFIX):
+        path, tag, digest = _split_suffix(text[len(LAYOUT_PREFIX) :], ref)
+        if not path:
+            raise _bad_ref(ref, "no directory after oci-layout:")
+        return Ref("layout", path, "", tag, digest)
+    if text.startswith("oci://"):
+        text = text[len("oci://") :]
+    host, slash, rest = text.partition("/")
+    if not slash or not rest:
+        raise _bad_ref(ref, "no repository after the registry host")
+    if not ("." in host or ":" in host or host == "localhost"):
+        raise _bad_ref(ref, f"{host!r} is not a registry host (name it explicitly, e.g. ghcr.io)")
+    repository, tag, digest = _split_suffix(rest, ref)
+    if not _REPO.match(repository):
+        raise _bad_ref(ref, f"repository {repository!r} must be lowercase path components")
+    return Ref("registry", host, repository, tag, digest)
+
+
+# ---- manifests ----------------------------------------------------------------------------
+
+
+def canonical_json(data: Any) -> bytes:
+    return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
+
+
+def build_manifest(blob: bytes, title: str, annotations: dict[str, str]) -> bytes:
+    """The one manifest shape both backends store: same inputs, same bytes, same digest."""
+    return canonical_json(
+        {
+            "schemaVersion": 2,
+            "mediaType": MANIFEST_MEDIA_TYPE,
+            "artifactType": ARTIFACT_TYPE,
+            "config": {
+                "mediaType": EMPTY_MEDIA_TYPE,
+                "digest": digest_of(EMPTY_CONFIG),
+                "size": len(EMPTY_CONFIG),
+            },
+            "layers": [
+                {
+                    "mediaType": LAYER_MEDIA_TYPE,
+                    "digest": digest_of(blob),
+                    "size": len(blob),
+                    "annotations": {TITLE: title},
+                }
+            ],
+            "annotations": {**annotations, CREATED: PINNED_CREATED},
+        }
+    )
+
+
+def bundle_layer(manifest: bytes, where: str) -> dict[str, Any]:
+    """The single bundle layer of a manifest, or a clear error naming what is wrong."""
+    try:
+        data = json.loads(manifest)
+    except ValueError as exc:
+        raise EksinfError(f"{where}: manifest is not JSON ({exc})", exit_code=FAILURE) from exc
+    layers = data.get("layers") if isinstance(data, dict) else None
+    if not isinstance(layers, list) or len(layers) != 1:
+        raise EksinfError(
+            f"{where}: expected exactly one layer, found "
+            f"{len(layers) if isinstance(layers, list) else 'none'}",
+            hint="This is not an eksinf bundle (was it pushed by another tool?).",
+            exit_code=FAILURE,
+        )
+    layer = layers[0]
+    if layer.get("mediaType") != LAYER_MEDIA_TYPE:
+        raise EksinfError(
+            f"{where}: layer media type is {layer.get('mediaType')!r}, not {LAYER_MEDIA_TYPE}",
+            exit_code=FAILURE,
+        )
+    return layer
+
+
+# ---- backends -----------------------------------------------------------------------------
+
+
+class Store(Protocol):
+    name: str
+
+    def get_manifest(self, reference: str) -> bytes | None: ...
+    def put_manifest(self, manifest: bytes, tags: list[str]) -> None: ...
+    def has_blob(self, digest: str) -> bool: ...
+    def put_blob(self, data: bytes) -> None: ...
+    def get_blob(self, digest: str) -> bytes: ...
+    def tags(self) -> list[str]: ...
+
+
+def _is_loopback(host: str) -> bool:
+    name = urlparse(f"//{host}").hostname or ""
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def _docker_config_auth(host: str) -> tuple[str, str] | None:
+    config_dir = Path(os.environ.get("DOCKER_CONFIG") or Path.home() / ".docker")
+    path = config_dir / "config.json"
+    if not path.is_file():
+        return None
+    try:
+        auths = json.loads(path.read_text(encoding="utf-8")).get("auths") or {}
+    except (OSError, ValueError) as exc:
+        raise EksinfError(
+            f"{path}: not readable JSON ({exc})",
+            hint="Fix the Docker config or set EKSINF_REGISTRY_USERNAME/PASSWORD.",
+            exit_code=ENVIRONMENT,
+        ) from exc
+    for key in (host, f"https://{host}", f"http://{host}", f"https://{host}/v1/"):
+        entry = auths.get(key)
+        if not isinstance(entry, dict):
+            continue
+        if entry.get("auth"):
+            user, _, password = base64.b64decode(entry["auth"]).decode().partition(":")
+            return user, password
+        if entry.get("username"):
+            return entry["username"], entry.get("password", "")
+    return None
+
+
+def registry_credentials(host: str) -> tuple[str, str] | None:
+    """The environment wins over ~/.docker/config.json (credential helpers are not used)."""
+    user = os.environ.get("EKSINF_REGISTRY_USERNAME")
+    if user:
+        return user, os.environ.get("EKSINF_REGISTRY_PASSWORD", "")
+    return _docker_config_auth(host)
+
+
+class RegistryStore:
+    """One repository in a registry, over the OCI distribution API."""
+
+    def __init__(self, ref: Ref) -> None:
+        self.ref = ref
+        self.name = ref.base
+        scheme = "http" if _is_loopback(ref.location) else "https"
+        self.base_url = f"{scheme}://{ref.location}/v2/{ref.repository}"
+        self.session = requests.Session()
+        self.session.headers["User-Agent"] = f"eksinf/{__version__}"
+        self.credentials = registry_credentials(ref.location)
+        self.token: str | None = None
+
+    # Auth: try anonymously; answer a 401 challenge (Bearer token or Basic) and retry once.
+    # Bearer tokens are scoped (pull, then push), so a later 401 fetches a new one.
+    def _authorize(self, challenge: str) -> bool:
+        scheme, _, params = challenge.partition(" ")
+        if scheme.lower() == "basic":
+            self.session.auth = self.credentials
+            return self.credentials is not None
+        fields = dict(re.findall(r'(\w+)="([^"]*)"', params))
+        realm = fields.pop("realm", None)
+        if scheme.lower() != "bearer" or not realm:
+            return False
+        try:
+            response = requests.get(realm, params=fields, auth=self.credentials, timeout=TIMEOUT)
+        except requests.RequestException as exc:
+            raise self._unreachable(exc) from exc
+        if response.status_code != 200:
+            return False
+        body = response.json()
+        self.token = body.get("token") or body.get("access_token")
+        return bool(self.token)
+
+    def _unreachable(self, exc: Exception) -> EksinfError:
+        return EksinfError(
+            f"registry {self.ref.location} is unreachable ({type(exc).__name__})",
+            hint=f"Check that {self.ref.location} is up and reachable from here "
+            "(plain HTTP is used only for loopback hosts).",
+            exit_code=ENVIRONMENT,
+        )
+
+    def _send(
+        self, method: str, url: str, *, headers: dict | None = None, retry: bool = True, **kw: Any
+    ) -> requests.Response:
+        sent = dict(headers or {})
+        if self.token:
+            sent["Authorization"] = f"Bearer {self.token}"
+        try:
+            response = self.session.request(method, url, headers=sent, timeout=TIMEOUT, **kw)
+        except requests.RequestException as exc:
+            raise self._unreachable(exc) from exc
+        challenge = response.headers.get("WWW-Authenticate", "")
+        if response.status_code == 401 and retry and self._authorize(challenge):
+            return self._send(method, url, headers=headers, retry=False, **kw)
+        return response
+
+    def _fail(self, response: requests.Response, what: str) -> EksinfError:
+        if response.status_code in (401, 403):
+            return EksinfError(
+                f"registry {self.ref.location} refused {what} ({response.status_code})",
+                hint="Log in (docker login writes ~/.docker/config.json) or set "
+                "EKSINF_REGISTRY_USERNAME and EKSINF_REGISTRY_PASSWORD.",
+                exit_code=ENVIRONMENT,
+            )
+        return EksinfError(
+            f"registry {self.ref.location}: {what} failed: HTTP {response.status_code} "
+            f"{response.text[:200].strip()}",
+            exit_code=FAILURE,
+        )
+
+    def get_manifest(self, reference: str) -> bytes | None:
+        response = self._send(
+            "GET",
+            f"{self.base_url}/manifests/{reference}",
+            headers={"Accept": f"{MANIFEST_MEDIA_TYPE}, {INDEX_MEDIA_TYPE}"},
+        )
+        if response.status_code == 404:
+            return None
+        if response.status_code != 200:
+            raise self._fail(response, f"reading manifest {self.name}:{reference}")
+        return response.content
+
+    def put_manifest(self, manifest: bytes, tags: list[str]) -> None:
+        for tag in tags:
+            response = self._send(
+                "PUT",
+                f"{self.base_url}/manifests/{tag}",
+                data=manifest,
+                headers={"Content-Type": MANIFEST_MEDIA_TYPE},
+            )
+            if response.status_code not in (200, 201):
+                raise self._fail(response, f"writing manifest {self.name}:{tag}")
+
+    def has_blob(self, digest: str) -> bool:
+        response = self._send("HEAD", f"{self.base_url}/blobs/{digest}")
+        if response.status_code in (200, 404):
+            return response.status_code == 200
+        raise self._fail(response, f"checking blob {digest}")
+
+    def put_blob(self, data: bytes) -> None:
+        digest = digest_of(data)
+        start = self._send("POST", f"{self.base_url}/blobs/uploads/")
+        if start.status_code != 202 or "Location" not in start.headers:
+            raise self._fail(start, "starting a blob upload")
+        location = requests.compat.urljoin(self.base_url, start.headers["Location"])
+        joiner = "&" if "?" in location else "?"
+        done = self._send(
+            "PUT",
+            f"{location}{joiner}digest={digest}",
+            data=data,
+            headers={"Content-Type": "application/octet-stream"},
+        )
+        if done.status_code != 201:
+            raise self._fail(done, f"uploading blob {digest}")
+
+    def get_blob(self, digest: str) -> bytes:
+        response = self._send("GET", f"{self.base_url}/blobs/{digest}")
+        if response.status_code != 200:
+            raise self._fail(response, f"reading blob {digest}")
+        return response.content
+
+    def tags(self) -> list[str]:
+        response = self._send("GET", f"{self.base_url}/tags/list")
+        if response.status_code == 404:
+            return []
+        if response.status_code != 200:
+            raise self._fail(response, f"listing tags of {self.name}")
+        return sorted(response.json().get("tags") or [])
+
+
+class LayoutStore:
+    """An OCI image-layout directory: oci-layout, index.json and blobs/sha256/<hex>.
+
+    Blobs are content-addressed and written by rename; index.json is replaced atomically under
+    a lock, so readers see either the old index or the new one.
+    """
+
+    def __init__(self, ref: Ref) -> None:
+        self.root = Path(ref.location)
+        self.name = ref.base
+
+    def _blob_path(self, digest: str) -> Path:
+        algorithm, _, hexdigest = digest.partition(":")
+        return self.root / "blobs" / algorithm / hexdigest
+
+    def _index(self) -> dict[str, Any]:
+        path = self.root / "index.json"
+        if not path.is_file():
+            return {"schemaVersion": 2, "mediaType": INDEX_MEDIA_TYPE, "manifests": []}
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise EksinfError(
+                f"{path}: not valid JSON ({exc})",
+                hint="The layout is damaged; remove it and push again.",
+                exit_code=FAILURE,
+            ) from exc
+
+    def _write(self, path: Path, data: bytes) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def get_manifest(self, reference: str) -> bytes | None:
+        if _DIGEST.match(reference):
+            path = self._blob_path(reference)
+            return path.read_bytes() if path.is_file() else None
+        for entry in self._index().get("manifests", []):
+            if (entry.get("annotations") or {}).get(REF_NAME) == reference:
+                path = self._blob_path(entry["digest"])
+                return path.read_bytes() if path.is_file() else None
+        return None
+
+    def put_manifest(self, manifest: bytes, tags: list[str]) -> None:
+        self.put_blob(manifest)
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / ".eksinf.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            index = self._index()
+            kept = [
+                m
+                for m in index.get("manifests", [])
+                if (m.get("annotations") or {}).get(REF_NAME) not in tags
+            ]
+            digest = digest_of(manifest)
+            for tag in tags:
+                kept.append(
+                    {
+                        "mediaType": MANIFEST_MEDIA_TYPE,
+                        "artifactType": ARTIFACT_TYPE,
+                        "digest": digest,
+                        "size": len(manifest),
+                        "annotations": {REF_NAME: tag},
+                    }
+                )
+            kept.sort(key=lambda m: (m.get("annotations") or {}).get(REF_NAME, ""))
+            index["manifests"] = kept
+            self._write(self.root / "oci-layout", canonical_json({"imageLayoutVersion": "1.0.0"}))
+            self._write(self.root / "index.json", canonical_json(index))
+
+    def has_blob(self, digest: str) -> bool:
+        return self._blob_path(digest).is_file()
+
+    def put_blob(self, data: bytes) -> None:
+        path = self._blob_path(digest_of(data))
+        if not path.is_file():
+            self._write(path, data)
+
+    def get_blob(self, digest: str) -> bytes:
+        path = self._blob_path(digest)
+        if not path.is_file():
+            raise EksinfError(
+                f"{self.name}: blob {digest} is missing",
+                hint="The layout is incomplete; push again.",
+                exit_code=FAILURE,
+            )
+        return path.read_bytes()
+
+    def tags(self) -> list[str]:
+        return sorted(
+            (m.get("annotations") or {}).get(REF_NAME)
+            for m in self._index().get("manifests", [])
+            if (m.get("annotations") or {}).get(REF_NAME)
+        )
+
+
+def open_store(ref: Ref) -> Store:
+    return LayoutStore(ref) if ref.kind == "layout" else RegistryStore(ref)
+
+
+# ---- operations ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PushResult:
+    ref: str  # repository, without tag
+    manifest_digest: str
+    layer_digest: str
+    unchanged: bool
+    tags: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ref": self.ref,
+            "manifestDigest": self.manifest_digest,
+            "layerDigest": self.layer_digest,
+            "unchanged": self.unchanged,
+            "tags": list(self.tags),
+        }
+
+
+@dataclass(frozen=True)
+class Pulled:
+    blob: bytes
+    manifest_digest: str
+    annotations: dict[str, str]
+    title: str
+
+
+def push(
+    ref: str, blob: bytes, *, title: str, annotations: dict[str, str], tags: list[str]
+) -> PushResult:
+    """Publish `blob` as a one-layer bundle under every tag, verifying what was written."""
+    target = parse_ref(ref)
+    if target.digest:
+        raise _bad_ref(ref, "push to a repository or tag, not a digest")
+    tags = sorted(set(tags) | ({target.tag} if target.tag else set()))
+    if not tags:
+        raise _bad_ref(ref, "no tag to push")
+    for tag in tags:
+        if not _TAG.match(tag):
+            raise _bad_ref(f"{target.base}:{tag}", f"{tag!r} is not a valid tag")
+    store = open_store(target)
+    layer_digest = digest_of(blob)
+    manifest = build_manifest(blob, title, annotations)
+    existing: dict[str, bytes | None] = {tag: store.get_manifest(tag) for tag in tags}
+    # An immutable tag that already holds this content keeps its manifest; one that holds
+    # other content is never moved.
+    for tag in tags:
+        held = existing[tag]
+        if tag in MUTABLE_TAGS or held is None:
+            continue
+        layer = bundle_layer(held, f"{target.base}:{tag}")
+        if layer.get("digest") != layer_digest:
+            raise EksinfError(
+                f"{target.base}:{tag} already holds different content "
+                f"({layer.get('digest')}, pushing {layer_digest}); tag {tag} is immutable",
+                hint="Publish under a new version tag; only `latest` moves.",
+                exit_code=FAILURE,
+            )
+        manifest = held
+    manifest_digest = digest_of(manifest)
+    stale = [
+        tag for tag in tags if existing[tag] is None or digest_of(existing[tag]) != manifest_digest
+    ]
+    if stale:
+        for data in (EMPTY_CONFIG, blob):
+            if not store.has_blob(digest_of(data)):
+                store.put_blob(data)
+        store.put_manifest(manifest, stale)
+    _verify_pushed(store, target, tags, manifest_digest, layer_digest, title)
+    return PushResult(target.base, manifest_digest, layer_digest, not stale, tuple(tags))
+
+
+def _verify_pushed(
+    store: Store, target: Ref, tags: list[str], manifest_digest: str, layer_digest: str, title: str
+) -> None:
+    for tag in tags:
+        where = f"{target.base}:{tag}"
+        fetched = store.get_manifest(tag)
+        if fetched is None or digest_of(fetched) != manifest_digest:
+            raise EksinfError(
+                f"{where}: after the push the tag does not resolve to {manifest_digest}",
+                hint="Another writer may have moved the tag; push again.",
+                exit_code=FAILURE,
+            )
+        layer = bundle_layer(fetched, where)
+        got_title = (layer.get("annotations") or {}).get(TITLE)
+        if got_title != title or layer.get("digest") != layer_digest:
+            raise EksinfError(
+                f"{where}: pushed layer reads back as {got_title!r} {layer.get('digest')}, "
+                f"expected {title!r} {layer_digest}",
+                exit_code=FAILURE,
+            )
+
+
+def pull(ref: str, *, expect_digest: str | None = None) -> Pulled:
+    """Fetch a bundle and verify its manifest digest (if pinned) and its layer digest."""
+    source = parse_ref(ref)
+    if expect_digest is not None and not _DIGEST.match(expect_digest):
+        raise _bad_ref(expect_digest, "expected digest must be sha256:<64 hex>")
+    store = open_store(source)
+    manifest = store.get_manifest(source.reference)
+    if manifest is None:
+        raise EksinfError(
+            f"{source} not found",
+            hint=f"List what exists with `eksinf tags {source.base}`, or push it first.",
+            exit_code=FAILURE,
+        )
+    manifest_digest = digest_of(manifest)
+    for wanted in filter(None, (source.digest, expect_digest)):
+        if manifest_digest != wanted:
+            raise EksinfError(
+                f"{source}: manifest digest is {manifest_digest}, expected {wanted}",
+                hint="The artifact changed since the digest was recorded; do not trust it "
+                "until you know why.",
+                exit_code=FAILURE,
+            )
+    layer = bundle_layer(manifest, str(source))
+    blob = store.get_blob(layer["digest"])
+    if digest_of(blob) != layer["digest"] or len(blob) != layer.get("size"):
+        raise EksinfError(
+            f"{source}: layer content does not match its digest {layer['digest']}",
+            hint="The registry returned corrupt data; pull again.",
+            exit_code=FAILURE,
+        )
+    annotations = json.loads(manifest).get("annotations") or {}
+    return Pulled(
+        blob, manifest_digest, annotations, (layer.get("annotations") or {}).get(TITLE, "")
+    )
+
+
+def list_tags(ref: str) -> list[str]:
+    return open_store(parse_ref(ref)).tags()

@@ -1,0 +1,196 @@
+"""Bundles are reproducible, and unpacking refuses every unsafe member by name and rule."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from eksinf.bundle import build_bundles, bundle_bytes, safe_unpack
+from eksinf.errors import CONTRACT, FAILURE, EksinfError
+from eksinf.stack import load_stack
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+# ---- building ---------------------------------------------------------------------------
+
+
+def test_bundle_bytes_is_normalised_and_order_independent():
+    a = bundle_bytes({"b.yaml": b"b: 1\n", "a.yaml": b"a: 1\n"})
+    b = bundle_bytes({"a.yaml": b"a: 1\n", "b.yaml": b"b: 1\n"})
+    assert a == b
+    assert a[:10] == bytes.fromhex("1f8b08000000000002ff")  # gzip: no name, mtime 0
+    with tarfile.open(fileobj=io.BytesIO(a)) as tar:
+        members = tar.getmembers()
+    assert [m.name for m in members] == ["a.yaml", "b.yaml"]
+    for m in members:
+        assert (m.mode, m.uid, m.gid, m.uname, m.gname, m.mtime) == (0o644, 0, 0, "", "", 0)
+
+
+def test_bundle_bytes_refuses_unclean_names():
+    with pytest.raises(EksinfError) as err:
+        bundle_bytes({"../x.yaml": b"x"})
+    assert "../x.yaml" in err.value.message and err.value.exit_code == FAILURE
+
+
+def test_bundles_are_identical_across_runs_and_copies(stack_dir, tmp_path):
+    second = tmp_path / "second-copy"
+    shutil.copytree(stack_dir, second)
+    for path in (second / "configs").rglob("*"):  # different mtimes must not matter
+        path.touch()
+    first_run = build_bundles(load_stack(stack_dir))
+    again = build_bundles(load_stack(stack_dir))
+    other = build_bundles(load_stack(second))
+    assert [b.component for b in first_run] == ["ack-controllers", "karpenter", "gpu-runtime"]
+    for x, y, z in zip(first_run, again, other, strict=True):
+        assert x.path.read_bytes() == y.path.read_bytes() == z.path.read_bytes()
+        assert x.sha256 == y.sha256 == z.sha256 == sha(x.path.read_bytes())
+        assert x.tar_sha256 == z.tar_sha256
+    assert first_run[0].path == stack_dir / "bundles" / "ack-controllers.tar.gz"
+
+
+def test_bundle_round_trips_through_safe_unpack(stack_dir, tmp_path):
+    (bundle,) = build_bundles(load_stack(stack_dir), ["karpenter"])
+    names = safe_unpack(bundle.path.read_bytes(), tmp_path / "out")
+    assert names == ["karpenter-controller.yaml"]
+    assert tree(tmp_path / "out") == tree(stack_dir / "configs" / "karpenter")
+
+
+def test_bundle_provenance_names_charts_and_tool(stack_dir):
+    (bundle,) = build_bundles(load_stack(stack_dir), ["gpu-runtime"])
+    prov = bundle.provenance
+    assert prov["tool"]["name"] == "eksinf"
+    assert [c["chart"] for c in prov["charts"]] == ["nvidia-device-plugin"]
+    assert len(prov["charts"][0]["sha256"]) == 64
+    assert prov["bundleSha256"] == bundle.sha256
+    assert prov["tarSha256"] == sha(gzip.decompress(bundle.data))
+
+
+def test_component_without_units_is_refused(stack_dir):
+    with pytest.raises(EksinfError) as err:
+        build_bundles(load_stack(stack_dir), ["platform-profile"])
+    assert err.value.exit_code == FAILURE
+    assert "platform-profile" in err.value.message and "no rendered units" in err.value.message
+    assert "eksinf render" in err.value.hint
+    assert not (stack_dir / "bundles").exists()
+
+
+def test_guard_runs_before_anything_is_written(stack_dir):
+    hook = (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: pre\n  namespace: kube-system\n"
+        "  annotations:\n    helm.sh/hook: pre-install\n"
+    )
+    (stack_dir / "configs" / "gpu-runtime" / "hooked.yaml").write_text(hook)
+    with pytest.raises(EksinfError) as err:
+        build_bundles(load_stack(stack_dir))
+    assert err.value.exit_code == CONTRACT
+    assert "gpu-runtime/hooked.yaml" in err.value.message and "helm-hook" in err.value.message
+    assert not (stack_dir / "bundles").exists()
+
+
+# ---- unpacking crafted archives ----------------------------------------------------------
+
+
+def craft(*members: tuple[tarfile.TarInfo, bytes | None]) -> bytes:
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for info, data in members:
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+    return gzip.compress(raw.getvalue(), mtime=0)
+
+
+def regular(name: str, data: bytes = b"x: 1\n") -> tuple[tarfile.TarInfo, bytes]:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    return info, data
+
+
+def special(name: str, kind: bytes, linkname: str = "") -> tuple[tarfile.TarInfo, None]:
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    info.linkname = linkname
+    return info, None
+
+
+def huge_member_archive(size: int) -> bytes:
+    """A tar.gz whose member header claims `size` bytes; only 64 KiB of data follow.
+
+    The header alone is what a safe unpacker must refuse, so the test never allocates `size`.
+    """
+    info = tarfile.TarInfo("huge.bin")
+    info.size = size
+    header = info.tobuf(format=tarfile.GNU_FORMAT)
+    return gzip.compress(header + bytes(64 * 1024), mtime=0)
+
+
+CASES = {
+    "parent": (craft(regular("ok.yaml"), regular("../x")), "../x", "parent-traversal"),
+    "nested-parent": (craft(regular("a/../../x")), "a/../../x", "parent-traversal"),
+    "absolute": (craft(regular("/etc/x")), "/etc/x", "absolute-path"),
+    "symlink": (craft(special("evil", tarfile.SYMTYPE, "/etc/passwd")), "evil", "link"),
+    "hardlink": (craft(regular("a"), special("b", tarfile.LNKTYPE, "a")), "b", "link"),
+    "fifo": (craft(special("pipe", tarfile.FIFOTYPE)), "pipe", "special-file"),
+    "device": (craft(special("dev", tarfile.CHRTYPE)), "dev", "special-file"),
+    "duplicate": (craft(regular("a.yaml"), regular("./a.yaml")), "./a.yaml", "duplicate"),
+    "file-then-dir": (craft(regular("a"), regular("a/b")), "a/b", "duplicate"),
+    "2GiB": (huge_member_archive(2**31), "huge.bin", "member-too-large"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_unsafe_members_are_refused_and_nothing_is_written(case, tmp_path):
+    blob, member, rule = CASES[case]
+    work = tmp_path / "work"
+    work.mkdir()
+    out = work / "out"
+    with pytest.raises(EksinfError) as err:
+        safe_unpack(blob, out)
+    assert err.value.exit_code == FAILURE
+    assert repr(member) in err.value.message and f"({rule})" in err.value.message
+    assert list(work.iterdir()) == []  # no out dir, no staging leftovers
+    assert not (tmp_path / "x").exists() and not Path("/etc/x").exists()
+
+
+def test_refusal_leaves_an_existing_output_untouched(tmp_path):
+    out = tmp_path / "out"
+    safe_unpack(bundle_bytes({"keep.yaml": b"k: 1\n"}), out)
+    with pytest.raises(EksinfError):
+        safe_unpack(CASES["symlink"][0], out)
+    assert tree(out) == {"keep.yaml": b"k: 1\n"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_total_cap_is_enforced(tmp_path):
+    blob = bundle_bytes({f"f{i}": bytes(600) for i in range(4)})
+    with pytest.raises(EksinfError) as err:
+        safe_unpack(blob, tmp_path / "out", max_total=2000)
+    assert "'f3'" in err.value.message and "(total-too-large)" in err.value.message
+    assert not (tmp_path / "out").exists()
+
+
+def test_not_a_tarball_is_a_clear_failure(tmp_path):
+    with pytest.raises(EksinfError) as err:
+        safe_unpack(b"definitely not gzip", tmp_path / "out")
+    assert err.value.exit_code == FAILURE and "not a readable tar" in err.value.message
+
+
+def test_unpack_replaces_previous_contents(tmp_path):
+    out = tmp_path / "out"
+    safe_unpack(bundle_bytes({"old.yaml": b"o: 1\n"}), out)
+    names = safe_unpack(bundle_bytes({"new.yaml": b"n: 1\n", "sub/x.yaml": b"x: 1\n"}), out)
+    assert names == ["new.yaml", "sub/x.yaml"]
+    assert tree(out) == {"new.yaml": b"n: 1\n", "sub/x.yaml": b"x: 1\n"}
+    assert json.dumps(sorted(p.name for p in tmp_path.iterdir())) == '["out"]'
