@@ -54,18 +54,19 @@ def test_bundles_are_identical_across_runs_and_copies(stack_dir, tmp_path):
     first_run = build_bundles(load_stack(stack_dir))
     again = build_bundles(load_stack(stack_dir))
     other = build_bundles(load_stack(second))
-    assert [b.component for b in first_run] == ["ack-controllers", "karpenter", "gpu-runtime"]
+    stack = load_stack(stack_dir)
+    assert [b.component for b in first_run] == [c.name for c in stack.components]
     for x, y, z in zip(first_run, again, other, strict=True):
         assert x.path.read_bytes() == y.path.read_bytes() == z.path.read_bytes()
         assert x.sha256 == y.sha256 == z.sha256 == sha(x.path.read_bytes())
         assert x.tar_sha256 == z.tar_sha256
-    assert first_run[0].path == stack_dir / "bundles" / "ack-controllers.tar.gz"
+    assert first_run[0].path == stack_dir / "bundles" / f"{first_run[0].component}.tar.gz"
 
 
 def test_bundle_round_trips_through_safe_unpack(stack_dir, tmp_path):
     (bundle,) = build_bundles(load_stack(stack_dir), ["karpenter"])
     names = safe_unpack(bundle.path.read_bytes(), tmp_path / "out")
-    assert names == ["karpenter-controller.yaml"]
+    assert names == sorted(p.name for p in (stack_dir / "configs" / "karpenter").iterdir())
     assert tree(tmp_path / "out") == tree(stack_dir / "configs" / "karpenter")
 
 
@@ -80,6 +81,9 @@ def test_bundle_provenance_names_charts_and_tool(stack_dir):
 
 
 def test_component_without_units_is_refused(stack_dir):
+    shutil.rmtree(stack_dir / "configs" / "platform-profile")
+    built = build_bundles(load_stack(stack_dir), out=stack_dir / "elsewhere")
+    assert "platform-profile" not in [b.component for b in built]  # skipped when not named
     with pytest.raises(EksinfError) as err:
         build_bundles(load_stack(stack_dir), ["platform-profile"])
     assert err.value.exit_code == FAILURE
