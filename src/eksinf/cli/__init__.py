@@ -7,7 +7,7 @@ import sys
 import typer
 
 from ..errors import EksinfError
-from . import aws, build
+from . import aws, build, links
 from .common import State, err_console
 
 app = typer.Typer(
@@ -34,7 +34,7 @@ def _root(
     ctx.obj = State(stack_dir=stack)
 
 
-for module in (build, aws):
+for module in (build, aws, links):
     module.register(app)
 
 

@@ -1,0 +1,114 @@
+"""Link commands: `links list`, `links resolve`, and `lint`. Parse, call, format."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from .. import links as links_mod
+from ..errors import CONTRACT, EksinfError
+from ..profile import check_profile
+from ..render import write_tree
+from ..yamlio import dump_docs, load_mapping_docs
+from .common import JSON_OPTION, emit_json, progress, state
+
+links_app = typer.Typer(
+    help="Profile links: which profile value lands in which unit, resource and field.",
+    no_args_is_help=True,
+)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(links_app, name="links")
+
+
+def binding_rows(bindings: list[links_mod.Binding]) -> list[dict]:
+    return [b.as_dict() for b in bindings]
+
+
+def print_binding_table(bindings: list[links_mod.Binding]) -> None:
+    """Plain aligned columns: the table is read in logs and diffs, so it never wraps."""
+    header = ("COMPONENT", "UNIT", "SOURCE", "RESOURCE", "PATH OR SETTER")
+    rows = [
+        (b.component, b.unit, f"spec.{b.source}", f"{b.kind} {b.name}", b.target) for b in bindings
+    ]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
+    for row in [header, *rows]:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+        typer.echo("  ".join([*cells, row[-1]]))
+
+
+@links_app.command("list")
+def links_list_cmd(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
+    """Print the binding table: profile field -> unit, resource, path or setter."""
+    bindings = links_mod.load_bindings(state(ctx).stack())
+    if json_out:
+        emit_json(binding_rows(bindings))
+        return
+    print_binding_table(bindings)
+    paths = sum(1 for b in bindings if b.path is not None)
+    progress(
+        f"{len(bindings)} bindings ({paths} paths, {len(bindings) - paths} setters) in "
+        f"{len({b.unit_key for b in bindings})} units"
+    )
+
+
+@links_app.command("resolve")
+def links_resolve_cmd(
+    ctx: typer.Context,
+    profile: Path = typer.Option(
+        ..., "--profile", help="PlatformProfile file whose values to write.", dir_okay=False
+    ),
+    out: Path = typer.Option(
+        ..., "--out", help="Directory to write resolved units into (replaced atomically)."
+    ),
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Write the committed units with the profile's values resolved in, for inspection.
+
+    Nothing under configs/ changes. Fails (exit 3) if a placeholder is left unresolved; the
+    output is still written so you can look at it.
+    """
+    stack = state(ctx).stack()
+    if not profile.is_file():
+        raise EksinfError(
+            f"{profile}: profile file not found",
+            hint="Pass the PlatformProfile YAML, e.g. render/platform-profile/profile.yaml.",
+            exit_code=CONTRACT,
+        )
+    docs = load_mapping_docs(profile, label=str(profile))
+    if len(docs) != 1:
+        raise EksinfError(
+            f"{profile}: expected one PlatformProfile document, found {len(docs)}",
+            exit_code=CONTRACT,
+        )
+    checked = check_profile(docs[0], str(profile))
+    bindings = links_mod.load_bindings(stack)
+    units = links_mod.read_units(stack.configs_dir)
+    resolved = links_mod.resolve_units(units, checked.spec, bindings)
+    write_tree(out, {f"{key}.yaml": dump_docs(docs) for key, docs in resolved.items()})
+    left = [
+        f"{key}.yaml: {links_mod.resource_label(doc)} {path}"
+        for key, docs in sorted(resolved.items())
+        for doc in docs
+        for path in links_mod.placeholders(doc)
+    ]
+    if json_out:
+        emit_json(
+            {
+                "written": str(out),
+                "units": sorted(f"{k}.yaml" for k in resolved),
+                "bindings": len(bindings),
+                "unresolved": left,
+            }
+        )
+    else:
+        progress(f"resolved {len(bindings)} bindings into {len(resolved)} units under {out}")
+    if left:
+        raise EksinfError(
+            f"{len(left)} placeholder(s) left unresolved, first: {left[0]}",
+            hint="Add a binding for each (render/<component>/links/bindings.yaml); "
+            "`eksinf lint` lists them all.",
+            exit_code=CONTRACT,
+        )
