@@ -23,7 +23,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from . import __version__
-from .errors import CONTRACT, FAILURE, EksinfError
+from .errors import CONTRACT, FAILURE, USAGE, EksinfError
 from .faults import checkpoint
 from .gitinfo import commit_of
 from .render import PROVENANCE_FILE, ComponentOutput, RenderResult, Unit
@@ -421,3 +421,86 @@ def safe_unpack(
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     return names
+
+
+# ---- publishing ---------------------------------------------------------------------------
+
+ANNOTATION_PREFIX = "io.eksinf."
+
+
+def default_version(bundle: Bundle) -> str:
+    """The immutable tag: tool version + short content digest, e.g. `0.1.0-5e6d580f7cd0`.
+
+    It changes exactly when the bytes (or the tool that made them) change, so it never has to
+    move; `latest` is the tag that moves.
+    """
+    return f"{__version__}-{bundle.sha256[:12]}"
+
+
+def bundle_annotations(
+    stack: Stack, bundle: Bundle, *, version: str, source: str
+) -> dict[str, str]:
+    """Manifest annotations: the OCI standard keys plus our provenance (charts, tool, tar)."""
+    prov = bundle.provenance
+    charts = ",".join(f"{c['chart']}@{c['version']}=sha256:{c['sha256']}" for c in prov["charts"])
+    annotations = {
+        "org.opencontainers.image.version": version,
+        "org.opencontainers.image.revision": prov["sourceCommit"] or "unknown",
+        "org.opencontainers.image.source": source,
+        "org.opencontainers.image.title": bundle.component,
+        "org.opencontainers.image.description": stack.component(bundle.component).description,
+        f"{ANNOTATION_PREFIX}tool.version": prov["tool"]["version"],
+        f"{ANNOTATION_PREFIX}tar.sha256": bundle.tar_sha256,
+        f"{ANNOTATION_PREFIX}charts": charts,
+    }
+    return {k: v for k, v in annotations.items() if v}
+
+
+@dataclass(frozen=True)
+class Published:
+    bundle: Bundle
+    version: str
+    result: Any  # oci.PushResult
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "component": self.bundle.component,
+            "version": self.version,
+            **self.result.as_dict(),
+            "provenance": self.bundle.provenance,
+        }
+
+
+def publish(
+    stack: Stack,
+    bundles: list[Bundle],
+    base: str,
+    *,
+    version: str | None = None,
+    source: str = "",
+    on_pushed: Any = lambda _p: None,
+) -> list[Published]:
+    """Push each bundle to `<base>/<component>` with tags `latest` and its version."""
+    from . import oci
+
+    root = oci.parse_ref(base)
+    if root.tag or root.digest:
+        raise EksinfError(
+            f"registry base {base!r} names a tag or digest",
+            hint="Pass a repository base; each component goes to <base>/<component>.",
+            exit_code=USAGE,
+        )
+    done = []
+    for bundle in bundles:
+        tag = version or default_version(bundle)
+        result = oci.push(
+            str(root.child(bundle.component)),
+            bundle.data,
+            title=bundle.title,
+            annotations=bundle_annotations(stack, bundle, version=tag, source=source),
+            tags=[oci.DEFAULT_TAG, tag],
+        )
+        published = Published(bundle, tag, result)
+        on_pushed(published)
+        done.append(published)
+    return done
