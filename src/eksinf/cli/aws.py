@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
+from ..aws import creds as creds_mod
 from ..aws import status as status_mod
+from ..aws.kube import KubeClient
 from ..aws.scope import StackScope
 from ..aws.session import AwsIdentity, AwsSession
 from ..errors import ENVIRONMENT, EksinfError
@@ -21,8 +25,15 @@ AWS_PROFILE_OPTION = typer.Option(
 )
 
 
+creds_app = typer.Typer(
+    help="AWS credentials for the ACK controllers (the Secret aws-creds on the mgmt cluster).",
+    no_args_is_help=True,
+)
+
+
 def register(app: typer.Typer) -> None:
     app.command("status")(status_cmd)
+    app.add_typer(creds_app, name="creds")
 
 
 def stack_scope(ctx: typer.Context, region: str | None) -> StackScope:
@@ -71,3 +82,201 @@ def status_cmd(
     for line in status_mod.format_text(report):
         typer.echo(line)
     progress(f"prices: src/eksinf/data/prices.json (as of {report.prices_as_of})")
+
+
+# ---- creds -----------------------------------------------------------------------------------
+
+MGMT_KUBECONFIG_OPTION = typer.Option(
+    None,
+    "--kubeconfig",
+    help="Kubeconfig of the management (kind) cluster. "
+    "Default: .eksinf/clusters/mgmt.kubeconfig in the stack directory.",
+)
+USER_OPTION = typer.Option(None, "--user-name", help="IAM user name. Default: <stack>-ack.")
+YES_OPTION = typer.Option(False, "--yes", help="Carry out the change (without it: print the plan).")
+
+
+def mgmt_kube(ctx: typer.Context, kubeconfig: Path | None, session: AwsSession) -> KubeClient:
+    path = kubeconfig or state(ctx).stack().root / ".eksinf" / "clusters" / "mgmt.kubeconfig"
+    return KubeClient.from_kubeconfig(Path(path), session)
+
+
+def ack_namespace(ctx: typer.Context) -> str:
+    return state(ctx).stack().versions.get("ACK_NAMESPACE", "ack-system")
+
+
+def nothing_changed() -> None:
+    progress("nothing changed; re-run with --yes")
+
+
+@creds_app.command("status")
+def creds_status_cmd(
+    ctx: typer.Context,
+    kubeconfig: Path = MGMT_KUBECONFIG_OPTION,
+    aws_profile: str = AWS_PROFILE_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Show the controllers' credentials Secret (key id, temporary or not, expiry) and pods."""
+    scope = stack_scope(ctx, None)
+    session = aws_session(scope, aws_profile)
+    kube = mgmt_kube(ctx, kubeconfig, session)
+    namespace = ack_namespace(ctx)
+    info = creds_mod.read_secret(kube, namespace)
+    pods = kube.items(f"/api/v1/namespaces/{namespace}/pods")
+    body = {
+        "cluster": kube.server,
+        "namespace": namespace,
+        "secret": creds_mod.SECRET_NAME if info.present else None,
+        "present": info.present,
+        "accessKeyId": info.access_key_id,
+        "temporary": info.temporary,
+        "expiresAt": info.expires_at,
+        "expired": info.expired,
+        "source": info.source,
+        "pods": sorted(p["metadata"]["name"] for p in pods),
+    }
+    if json_out:
+        emit_json(body)
+        return
+    if not info.present:
+        typer.echo(f"secret {namespace}/{creds_mod.SECRET_NAME}: MISSING")
+        progress("write one with: eksinf creds use-existing (or creds create-user --yes)")
+        return
+    kind = "temporary session" if info.temporary else "long-lived access key"
+    typer.echo(f"secret {namespace}/{creds_mod.SECRET_NAME}: key {info.access_key_id} ({kind})")
+    if info.expires_at:
+        typer.echo(f"expires at {info.expires_at}" + (" (EXPIRED)" if info.expired else ""))
+        if info.expired:
+            warn("expired: run `aws sso login && eksinf creds refresh`")
+    typer.echo(f"source: {info.source or 'unknown'}")
+    typer.echo(f"pods in {namespace}: {', '.join(body['pods']) or 'none'}")
+
+
+def _write_own_credentials(
+    ctx: typer.Context, kubeconfig: Path | None, aws_profile: str | None, hint: str
+) -> None:
+    scope = stack_scope(ctx, None)
+    session = aws_session(scope, aws_profile)
+    try:
+        creds = creds_mod.existing_credentials(session)
+    except EksinfError as exc:
+        raise EksinfError(exc.message, hint=hint or exc.hint, exit_code=exc.exit_code) from exc
+    kube = mgmt_kube(ctx, kubeconfig, session)
+    kube.version()  # reachable before anything is written
+    caller = session.caller
+    typer.echo(f"account {caller.account}, identity {caller.arn}, key {creds['AccessKeyId']}")
+    if creds.get("SessionToken"):
+        typer.echo(f"temporary credentials; expire at {creds.get('Expiration', 'unknown')}")
+    restarted = creds_mod.write_secret(kube, ack_namespace(ctx), creds, f"caller/{caller.arn}")
+    _report_restart(restarted)
+
+
+def _report_restart(restarted: list[str]) -> None:
+    if restarted:
+        progress(f"restarted controllers: {', '.join(restarted)}")
+    else:
+        progress("no controllers deployed yet; they will read this Secret at startup")
+
+
+@creds_app.command("use-existing")
+def creds_use_existing_cmd(
+    ctx: typer.Context,
+    kubeconfig: Path = MGMT_KUBECONFIG_OPTION,
+    aws_profile: str = AWS_PROFILE_OPTION,
+) -> None:
+    """Hand your own AWS identity (never the account root) to the ACK controllers."""
+    _write_own_credentials(ctx, kubeconfig, aws_profile, "")
+
+
+@creds_app.command("refresh")
+def creds_refresh_cmd(
+    ctx: typer.Context,
+    kubeconfig: Path = MGMT_KUBECONFIG_OPTION,
+    aws_profile: str = AWS_PROFILE_OPTION,
+) -> None:
+    """Re-write the Secret from a renewed session (after `aws sso login`)."""
+    _write_own_credentials(
+        ctx, kubeconfig, aws_profile, "Has your SSO session expired? Try: aws sso login"
+    )
+    progress("reconciliation resumes as the controllers come back up")
+
+
+@creds_app.command("create-user")
+def creds_create_user_cmd(
+    ctx: typer.Context,
+    user_name: str = USER_OPTION,
+    kubeconfig: Path = MGMT_KUBECONFIG_OPTION,
+    aws_profile: str = AWS_PROFILE_OPTION,
+    yes: bool = YES_OPTION,
+) -> None:
+    """Create (or reuse) a dedicated IAM user with the scoped policy and hand its key to ACK."""
+    scope = stack_scope(ctx, None)
+    policy = creds_mod.load_policy(state(ctx).stack().root)
+    name = user_name or creds_mod.default_user_name(scope)
+    session = aws_session(scope, aws_profile)
+    creds_mod.refuse_root(session)
+    typer.echo(f"account {session.caller.account}, caller {session.caller.arn}")
+    typer.echo(
+        f"plan: IAM user {name} (tag {scope.tag_key}={scope.stack}), inline policy "
+        f"{creds_mod.INLINE_POLICY} from {policy.path.name}, a new access key (rotating only the "
+        f"one eksinf created), Secret {ack_namespace(ctx)}/{creds_mod.SECRET_NAME}"
+    )
+    if not yes:
+        nothing_changed()
+        return
+    kube = mgmt_kube(ctx, kubeconfig, session)
+    kube.version()  # the Secret can be written: checked before a key is minted
+    made = creds_mod.create_user(session, scope, policy, name)
+    if made.rotated:
+        progress(f"deleted the previous eksinf key {', '.join(made.rotated)}")
+    progress(f"new key {made.access_key_id} accepted by IAM after {made.probe_attempts} probe(s)")
+    restarted = creds_mod.write_secret(kube, ack_namespace(ctx), made.creds, f"iam-user/{name}")
+    _report_restart(restarted)
+    typer.echo(f"user {made.arn} key {made.access_key_id} written to the controllers")
+    progress(f"remove later with: eksinf creds delete-user --user-name {name} --yes")
+
+
+@creds_app.command("delete-user")
+def creds_delete_user_cmd(
+    ctx: typer.Context,
+    user_name: str = USER_OPTION,
+    kubeconfig: Path = MGMT_KUBECONFIG_OPTION,
+    aws_profile: str = AWS_PROFILE_OPTION,
+    yes: bool = YES_OPTION,
+) -> None:
+    """Delete the dedicated IAM user, its keys and policy, and its Secret if it is the user's."""
+    scope = stack_scope(ctx, None)
+    name = user_name or creds_mod.default_user_name(scope)
+    session = aws_session(scope, aws_profile)
+    found = creds_mod.user_exists(session, name)
+    if found is None:
+        raise EksinfError(f"no IAM user named {name}", hint="Nothing to delete.", exit_code=1)
+    typer.echo(f"plan: delete IAM user {found['arn']}, keys {', '.join(found['keys']) or 'none'}")
+    if not yes:
+        warn("the ACK controllers lose AWS access if they use this user's key")
+        nothing_changed()
+        return
+    gone = creds_mod.delete_user(session, scope, name)
+    typer.echo(
+        f"deleted IAM user {gone.user} (keys: {', '.join(gone.keys) or 'none'}; "
+        f"policies: {', '.join(gone.policies) or 'none'})"
+    )
+    try:
+        kube = mgmt_kube(ctx, kubeconfig, session)
+        info = creds_mod.read_secret(kube, ack_namespace(ctx))
+    except EksinfError as exc:
+        warn(f"could not check the controllers' Secret: {exc.message}")
+        return
+    if info.present and info.source == f"iam-user/{name}":
+        kube.delete(f"/api/v1/namespaces/{ack_namespace(ctx)}/secrets/{creds_mod.SECRET_NAME}")
+        progress(f"deleted Secret {ack_namespace(ctx)}/{creds_mod.SECRET_NAME}")
+
+
+@creds_app.command("show-policy")
+def creds_show_policy_cmd(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
+    """Print the scoped IAM policy create-user attaches (linted first)."""
+    policy = creds_mod.load_policy(state(ctx).stack().root)
+    if json_out:
+        emit_json({"path": str(policy.path), "policy": policy.doc, "problems": []})
+    else:
+        typer.echo(policy.text.rstrip("\n"))
