@@ -18,11 +18,13 @@ import os
 import shutil
 import tarfile
 import tempfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from . import __version__
+from . import __version__, oci
 from .errors import CONTRACT, FAILURE, USAGE, EksinfError
 from .faults import checkpoint
 from .gitinfo import commit_of
@@ -190,9 +192,11 @@ def chart_provenance(stack: Stack, component: str) -> list[dict[str, Any]]:
     ]
 
 
-def provenance(stack: Stack, component: str, sha256: str, tar_sha256: str) -> dict[str, Any]:
+def provenance(
+    stack: Stack, component: str, sha256: str, tar_sha256: str, commit: str | None
+) -> dict[str, Any]:
     return {
-        "sourceCommit": commit_of(stack.root),
+        "sourceCommit": commit,
         "tool": {"name": "eksinf", "version": __version__},
         "charts": chart_provenance(stack, component),
         "bundleSha256": sha256,
@@ -245,6 +249,7 @@ def build_bundles(
     chosen = {name: component_files(stack, name) for name in names}
     guard_committed(stack, chosen)
     target = out or stack.root / "bundles"
+    commit = commit_of(stack.root)  # once: it runs git
     bundles = []
     for name, files in chosen.items():
         tar = tar_bytes(files)
@@ -261,7 +266,7 @@ def build_bundles(
                 size=len(data),
                 files=tuple(sorted(files)),
                 data=data,
-                provenance=provenance(stack, name, digest, tar_digest),
+                provenance=provenance(stack, name, digest, tar_digest, commit),
             )
         )
     return bundles
@@ -426,6 +431,7 @@ def safe_unpack(
 # ---- publishing ---------------------------------------------------------------------------
 
 ANNOTATION_PREFIX = "io.eksinf."
+PUSH_WORKERS = 4
 
 
 def default_version(bundle: Bundle) -> str:
@@ -460,7 +466,7 @@ def bundle_annotations(
 class Published:
     bundle: Bundle
     version: str
-    result: Any  # oci.PushResult
+    result: oci.PushResult
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -478,11 +484,9 @@ def publish(
     *,
     version: str | None = None,
     source: str = "",
-    on_pushed: Any = lambda _p: None,
+    on_pushed: Callable[[Published], None] = lambda _p: None,
 ) -> list[Published]:
     """Push each bundle to `<base>/<component>` with tags `latest` and its version."""
-    from . import oci
-
     root = oci.parse_ref(base)
     if root.tag or root.digest:
         raise EksinfError(
@@ -490,8 +494,8 @@ def publish(
             hint="Pass a repository base; each component goes to <base>/<component>.",
             exit_code=USAGE,
         )
-    done = []
-    for bundle in bundles:
+
+    def push_one(bundle: Bundle) -> Published:
         tag = version or default_version(bundle)
         result = oci.push(
             str(root.child(bundle.component)),
@@ -500,7 +504,13 @@ def publish(
             annotations=bundle_annotations(stack, bundle, version=tag, source=source),
             tags=[oci.DEFAULT_TAG, tag],
         )
-        published = Published(bundle, tag, result)
-        on_pushed(published)
-        done.append(published)
+        return Published(bundle, tag, result)
+
+    # Components are independent repositories: push them concurrently (the registry
+    # round trips dominate), and report in stack order.
+    done = []
+    with ThreadPoolExecutor(max_workers=PUSH_WORKERS) as pool:
+        for published in pool.map(push_one, bundles):
+            on_pushed(published)
+            done.append(published)
     return done
