@@ -140,3 +140,13 @@ def eksinf(capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch):
         return CliResult(code, captured.out, captured.err)
 
     return invoke
+
+
+@pytest.fixture
+def local_hub(tmp_path: Path):
+    """A fresh embedded hub (SQLite file in a temp dir)."""
+    from eksinf.hub.local import LocalHub
+
+    hub = LocalHub(tmp_path / "hub" / "hub.db")
+    yield hub
+    hub.close()

@@ -7,7 +7,7 @@ import sys
 import typer
 
 from ..errors import EksinfError
-from . import aws, build, bundle, links
+from . import aws, build, hub, links
 from .common import State, err_console
 
 app = typer.Typer(
@@ -34,7 +34,7 @@ def _root(
     ctx.obj = State(stack_dir=stack)
 
 
-for module in (build, aws, links, bundle):
+for module in (build, aws, links, hub):
     module.register(app)
 
 

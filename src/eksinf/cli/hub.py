@@ -1,0 +1,599 @@
+"""Hub and deploy commands: install, deploy, link-profile, fn, release, sandbox, hub. Thin:
+parse, call `deploy` or the `Hub`, format."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import typer
+
+from .. import deploy as flow
+from .. import links as links_mod
+from ..errors import USAGE, EksinfError
+from ..hub import open_hub
+from ..hub.protocol import Hub
+from .common import JSON_OPTION, emit_json, progress, state
+from .links import binding_rows, print_binding_table
+
+HUB_OPTION = typer.Option(
+    None, "--hub", help="Hub backend: local (SQLite, default) or cub. Default: .eksinf/config.yaml."
+)
+VARIANT_OPTION = typer.Option(
+    "dev", "--variant", help="Variant name: spaces are <component>-<variant>."
+)
+
+fn_app = typer.Typer(help="Run a hub function on units of a space.", no_args_is_help=True)
+release_app = typer.Typer(help="Publish and list releases.", no_args_is_help=True)
+sandbox_app = typer.Typer(
+    help="The whole configuration on stand-in targets: no infrastructure.", no_args_is_help=True
+)
+hub_app = typer.Typer(help="See and manage what the hub holds.", no_args_is_help=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("install")(install_cmd)
+    app.command("deploy")(deploy_cmd)
+    app.command("link-profile")(link_profile_cmd)
+    app.add_typer(fn_app, name="fn")
+    app.add_typer(release_app, name="release")
+    app.add_typer(sandbox_app, name="sandbox")
+    app.add_typer(hub_app, name="hub")
+
+
+@contextmanager
+def _hub(ctx: typer.Context, choice: str | None) -> Iterator[tuple[Hub, object]]:
+    stack = state(ctx).stack()
+    hub = open_hub(stack.root, choice)
+    try:
+        yield hub, stack
+    finally:
+        close = getattr(hub, "close", None)
+        if close:
+            close()
+
+
+# ---- install / deploy / link-profile ----------------------------------------------------
+
+
+def install_cmd(
+    ctx: typer.Context,
+    source: str = typer.Option(
+        None,
+        "--from",
+        help="configs-like dir, dir of <component>.tar.gz, or OCI prefix. Default: configs/.",
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Report what would change; change nothing."
+    ),
+    prune: bool = typer.Option(False, "--prune", help="Empty units whose file is gone."),
+    recreate: bool = typer.Option(
+        False,
+        "--recreate",
+        help="Delete and rebuild each base (new unit IDs); refused while variants exist.",
+    ),
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Create or refresh the <component>-base spaces (re-install merges: edits survive)."""
+    with _hub(ctx, hub_choice) as (hub, stack):
+        report = flow.install(
+            hub, stack, source=source, dry_run=dry_run, prune=prune, recreate=recreate, say=progress
+        )
+    if json_out:
+        emit_json(report.to_json())
+        return
+    counts = {"created": 0, "updated": 0, "unchanged": 0}
+    for up in report.uploads:
+        if up.space_created:
+            state_word = "created"
+        elif up.updated or up.created or up.emptied:
+            state_word = "updated"
+        else:
+            state_word = "unchanged"
+        counts[state_word] += 1
+        detail = (
+            f"{len(up.created)} created, {len(up.updated)} updated, {len(up.emptied)} emptied"
+            if state_word == "updated"
+            else f"{len(up.created) + len(up.unchanged)} units"
+        )
+        typer.echo(f"{up.space}: {state_word} ({detail})")
+        for name in up.missing:
+            typer.echo(f"  {up.space}/{name}: file gone, unit left as is (--prune empties it)")
+        for conflict in up.conflicts:
+            typer.echo(f"  kept downstream edit at {conflict}")
+        if up.revert_hint:
+            typer.echo(f"  revert: {up.revert_hint}")
+    prefix = "would be: " if dry_run else ""
+    typer.echo(
+        f"Bases: {prefix}{counts['created']} created, {counts['updated']} updated, "
+        f"{counts['unchanged']} unchanged."
+    )
+    if dry_run:
+        progress("(dry run; nothing changed)")
+
+
+def deploy_cmd(
+    ctx: typer.Context,
+    plane: str = typer.Option(..., "--plane", help="mgmt or workload."),
+    target: str = typer.Option(..., "--target", help="The OCI target, as <space>/<target>."),
+    variant: str = VARIANT_OPTION,
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan; change nothing."),
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Create a plane's variants bound to a target, link them to the profile, resolve, publish."""
+    with _hub(ctx, hub_choice) as (hub, stack):
+        report = flow.deploy(
+            hub, stack, plane=plane, target=target, variant=variant, dry_run=dry_run, say=progress
+        )
+    if json_out:
+        emit_json(report.to_json())
+        return
+    if not dry_run:
+        typer.echo(
+            f"Deployed plane {plane} ({variant}) to {target}: {len(report.created)} created, "
+            f"{len(report.published)} published, {len(report.current)} already current."
+            + ("" if report.changed else " Nothing changed.")
+        )
+
+
+def link_profile_cmd(
+    ctx: typer.Context,
+    list_only: bool = typer.Option(
+        False, "--list", help="Print the binding table and existing links."
+    ),
+    unlink: bool = typer.Option(
+        False, "--unlink", help="Remove every profile link of the variant."
+    ),
+    variant: str = VARIANT_OPTION,
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Link each bound unit to the profile variant (one link per unit pair) and resolve it."""
+    if list_only and unlink:
+        raise EksinfError("--list and --unlink exclude each other", exit_code=USAGE)
+    with _hub(ctx, hub_choice) as (hub, stack):
+        if list_only:
+            bindings = links_mod.load_bindings(stack)
+            existing = []
+            for comp in stack.components:
+                space = f"{comp.name}-{variant}"
+                if comp.plane != "hub" and hub.space_exists(space):
+                    existing += [
+                        lk.to_json()
+                        for lk in hub.list_links(space)
+                        if lk.to_space == flow.profile_space(variant)
+                    ]
+            if json_out:
+                emit_json({"bindings": binding_rows(bindings), "links": existing})
+                return
+            print_binding_table(bindings)
+            typer.echo("")
+            for lk in existing:
+                typer.echo(
+                    f"link {lk['Space']}/{lk['Slug']}: {lk['FromUnit']} -> {lk['ToSpace']}/{lk['ToUnit']}"
+                )
+            if not existing:
+                typer.echo("links: none")
+            return
+        if unlink:
+            removed = flow.unlink_profile(hub, stack, variant, say=progress)
+            if json_out:
+                emit_json({"removed": removed})
+            elif not removed:
+                typer.echo("no links to remove")
+            return
+        results = flow.link_profile(hub, stack, variant, say=progress)
+    if json_out:
+        emit_json([r.to_json() for r in results])
+        return
+    paths = sum(r.paths + r.setters for r in results)
+    typer.echo(
+        f"Linked {len(results)} unit(s) carrying {paths} binding(s) from "
+        f"{flow.profile_space(variant)} and resolved them."
+    )
+
+
+# ---- fn ---------------------------------------------------------------------------------
+
+SPACE_OPTION = typer.Option(..., "--space", help="The space whose units to change.")
+UNIT_OPTION = typer.Option(None, "--unit", help="One unit (slug).")
+WHERE_OPTION = typer.Option(
+    None, "--where", help="Select units: Slug = 'x', Kind = 'Deployment', Labels.k = 'v', AND..."
+)
+
+
+def _fn(ctx, hub_choice, function, args, space, unit, where, json_out) -> None:
+    if unit and where:
+        raise EksinfError("--unit and --where exclude each other", exit_code=USAGE)
+    with _hub(ctx, hub_choice) as (hub, _stack):
+        result = hub.invoke(space, function, args, unit=unit, where=where)
+    if json_out:
+        emit_json(result.to_json())
+        return
+    for slug in result.changed:
+        typer.echo(f"{space}/{slug}: changed")
+    if not result.changed:
+        typer.echo(f"{function}: not changed ({len(result.unchanged)} unit(s) looked at)")
+
+
+@fn_app.command("set-replicas")
+def fn_set_replicas(
+    ctx: typer.Context,
+    replicas: int = typer.Argument(..., min=0),
+    space: str = SPACE_OPTION,
+    unit: str = UNIT_OPTION,
+    where: str = WHERE_OPTION,
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Set spec.replicas of Deployments, ReplicaSets and StatefulSets."""
+    _fn(ctx, hub_choice, "set-replicas", [str(replicas)], space, unit, where, json_out)
+
+
+@fn_app.command("set-env")
+def fn_set_env(
+    ctx: typer.Context,
+    container: str = typer.Argument(...),
+    pairs: list[str] = typer.Argument(..., help="KEY=VALUE (empty value removes)."),
+    space: str = SPACE_OPTION,
+    unit: str = UNIT_OPTION,
+    where: str = WHERE_OPTION,
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Upsert env vars in the named container."""
+    _fn(ctx, hub_choice, "set-env", [container, *pairs], space, unit, where, json_out)
+
+
+@fn_app.command("set-env-var")
+def fn_set_env_var(
+    ctx: typer.Context,
+    container: str = typer.Argument(...),
+    name: str = typer.Argument(...),
+    value: str = typer.Argument(...),
+    space: str = SPACE_OPTION,
+    unit: str = UNIT_OPTION,
+    where: str = WHERE_OPTION,
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Change an existing env var (never adds one: use set-env for that)."""
+    _fn(ctx, hub_choice, "set-env-var", [container, name, value], space, unit, where, json_out)
+
+
+@fn_app.command("set-annotation")
+def fn_set_annotation(
+    ctx: typer.Context,
+    key: str = typer.Argument(...),
+    value: str = typer.Argument(...),
+    space: str = SPACE_OPTION,
+    unit: str = UNIT_OPTION,
+    where: str = WHERE_OPTION,
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Set an annotation on every resource."""
+    _fn(ctx, hub_choice, "set-annotation", [key, value], space, unit, where, json_out)
+
+
+@fn_app.command("set-bool-path")
+def fn_set_bool_path(
+    ctx: typer.Context,
+    resource_type: str = typer.Argument(..., help="apiVersion/Kind, e.g. apps/v1/Deployment."),
+    path: str = typer.Argument(...),
+    value: str = typer.Argument(..., help="true or false"),
+    space: str = SPACE_OPTION,
+    unit: str = UNIT_OPTION,
+    where: str = WHERE_OPTION,
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Set a boolean at a path of every resource of a type (creating the path)."""
+    _fn(
+        ctx, hub_choice, "set-bool-path", [resource_type, path, value], space, unit, where, json_out
+    )
+
+
+@fn_app.command("set-image")
+def fn_set_image(
+    ctx: typer.Context,
+    container: str = typer.Argument(...),
+    image: str = typer.Argument(...),
+    space: str = SPACE_OPTION,
+    unit: str = UNIT_OPTION,
+    where: str = WHERE_OPTION,
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Set the image of the named container ('*' = every container)."""
+    _fn(ctx, hub_choice, "set-image", [container, image], space, unit, where, json_out)
+
+
+# ---- release ----------------------------------------------------------------------------
+
+
+@release_app.command("publish")
+def release_publish(
+    ctx: typer.Context,
+    space: str = typer.Argument(...),
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Publish the space's units bound to its release target as an OCI artifact."""
+    with _hub(ctx, hub_choice) as (hub, _stack):
+        outcome, release = flow.publish(hub, space)
+    if json_out:
+        emit_json({"outcome": outcome, "release": release.to_json() if release else None})
+        return
+    if outcome == "current":
+        typer.echo(f"{space}: no changes since the latest release; nothing published")
+    else:
+        typer.echo(
+            f"{space}: published release {release.release_num} to {release.ref} "
+            f"({release.unit_count} units, {release.manifest_digest})"
+        )
+
+
+@release_app.command("list")
+def release_list(
+    ctx: typer.Context,
+    space: str = typer.Argument(...),
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """List a space's releases."""
+    with _hub(ctx, hub_choice) as (hub, _stack):
+        releases = hub.list_releases(space)
+    if json_out:
+        emit_json([r.to_json() for r in releases])
+        return
+    for r in releases:
+        typer.echo(f"{r.release_num}\t{r.unit_count} units\t{r.manifest_digest}\t{r.ref}")
+
+
+# ---- sandbox ----------------------------------------------------------------------------
+
+
+@sandbox_app.command("up")
+def sandbox_up(
+    ctx: typer.Context,
+    name: str = typer.Option("sandbox", "--name", help="Prefix of the stand-in target spaces."),
+    variant: str = typer.Option("sandbox", "--variant"),
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Install bases, create the profile and both planes' variants on stand-in targets, link,
+    resolve and publish (to an OCI layout under .eksinf/). Creates no infrastructure."""
+    with _hub(ctx, hub_choice) as (hub, stack):
+        report = flow.sandbox_up(hub, stack, name=name, variant=variant, say=progress)
+    if json_out:
+        emit_json(report.to_json())
+        return
+    if report.changed:
+        published = sum(len(p.published) for p in report.planes)
+        typer.echo(f"sandbox {name} is up: {published} release(s) published.")
+    else:
+        typer.echo(f"sandbox {name} is up: nothing changed.")
+    typer.echo(
+        f"next: eksinf hub units --space karpenter-{variant}; eksinf sandbox down --name {name} --yes"
+    )
+
+
+@sandbox_app.command("down")
+def sandbox_down(
+    ctx: typer.Context,
+    name: str = typer.Option("sandbox", "--name"),
+    variant: str = typer.Option("sandbox", "--variant"),
+    bases: bool = typer.Option(
+        False, "--with-bases", help="Also delete the <component>-base spaces."
+    ),
+    yes: bool = typer.Option(False, "--yes", help="Really delete."),
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Delete the sandbox's spaces in an order the hub accepts (bases kept unless --with-bases)."""
+    with _hub(ctx, hub_choice) as (hub, stack):
+        plan = flow.sandbox_down_plan(hub, stack, name=name, variant=variant, bases=bases)
+        if not yes:
+            if json_out:
+                emit_json({"would_delete": plan})
+                return
+            for space in plan:
+                typer.echo(f"would delete {space}")
+            if not plan:
+                typer.echo("nothing to delete")
+            progress("re-run with --yes to delete")
+            return
+        deleted = flow.sandbox_down(hub, plan, say=progress)
+    if json_out:
+        emit_json({"deleted": deleted})
+    else:
+        typer.echo(f"sandbox {name}: {len(deleted)} space(s) deleted.")
+
+
+# ---- hub --------------------------------------------------------------------------------
+
+
+@hub_app.command("spaces")
+def hub_spaces(
+    ctx: typer.Context,
+    where: str = typer.Option(None, "--where", help="e.g. Labels.Component = 'karpenter'"),
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """List spaces."""
+    with _hub(ctx, hub_choice) as (hub, _stack):
+        spaces = hub.list_spaces(where)
+    if json_out:
+        emit_json([s.to_json() for s in spaces])
+        return
+    for s in spaces:
+        labels = ",".join(f"{k}={v}" for k, v in sorted(s.labels.items()))
+        typer.echo(f"{s.slug}\t{s.release_target or '-'}\t{labels}")
+
+
+@hub_app.command("units")
+def hub_units(
+    ctx: typer.Context,
+    space: str = typer.Option(None, "--space"),
+    where: str = typer.Option(None, "--where", help="e.g. Kind = 'Deployment'"),
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """List units (all spaces unless --space), with head revision, target and gates."""
+    with _hub(ctx, hub_choice) as (hub, _stack):
+        units = hub.list_units(space, where)
+    if json_out:
+        emit_json([u.to_json() for u in units])
+        return
+    for u in units:
+        gates = ",".join(u.validation_errors) or "-"
+        typer.echo(
+            f"{u.space}/{u.slug}\trev {u.head_revision}\t{u.target or '-'}\t"
+            f"{len(u.placeholders)} placeholder(s)\tgates {gates}"
+        )
+
+
+@hub_app.command("show")
+def hub_show(
+    ctx: typer.Context,
+    space: str = typer.Argument(...),
+    unit: str = typer.Argument(...),
+    revision: int = typer.Option(None, "--revision"),
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Print a unit's content (head, or --revision N)."""
+    with _hub(ctx, hub_choice) as (hub, _stack):
+        record = hub.get_unit(space, unit)
+        data = hub.unit_data(space, unit, revision)
+    if json_out:
+        emit_json({**record.to_json(), "Data": data})
+        return
+    typer.echo(data, nl=False)
+
+
+@hub_app.command("diff")
+def hub_diff(
+    ctx: typer.Context,
+    space: str = typer.Argument(...),
+    unit: str = typer.Argument(...),
+    from_rev: int = typer.Option(None, "--from", help="Old revision (default head-1)."),
+    to_rev: int = typer.Option(None, "--to", help="New revision (default head)."),
+    upstream: bool = typer.Option(
+        False, "--upstream", help="Compare with the upstream unit's head."
+    ),
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Unified diff between two revisions of a unit, or against its upstream."""
+    with _hub(ctx, hub_choice) as (hub, _stack):
+        record = hub.get_unit(space, unit)
+        new = hub.unit_data(space, unit, to_rev)
+        if upstream:
+            base_space = next(
+                (
+                    s.slug
+                    for s in hub.list_spaces()
+                    if s.space_id == hub.get_space(space).annotations.get("UpstreamSpaceID")
+                ),
+                None,
+            )
+            if base_space is None:
+                raise EksinfError(f"{space} has no upstream space", exit_code=USAGE)
+            old, old_name = hub.unit_data(base_space, unit), f"{base_space}/{unit}"
+        else:
+            old_rev = from_rev if from_rev is not None else max(1, record.head_revision - 1)
+            old, old_name = hub.unit_data(space, unit, old_rev), f"{space}/{unit}@{old_rev}"
+    lines = list(
+        difflib.unified_diff(
+            old.splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            old_name,
+            f"{space}/{unit}",
+        )
+    )
+    if json_out:
+        emit_json({"from": old_name, "to": f"{space}/{unit}", "diff": "".join(lines)})
+        return
+    typer.echo("".join(lines), nl=False)
+
+
+@hub_app.command("history")
+def hub_history(
+    ctx: typer.Context,
+    space: str = typer.Argument(...),
+    unit: str = typer.Argument(...),
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """A unit's revisions, oldest first."""
+    with _hub(ctx, hub_choice) as (hub, _stack):
+        revisions = hub.history(space, unit)
+    if json_out:
+        emit_json([r.to_json() for r in revisions])
+        return
+    for r in revisions:
+        typer.echo(f"{r.num}\t{r.data_hash[:12]}\t{r.description}")
+
+
+@hub_app.command("restore")
+def hub_restore(
+    ctx: typer.Context,
+    space: str = typer.Argument(...),
+    unit: str = typer.Argument(...),
+    revision: int = typer.Option(..., "--revision"),
+    hub_choice: str = HUB_OPTION,
+) -> None:
+    """Write an old revision's content back as a new revision."""
+    with _hub(ctx, hub_choice) as (hub, _stack):
+        record = hub.restore(space, unit, revision)
+    typer.echo(f"{space}/{unit}: head is now revision {record.head_revision}")
+
+
+@hub_app.command("create-variant")
+def hub_create_variant(
+    ctx: typer.Context,
+    variant: str = typer.Argument(...),
+    upstream: str = typer.Argument(..., help="Upstream space, e.g. platform-profile-base."),
+    target: str = typer.Option(None, "--target", help="Bind to <space>/<target>."),
+    hub_choice: str = HUB_OPTION,
+) -> None:
+    """Clone a space into a variant (units keep an upstream pointer)."""
+    with _hub(ctx, hub_choice) as (hub, _stack):
+        space = hub.variant_create(variant, upstream, target=target)
+    typer.echo(f"created {space.slug}")
+
+
+@hub_app.command("promote")
+def hub_promote(
+    ctx: typer.Context, space: str = typer.Argument(...), hub_choice: str = HUB_OPTION
+) -> None:
+    """Merge upstream changes into a variant; its own edits survive."""
+    with _hub(ctx, hub_choice) as (hub, _stack):
+        changed = hub.variant_promote(space)
+    typer.echo(
+        f"{space}: {len(changed)} unit(s) updated" + (f" ({', '.join(changed)})" if changed else "")
+    )
+
+
+@hub_app.command("delete")
+def hub_delete(
+    ctx: typer.Context,
+    space: str = typer.Argument(...),
+    recursive: bool = typer.Option(False, "--recursive", help="Delete the space's contents too."),
+    yes: bool = typer.Option(False, "--yes"),
+    hub_choice: str = HUB_OPTION,
+) -> None:
+    """Delete a space (refused while other spaces reference it)."""
+    with _hub(ctx, hub_choice) as (hub, _stack):
+        hub.get_space(space)
+        if not yes:
+            typer.echo(f"would delete {space}" + (" and its contents" if recursive else ""))
+            progress("re-run with --yes to delete")
+            return
+        hub.delete_space(space, recursive=recursive)
+    typer.echo(f"deleted {space}")

@@ -1,0 +1,591 @@
+"""The deploy path: install bases, deploy planes, link to the profile, sandbox. Talks only to `Hub`.
+
+Every step is idempotent: a rerun after a crash (or a second run) finds what exists, checks it
+is what it should be, and does only what is missing. Fault points (`faults.checkpoint`) sit
+between steps so tests can prove that.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import bundle, oci
+from .errors import CONTRACT, USAGE, EksinfError
+from .faults import checkpoint
+from .hub.protocol import (
+    AlreadyExists,
+    GateBlocked,
+    Hub,
+    NoChanges,
+    NotFound,
+    UploadReport,
+    UploadSource,
+)
+from .stack import Stack
+from .yamlio import load_docs
+
+PROFILE_COMPONENT = "platform-profile"
+PROFILE_UNIT = "profile"
+PROFILE_KIND = "PlatformProfile"
+BASE = "base"
+GATE_TRIGGER = "no-placeholders"
+GATE_DESCRIPTION = "Blocks publishing a release that still holds a confighubplaceholder value."
+UPLOAD_LABELS = {"managed-by": "eks-inference"}
+STATE_DIR = ".eksinf"
+
+Say = Callable[[str], None]
+
+
+def _quiet(_msg: str) -> None:
+    return None
+
+
+# ---- sources ----------------------------------------------------------------------------
+
+
+def _dir_files(path: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(path.iterdir()) if p.is_file()}
+
+
+def _unpacked(blob: bytes) -> dict[str, bytes]:
+    with tempfile.TemporaryDirectory(prefix="eksinf-upload-") as tmp:
+        out = Path(tmp) / "unit-files"
+        bundle.safe_unpack(blob, out)
+        return {
+            p.relative_to(out).as_posix(): p.read_bytes()
+            for p in sorted(out.rglob("*"))
+            if p.is_file()
+        }
+
+
+def source_for(component: str, where: str | None, stack: Stack) -> UploadSource | None:
+    """The upload source of one component. `where` is a configs-like directory (one subfolder
+    per component), a directory of `<component>.tar.gz` bundles, or an OCI prefix
+    (`host:port/prefix` or `oci-layout:DIR`, the component is appended). None: the stack's
+    configs/. Returns None when a directory source has nothing for the component."""
+    if where is None:
+        folder = stack.configs_dir / component
+        return UploadSource(f"configs/{component}", _dir_files(folder)) if folder.is_dir() else None
+    path = Path(where)
+    if path.is_dir():
+        if (path / component).is_dir():
+            return UploadSource(str(path / component), _dir_files(path / component))
+        archive = path / f"{component}{bundle.BUNDLE_SUFFIX}"
+        if archive.is_file():
+            return UploadSource(str(archive), _unpacked(archive.read_bytes()))
+        return None
+    if path.is_file():
+        raise EksinfError(
+            f"--from {where}: a single file; name a directory of bundles or a registry prefix",
+            exit_code=USAGE,
+        )
+    ref = f"{where.removeprefix('oci://').rstrip('/')}/{component}"
+    pulled = oci.pull(ref)
+    return UploadSource(f"oci://{ref}", _unpacked(pulled.blob), pulled.manifest_digest)
+
+
+# ---- install ----------------------------------------------------------------------------
+
+
+@dataclass
+class InstallReport:
+    uploads: list[UploadReport] = field(default_factory=list)
+    recreated: list[str] = field(default_factory=list)
+    dry_run: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.recreated) or any(u.changed for u in self.uploads)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dry_run": self.dry_run,
+            "recreated": self.recreated,
+            "bases": [u.to_json() for u in self.uploads],
+        }
+
+
+def install(
+    hub: Hub,
+    stack: Stack,
+    *,
+    source: str | None = None,
+    dry_run: bool = False,
+    prune: bool = False,
+    recreate: bool = False,
+    sources: dict[str, UploadSource] | None = None,
+    say: Say = _quiet,
+) -> InstallReport:
+    """Create or refresh `<component>-base` for every component (all planes)."""
+    report = InstallReport(dry_run=dry_run)
+    if recreate:  # refuse before deleting anything, naming every variant in the way
+        variants = [v for comp in stack.components for v in hub.variants_of(comp.name)]
+        if variants:
+            raise EksinfError(
+                f"--recreate refused: the bases have downstream variants: {', '.join(variants)}",
+                "Re-created units get new IDs that variants and links cannot follow. Remove "
+                "the variants first (eksinf sandbox down / eksinf hub delete), or drop "
+                "--recreate: a plain install merges and keeps IDs.",
+                CONTRACT,
+            )
+    for comp in stack.components:
+        src = (sources or {}).get(comp.name) or source_for(comp.name, source, stack)
+        if src is None:
+            raise NotFound(
+                f"no units for component {comp.name} in {source or 'configs/'}",
+                "Render first (`eksinf render`) or name a source that holds every component.",
+                CONTRACT,
+            )
+        base = f"{comp.name}-{BASE}"
+        if recreate and hub.space_exists(base):
+            if dry_run:
+                say(f"would DELETE {base} and rebuild it from {src.ref}")
+            else:
+                hub.delete_space(base, recursive=True)
+                report.recreated.append(base)
+        up = hub.variant_upload(
+            comp.name, BASE, src, labels=UPLOAD_LABELS, prune=prune, dry_run=dry_run
+        )
+        report.uploads.append(up)
+        checkpoint("install.uploaded")
+    return report
+
+
+# ---- link-profile -----------------------------------------------------------------------
+
+
+def _param(source: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]", "_", source)
+
+
+def _data_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    return "int" if isinstance(value, int) else "string"
+
+
+def link_body(bindings: list[Any], unit_docs: list[dict], profile_doc: dict, where: str) -> dict:
+    """The TransformPaths body (ConfigHub's JSON shape) for one downstream unit's bindings."""
+    from . import links
+
+    profile_type = f"{profile_doc['apiVersion']}/{profile_doc['kind']}"
+    profile_name = f"/{profile_doc['metadata']['name']}"
+    upstream: dict[str, dict] = {}
+    downstream, setters = [], []
+    for b in bindings:
+        param = _param(b.source)
+        upstream[param] = {
+            "Name": param,
+            "Path": f"spec.{b.source}",
+            "Resource": {"ResourceType": profile_type, "ResourceName": profile_name},
+        }
+        doc = links.find_resource(unit_docs, b.kind, b.name)
+        if doc is None:
+            raise EksinfError(
+                f"{b.file}:{b.line}: {where} has no {b.kind} {b.name}",
+                "Fix the binding's kind/name, or re-render the component.",
+                CONTRACT,
+            )
+        ns, bare = links.split_name(b.name)
+        resource = {
+            "ResourceType": f"{doc['apiVersion']}/{doc['kind']}",
+            "ResourceName": f"{ns or ''}/{bare}",
+        }
+        if b.path is not None:
+            downstream.append(
+                {
+                    "Path": b.path,
+                    "Resource": resource,
+                    "Expression": f"{{{{.Params.{param}}}}}",
+                    "Evaluator": "template",
+                    "Parameters": [param],
+                    "DataType": _data_type(links.profile_value(profile_doc["spec"], b.source)),
+                }
+            )
+        else:
+            setters.append(
+                {
+                    "Parameters": [param],
+                    "FunctionInvocation": {
+                        "FunctionName": "set-env-var",
+                        "WhereResource": f"ConfigHub.ResourceType = '{resource['ResourceType']}' "
+                        f"AND ConfigHub.ResourceName = '{resource['ResourceName']}'",
+                        "Arguments": [
+                            {"Value": b.container},
+                            {"Value": b.env},
+                            {"Value": f"{{{{.Params.{param}}}}}"},
+                        ],
+                    },
+                }
+            )
+    return {
+        "UpstreamPaths": [upstream[k] for k in sorted(upstream)],
+        "DownstreamPaths": downstream,
+        "DownstreamSetters": setters,
+    }
+
+
+@dataclass
+class LinkResult:
+    space: str
+    unit: str
+    paths: int
+    setters: int
+    link_changed: bool
+    resolved: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def profile_space(variant: str) -> str:
+    return f"{PROFILE_COMPONENT}-{variant}"
+
+
+def _profile_doc(hub: Hub, variant: str) -> dict:
+    space = profile_space(variant)
+    if not hub.space_exists(space):
+        raise NotFound(
+            f"no profile variant {space}",
+            f"Create it with: eksinf hub create-variant {variant} {PROFILE_COMPONENT}-{BASE} "
+            "(publishing would otherwise be refused by vet-placeholders).",
+            CONTRACT,
+        )
+    for doc in load_docs(hub.unit_data(space, PROFILE_UNIT)):
+        if isinstance(doc, dict) and doc.get("kind") == PROFILE_KIND:
+            return doc
+    raise EksinfError(f"{space}/{PROFILE_UNIT} holds no {PROFILE_KIND}", exit_code=CONTRACT)
+
+
+def link_profile(
+    hub: Hub,
+    stack: Stack,
+    variant: str,
+    *,
+    components: list[str] | None = None,
+    say: Say = _quiet,
+) -> list[LinkResult]:
+    """One TransformPaths link per (unit, profile) pair, then resolve each linked unit."""
+    from . import links
+
+    profile_doc = _profile_doc(hub, variant)
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for b in links.load_bindings(stack):
+        if components is None or b.component in components:
+            groups.setdefault((b.component, b.unit), []).append(b)
+    results = []
+    for (component, unit), bindings in sorted(groups.items()):
+        space = f"{component}-{variant}"
+        if not hub.space_exists(space):
+            say(f"SKIP {space} (not deployed)")
+            continue
+        body = link_body(
+            bindings, load_docs(hub.unit_data(space, unit)), profile_doc, f"{space}/{unit}"
+        )
+        current = [
+            lk
+            for lk in hub.list_links(space)
+            if lk.from_unit == unit and lk.to_space == profile_space(variant)
+        ]
+        changed = not current or current[0].bindings != body
+        if changed:
+            hub.set_link(space, unit, profile_space(variant), PROFILE_UNIT, body)
+        checkpoint("link.linked")
+        resolved = hub.resolve(space, unit)
+        results.append(
+            LinkResult(
+                space,
+                unit,
+                len(body["DownstreamPaths"]),
+                len(body["DownstreamSetters"]),
+                changed,
+                resolved,
+            )
+        )
+        say(
+            f"{space}/{unit}: {len(body['DownstreamPaths'])} path(s), "
+            f"{len(body['DownstreamSetters'])} setter(s)"
+            + ("" if changed or resolved else " (unchanged)")
+        )
+    return results
+
+
+def unlink_profile(hub: Hub, stack: Stack, variant: str, *, say: Say = _quiet) -> list[str]:
+    removed = []
+    for comp in stack.components:
+        space = f"{comp.name}-{variant}"
+        if comp.plane == "hub" or not hub.space_exists(space):
+            continue
+        for lk in hub.list_links(space):
+            if lk.to_space == profile_space(variant):
+                hub.delete_link(space, lk.slug)
+                removed.append(f"{space}/{lk.slug}")
+                say(f"unlinked {space}/{lk.slug}")
+    return removed
+
+
+def binding_table(stack: Stack) -> list[dict[str, Any]]:
+    from . import links
+
+    return [
+        {
+            "component": b.component,
+            "unit": b.unit,
+            "source": b.source,
+            "kind": b.kind,
+            "name": b.name,
+            "path": b.path,
+            "setter": None if b.path is not None else f"set-env-var {b.container} {b.env}",
+            "file": str(b.file),
+            "line": b.line,
+        }
+        for b in links.load_bindings(stack)
+    ]
+
+
+# ---- deploy -----------------------------------------------------------------------------
+
+
+@dataclass
+class DeployReport:
+    plane: str
+    target: str
+    variant: str
+    created: list[str] = field(default_factory=list)
+    existing: list[str] = field(default_factory=list)
+    links: list[LinkResult] = field(default_factory=list)
+    published: list[str] = field(default_factory=list)
+    current: list[str] = field(default_factory=list)
+    dry_run: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return bool(
+            self.created
+            or self.published
+            or any(lk.link_changed or lk.resolved for lk in self.links)
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        out = {k: v for k, v in self.__dict__.items() if k != "links"}
+        out["links"] = [lk.to_json() for lk in self.links]
+        return out
+
+
+def _publish(hub: Hub, space: str, report: DeployReport, say: Say) -> None:
+    try:
+        release = hub.publish(space)
+    except NoChanges:
+        report.current.append(space)
+        say(f"{space}: release already current")
+        return
+    report.published.append(space)
+    say(f"{space}: published release {release.release_num} ({release.digest[:19]})")
+
+
+def deploy(
+    hub: Hub,
+    stack: Stack,
+    *,
+    plane: str,
+    target: str,
+    variant: str = "dev",
+    dry_run: bool = False,
+    say: Say = _quiet,
+) -> DeployReport:
+    if plane == "hub":
+        raise EksinfError(
+            "the hub plane is never deployed: the platform profile is linked, not applied",
+            f"Create its variant with: eksinf hub create-variant {variant} "
+            f"{PROFILE_COMPONENT}-{BASE}",
+            USAGE,
+        )
+    if "/" not in target:
+        raise EksinfError("--target must be <space>/<target>", exit_code=USAGE)
+    components = stack.select(plane=plane)
+    report = DeployReport(plane, target, variant, dry_run=dry_run)
+    hub.get_target(target)  # NotFound when the target does not exist
+    missing = [f"{c.name}-{BASE}" for c in components if not hub.space_exists(f"{c.name}-{BASE}")]
+    if missing:
+        raise NotFound(
+            f"missing base space(s): {', '.join(missing)}",
+            "Load the bases first: eksinf install",
+            CONTRACT,
+        )
+    for comp in components:
+        space = f"{comp.name}-{variant}"
+        if hub.space_exists(space):
+            bound = hub.get_space(space).release_target
+            if bound != target:
+                raise EksinfError(
+                    f"{space} already exists bound to {bound or 'no target'}, not {target}",
+                    f"Deploy to {bound} or pick another --variant.",
+                    CONTRACT,
+                )
+            report.existing.append(space)
+    if dry_run:
+        for comp in components:
+            space = f"{comp.name}-{variant}"
+            if space not in report.existing:
+                say(f"would create {space} from {comp.name}-{BASE} bound to {target}")
+        say("(dry run; nothing changed)")
+        return report
+    _profile_doc(hub, variant)  # fail before creating anything the gate would then block
+    for comp in components:
+        space = f"{comp.name}-{variant}"
+        if space in report.existing:
+            continue
+        try:
+            hub.variant_create(variant, f"{comp.name}-{BASE}", target=target)
+        except AlreadyExists:  # a concurrent or interrupted run created it: checked above
+            report.existing.append(space)
+            continue
+        report.created.append(space)
+        say(f"created {space} bound to {target}")
+        checkpoint("deploy.variant-created")
+    apps = hub.get_target(target).apps_space
+    if apps:
+        for comp in components:
+            app = f"{comp.name}-{variant}"
+            if any(u.slug == app for u in hub.list_units(apps)):
+                hub.invoke(
+                    apps,
+                    "set-bool-path",
+                    ["argoproj.io/v1alpha1/Application", "spec.syncPolicy.automated.prune", "true"],
+                    unit=app,
+                )
+    report.links = link_profile(
+        hub, stack, variant, components=[c.name for c in components], say=say
+    )
+    checkpoint("deploy.linked")
+    for comp in components:
+        _publish(hub, f"{comp.name}-{variant}", report, say)
+        checkpoint("deploy.published-one")
+    if apps:
+        _publish(hub, apps, report, say)
+    return report
+
+
+# ---- sandbox ----------------------------------------------------------------------------
+
+
+def sandbox_registry(stack: Stack) -> str:
+    return f"oci-layout:{stack.root / STATE_DIR / 'oci'}"
+
+
+def sandbox_spaces(name: str) -> tuple[str, str]:
+    return f"{name}-mgmt", f"{name}-workload"
+
+
+def bundled_sources(stack: Stack) -> dict[str, UploadSource]:
+    """Each component's committed units, bundled exactly as `eksinf bundle` would, then read
+    back through the same safe unpack an installed bundle goes through."""
+    sources = {}
+    for comp in stack.components:
+        files = bundle.component_files(stack, comp.name)
+        if not files:
+            continue
+        blob = bundle.bundle_bytes(files)
+        digest = oci.digest_of(blob)
+        sources[comp.name] = UploadSource(
+            f"bundle {comp.name}{bundle.BUNDLE_SUFFIX}", _unpacked(blob), digest
+        )
+    return sources
+
+
+@dataclass
+class SandboxReport:
+    install: InstallReport
+    spaces_created: list[str]
+    planes: list[DeployReport]
+
+    @property
+    def changed(self) -> bool:
+        return (
+            self.install.changed or bool(self.spaces_created) or any(p.changed for p in self.planes)
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "changed": self.changed,
+            "install": self.install.to_json(),
+            "spaces_created": self.spaces_created,
+            "planes": [p.to_json() for p in self.planes],
+        }
+
+
+def ensure_target_space(hub: Hub, space: str, registry: str, labels: dict[str, str]) -> bool:
+    """The hub half of enrolling a cluster: space, OCI target (with its apps space and root
+    Application) and the placeholder gate. Returns whether the space was new."""
+    created = not hub.space_exists(space)
+    hub.create_space(space, labels, allow_exists=True)
+    hub.create_target(space, "target", registry)
+    hub.create_trigger(space, GATE_TRIGGER, "vet-placeholders", GATE_DESCRIPTION)
+    return created
+
+
+def sandbox_up(
+    hub: Hub, stack: Stack, *, name: str = "sandbox", variant: str = "sandbox", say: Say = _quiet
+) -> SandboxReport:
+    if not stack.configs_dir.is_dir():
+        raise NotFound(
+            f"{stack.configs_dir} is missing",
+            "Render the stack first: eksinf render --chart-mirror ../shared/charts",
+            CONTRACT,
+        )
+    sources = bundled_sources(stack)
+    installed = install(hub, stack, sources=sources, say=say)
+    checkpoint("sandbox.installed")
+    created = []
+    if not hub.space_exists(profile_space(variant)):
+        hub.variant_create(variant, f"{PROFILE_COMPONENT}-{BASE}")
+        created.append(profile_space(variant))
+    registry = sandbox_registry(stack)
+    for space in sandbox_spaces(name):
+        if ensure_target_space(hub, space, registry, {"Owner": "EKS Inference", "Mode": "sandbox"}):
+            created.append(space)
+    checkpoint("sandbox.targets")
+    planes = []
+    for plane, space in zip(("mgmt", "workload"), sandbox_spaces(name), strict=True):
+        planes.append(
+            deploy(hub, stack, plane=plane, target=f"{space}/target", variant=variant, say=say)
+        )
+    return SandboxReport(installed, created, planes)
+
+
+def sandbox_down_plan(
+    hub: Hub, stack: Stack, *, name: str = "sandbox", variant: str = "sandbox", bases: bool = False
+) -> list[str]:
+    """Spaces to delete, in an order the hub accepts: component variants, apps spaces, the
+    profile variant, target spaces (then bases, when asked)."""
+    mgmt, workload = sandbox_spaces(name)
+    order = [f"{c.name}-{variant}" for c in reversed(stack.components) if c.plane != "hub"]
+    order += [f"{mgmt}-argo-apps", f"{workload}-argo-apps", profile_space(variant), mgmt, workload]
+    if bases:
+        order += [f"{c.name}-{BASE}" for c in reversed(stack.components)]
+    return [s for s in order if hub.space_exists(s)]
+
+
+def sandbox_down(hub: Hub, plan: list[str], *, say: Say = _quiet) -> list[str]:
+    deleted = []
+    for space in plan:
+        hub.delete_space(space, recursive=True)
+        deleted.append(space)
+        say(f"deleted {space}")
+    return deleted
+
+
+def publish(hub: Hub, space: str) -> tuple[str, Any]:
+    """`release publish`: ("published", Release) or ("current", Release|None)."""
+    try:
+        return "published", hub.publish(space)
+    except NoChanges as exc:
+        return "current", exc.release
+
+
+__all__ = ["GateBlocked", "install", "deploy", "link_profile", "sandbox_up", "sandbox_down"]

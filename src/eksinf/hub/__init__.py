@@ -1,0 +1,46 @@
+"""The configuration hub: the `Hub` protocol and its two backends.
+
+`open_hub` picks the backend: `--hub local|cub`, else `hub:` in `<stack>/.eksinf/config.yaml`,
+else local (an SQLite file at `<stack>/.eksinf/hub.db`, or `hub_path:` from the config file).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import CONTRACT, USAGE, EksinfError
+from ..yamlio import load_mapping_docs
+from .protocol import Hub
+
+BACKENDS = ("local", "cub")
+CONFIG_FILE = Path(".eksinf") / "config.yaml"
+
+
+def read_config(root: Path) -> dict:
+    path = root / CONFIG_FILE
+    if not path.is_file():
+        return {}
+    docs = load_mapping_docs(path)
+    config = docs[0] if docs else {}
+    unknown = set(config) - {"hub", "hub_path"}
+    if unknown:
+        raise EksinfError(
+            f"{path}: unknown key(s) {', '.join(sorted(unknown))}",
+            "Allowed keys: hub (local|cub), hub_path (the local hub's database file).",
+            CONTRACT,
+        )
+    return config
+
+
+def open_hub(root: Path, choice: str | None = None) -> Hub:
+    config = read_config(root)
+    backend = choice or config.get("hub") or "local"
+    if backend not in BACKENDS:
+        raise EksinfError(
+            f"unknown hub backend {backend!r}", f"Use one of: {', '.join(BACKENDS)}.", USAGE
+        )
+    if backend == "cub":
+        raise EksinfError("the cub backend is not in this build yet", exit_code=USAGE)
+    from .local import DEFAULT_PATH, LocalHub
+
+    return LocalHub(root / config.get("hub_path", DEFAULT_PATH))

@@ -1,0 +1,346 @@
+"""The `Hub` protocol: what install, deploy, link-profile and sandbox may ask of a config hub.
+
+Two backends implement it: `LocalHub` (SQLite, the default) and `CubHub` (drives the `cub` CLI).
+Records mirror ConfigHub's entities (see docs/hub.md) so both backends return the same shapes.
+Errors are typed, so callers branch on the class, never on message text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..errors import CONTRACT, ENVIRONMENT, FAILURE, EksinfError
+
+PLACEHOLDER_GATE_FUNCTION = "vet-placeholders"
+APPS_SPACE_ANNOTATION = "confighub.com/argo-apps-space"
+UPSTREAM_SPACE_ANNOTATION = "UpstreamSpaceID"
+
+# ---- errors ---------------------------------------------------------------------------------
+
+
+class HubError(EksinfError):
+    """Base of every hub error."""
+
+
+class NotFound(HubError):
+    """The named entity does not exist. Exit 1 by default; callers for whom absence breaks a
+    stated rule (deploy without a base) pass CONTRACT."""
+
+    def __init__(self, message: str, hint: str = "", exit_code: int = FAILURE) -> None:
+        super().__init__(message, hint, exit_code)
+
+
+class AlreadyExists(HubError):
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message, hint, CONTRACT)
+
+
+class GateBlocked(HubError):
+    """Publishing refused: units still fail a validating trigger (gates are
+    `<trigger-space>/<trigger>/<function>` keys)."""
+
+    def __init__(self, space: str, gates: list[str], units: list[str]) -> None:
+        self.space = space
+        self.gates = sorted(gates)
+        self.units = sorted(units)
+        super().__init__(
+            f"cannot publish {space}: gate {', '.join(self.gates)} blocks unit(s) "
+            f"{', '.join(self.units)}",
+            "Fill the remaining confighubplaceholder values (link the units to the profile with "
+            "`eksinf link-profile`, or set them with `eksinf fn`), then publish again.",
+            CONTRACT,
+        )
+
+
+class NoChanges(HubError):
+    """Publishing content identical to the latest release: a no-op, reported as such."""
+
+    def __init__(self, space: str, release: Release | None = None) -> None:
+        self.space = space
+        self.release = release
+        super().__init__(f"{space}: no changes since the latest release", exit_code=0)
+
+
+class ReferencedElsewhere(HubError):
+    """A delete refused because other spaces still point into this one."""
+
+    def __init__(self, space: str, referrers: list[str], hint: str = "") -> None:
+        self.space = space
+        self.referrers = sorted(referrers)
+        super().__init__(
+            f"cannot delete space {space}: referenced by {', '.join(self.referrers)}",
+            hint
+            or "Delete the referring spaces first (variants, then apps spaces, then the "
+            "profile, then target spaces), or unlink them.",
+            CONTRACT,
+        )
+
+
+class Unavailable(HubError):
+    """The hub could not be reached or answered with something we do not recognise."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message, hint, ENVIRONMENT)
+
+
+# ---- records --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Space:
+    space_id: str
+    slug: str
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    release_target: str | None = None  # "<space>/<target>" of the OCI target releases go to
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "SpaceID": self.space_id,
+            "Slug": self.slug,
+            "Labels": self.labels,
+            "Annotations": self.annotations,
+            "ReleaseTarget": self.release_target,
+        }
+
+
+@dataclass(frozen=True)
+class Unit:
+    unit_id: str
+    space: str
+    slug: str
+    head_revision: int
+    data_hash: str
+    target: str | None = None  # "<space>/<target>"
+    last_released_revision: int = 0
+    upstream_unit_id: str | None = None
+    upstream_revision: int | None = None
+    validation_errors: tuple[str, ...] = ()
+    placeholders: tuple[str, ...] = ()  # "<Kind>/<ns>/<name>:<path>" still holding a placeholder
+    labels: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "UnitID": self.unit_id,
+            "Space": self.space,
+            "Slug": self.slug,
+            "HeadRevisionNum": self.head_revision,
+            "DataHash": self.data_hash,
+            "Target": self.target,
+            "LastReleasedRevisionNum": self.last_released_revision,
+            "UpstreamUnitID": self.upstream_unit_id,
+            "UpstreamRevisionNum": self.upstream_revision,
+            "ValidationErrors": list(self.validation_errors),
+            "Placeholders": list(self.placeholders),
+            "Labels": self.labels,
+        }
+
+
+@dataclass(frozen=True)
+class Revision:
+    num: int
+    description: str
+    data_hash: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "RevisionNum": self.num,
+            "Description": self.description,
+            "DataHash": self.data_hash,
+        }
+
+
+@dataclass(frozen=True)
+class Link:
+    link_id: str
+    slug: str
+    space: str
+    from_unit: str
+    to_space: str
+    to_unit: str
+    update_type: str
+    bindings: dict[str, Any] = field(default_factory=dict)  # TransformPaths JSON body
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "LinkID": self.link_id,
+            "Slug": self.slug,
+            "Space": self.space,
+            "FromUnit": self.from_unit,
+            "ToSpace": self.to_space,
+            "ToUnit": self.to_unit,
+            "UpdateType": self.update_type,
+            **self.bindings,
+        }
+
+
+@dataclass(frozen=True)
+class Target:
+    target_id: str
+    space: str
+    slug: str
+    registry: str  # `host:port/prefix` or `oci-layout:DIR`
+    apps_space: str | None = None
+    trigger_space: str | None = None
+
+    @property
+    def ref(self) -> str:
+        return f"{self.space}/{self.slug}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "TargetID": self.target_id,
+            "Space": self.space,
+            "Slug": self.slug,
+            "ProviderType": "OCI",
+            "Registry": self.registry,
+            "AppsSpace": self.apps_space,
+            "TriggerSpace": self.trigger_space,
+        }
+
+
+@dataclass(frozen=True)
+class Release:
+    space: str
+    release_num: int
+    digest: str  # sha256 of the gzip'd tar bundle
+    manifest_digest: str
+    unit_count: int
+    ref: str  # where it was pushed
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "Space": self.space,
+            "ReleaseNum": self.release_num,
+            "Digest": self.digest,
+            "ManifestDigest": self.manifest_digest,
+            "UnitCount": self.unit_count,
+            "Ref": self.ref,
+        }
+
+
+@dataclass(frozen=True)
+class UploadSource:
+    """What `variant_upload` reads: a description for the record, and the per-file content."""
+
+    ref: str  # oci ref, bundle path or directory, as the user named it
+    files: dict[str, bytes]  # file name -> bytes; the stem is the unit slug
+    digest: str | None = None  # manifest digest for OCI sources
+
+
+@dataclass(frozen=True)
+class UploadReport:
+    space: str
+    space_created: bool
+    created: tuple[str, ...] = ()
+    updated: tuple[str, ...] = ()
+    unchanged: tuple[str, ...] = ()
+    emptied: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()  # units whose file vanished, left alone without prune
+    conflicts: tuple[str, ...] = ()  # "unit: path" kept downstream during the merge
+    revert_hint: str = ""
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.space_created or self.created or self.updated or self.emptied)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "space": self.space,
+            "space_created": self.space_created,
+            "created": list(self.created),
+            "updated": list(self.updated),
+            "unchanged": list(self.unchanged),
+            "emptied": list(self.emptied),
+            "missing": list(self.missing),
+            "conflicts": list(self.conflicts),
+            "revert_hint": self.revert_hint,
+        }
+
+
+@dataclass(frozen=True)
+class FunctionResult:
+    function: str
+    changed: tuple[str, ...]  # unit slugs that got a new revision
+    unchanged: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "function": self.function,
+            "changed": list(self.changed),
+            "unchanged": list(self.unchanged),
+        }
+
+
+# ---- the protocol ---------------------------------------------------------------------------
+
+
+class Hub(Protocol):
+    """Every operation is atomic: it either happens completely or not at all."""
+
+    name: str
+
+    # spaces
+    def list_spaces(self, where: str | None = None) -> list[Space]: ...
+    def get_space(self, slug: str) -> Space: ...
+    def space_exists(self, slug: str) -> bool: ...
+    def create_space(
+        self, slug: str, labels: dict[str, str] | None = None, *, allow_exists: bool = False
+    ) -> Space: ...
+    def label_space(self, slug: str, labels: dict[str, str]) -> Space: ...
+    def delete_space(self, slug: str, *, recursive: bool = False) -> None: ...
+
+    # units
+    def list_units(self, space: str | None = None, where: str | None = None) -> list[Unit]: ...
+    def get_unit(self, space: str, slug: str) -> Unit: ...
+    def unit_data(self, space: str, slug: str, revision: int | None = None) -> str: ...
+    def create_unit(
+        self, space: str, slug: str, data: str, *, target: str | None = None
+    ) -> Unit: ...
+    def update_unit(self, space: str, slug: str, data: str, description: str) -> Unit: ...
+    def history(self, space: str, slug: str) -> list[Revision]: ...
+    def restore(self, space: str, slug: str, revision: int) -> Unit: ...
+
+    # variants
+    def variant_upload(
+        self,
+        component: str,
+        variant: str,
+        source: UploadSource,
+        *,
+        labels: dict[str, str] | None = None,
+        prune: bool = False,
+        dry_run: bool = False,
+    ) -> UploadReport: ...
+    def variants_of(self, component: str) -> list[str]: ...
+    def variant_create(
+        self, variant: str, upstream_space: str, *, target: str | None = None
+    ) -> Space: ...
+    def variant_promote(self, space: str) -> list[str]: ...
+
+    # links
+    def set_link(
+        self, space: str, unit: str, to_space: str, to_unit: str, bindings: dict[str, Any]
+    ) -> Link: ...
+    def list_links(self, space: str) -> list[Link]: ...
+    def delete_link(self, space: str, slug: str) -> None: ...
+    def resolve(self, space: str, unit: str) -> bool: ...
+
+    # functions
+    def invoke(
+        self,
+        space: str,
+        function: str,
+        args: list[str],
+        *,
+        unit: str | None = None,
+        where: str | None = None,
+    ) -> FunctionResult: ...
+
+    # targets, triggers, releases
+    def create_target(self, space: str, slug: str, registry: str) -> Target: ...
+    def get_target(self, ref: str) -> Target: ...
+    def create_trigger(self, space: str, slug: str, function: str, description: str) -> None: ...
+    def publish(self, space: str) -> Release: ...
+    def list_releases(self, space: str) -> list[Release]: ...

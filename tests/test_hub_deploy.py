@@ -1,0 +1,329 @@
+"""The deploy path end to end on the repository's stack, on the embedded hub."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eksinf import bundle, oci
+from eksinf.hub.local import LocalHub
+from eksinf.yamlio import load_docs
+
+
+def units(eksinf, stack_dir: Path, *args: str) -> list[dict]:
+    result = eksinf("hub", "units", "--json", *args, cwd=stack_dir)
+    assert result.code == 0, result.err
+    return json.loads(result.out)
+
+
+def open_hub(stack_dir: Path) -> LocalHub:
+    return LocalHub(stack_dir / ".eksinf" / "hub.db")
+
+
+def test_sandbox_up_end_to_end_then_rerun_then_down(eksinf, stack_dir):
+    up = eksinf("sandbox", "up", cwd=stack_dir)
+    assert up.code == 0, up.err
+    assert "release(s) published" in up.out
+
+    bound = [u for u in units(eksinf, stack_dir) if u["Target"]]
+    assert bound, "sandbox bound no unit to a target"
+    assert [u for u in bound if u["Placeholders"] or u["ValidationErrors"]] == []
+    assert {u["Space"] for u in bound} >= {"karpenter-sandbox", "sandbox-mgmt-argo-apps"}
+
+    hub = open_hub(stack_dir)
+    for space in ("aws-network-sandbox", "karpenter-sandbox", "sandbox-workload-argo-apps"):
+        (release,) = hub.list_releases(space)
+        pulled = oci.pull(release.ref, expect_digest=release.manifest_digest)
+        expected = {
+            f"{u.slug}.yaml": hub.unit_data(space, u.slug).encode()
+            for u in hub.list_units(space)
+            if u.target
+        }
+        assert pulled.blob == bundle.bundle_bytes(expected)
+        assert "sha256:" + bundle.sha256_hex(pulled.blob) == release.digest
+    hub.close()
+
+    again = eksinf("sandbox", "up", "--json", cwd=stack_dir)
+    assert again.code == 0, again.err
+    report = json.loads(again.out)
+    assert report["changed"] is False
+    assert all(p["published"] == [] for p in report["planes"])
+    text = eksinf("sandbox", "up", cwd=stack_dir)
+    assert "nothing changed" in text.out
+
+    plan = eksinf("sandbox", "down", cwd=stack_dir)
+    assert plan.code == 0 and "would delete karpenter-sandbox" in plan.out
+    assert eksinf("hub", "spaces", "--json", cwd=stack_dir).out.count("Slug") > 0
+    down = eksinf("sandbox", "down", "--with-bases", "--yes", cwd=stack_dir)
+    assert down.code == 0, down.err
+    assert json.loads(eksinf("hub", "spaces", "--json", cwd=stack_dir).out) == []
+
+
+def _drop_region_binding(stack_dir: Path) -> None:
+    path = stack_dir / "render" / "karpenter" / "links" / "bindings.yaml"
+    text = path.read_text()
+    dropped = re.sub(
+        r"  - source: region\n    unit: karpenter-controller\n(?:    .*\n)*?"
+        r"    setter: \{container: controller, env: AWS_REGION\}\n",
+        "",
+        text,
+    )
+    assert dropped != text
+    path.write_text(dropped)
+
+
+def test_publish_refused_naming_gate_and_unit_when_a_binding_is_removed(eksinf, stack_dir):
+    _drop_region_binding(stack_dir)
+    result = eksinf("sandbox", "up", cwd=stack_dir)
+    assert result.code == 3
+    assert "cannot publish karpenter-sandbox" in result.err
+    assert "sandbox-workload/no-placeholders/vet-placeholders" in result.err
+    assert "karpenter-controller" in result.err
+
+
+def test_publish_refused_when_a_placeholder_is_left(eksinf, stack_dir):
+    assert eksinf("sandbox", "up", cwd=stack_dir).code == 0
+    fn = eksinf(
+        "fn",
+        "set-env",
+        "controller",
+        "AWS_REGION=confighubplaceholder",
+        "--space",
+        "karpenter-sandbox",
+        "--unit",
+        "karpenter-controller",
+        cwd=stack_dir,
+    )
+    assert fn.code == 0 and "karpenter-sandbox/karpenter-controller: changed" in fn.out
+    result = eksinf("release", "publish", "karpenter-sandbox", cwd=stack_dir)
+    assert result.code == 3
+    assert "vet-placeholders" in result.err and "karpenter-controller" in result.err
+
+
+def test_edits_survive_reinstall_and_upstream_change_arrives(eksinf, stack_dir):
+    assert eksinf("sandbox", "up", cwd=stack_dir).code == 0
+    # downstream edits: one on the base, one on the variant
+    assert (
+        eksinf(
+            "fn",
+            "set-replicas",
+            "2",
+            "--space",
+            "inference-workloads-base",
+            "--unit",
+            "vllm",
+            cwd=stack_dir,
+        ).code
+        == 0
+    )
+    assert (
+        eksinf(
+            "fn",
+            "set-annotation",
+            "team",
+            "ml",
+            "--space",
+            "inference-workloads-sandbox",
+            "--unit",
+            "vllm",
+            cwd=stack_dir,
+        ).code
+        == 0
+    )
+    source = stack_dir / "configs" / "inference-workloads" / "vllm.yaml"
+    source.write_text(
+        source.read_text().replace("vllm/vllm-openai:v0.11.0", "vllm/vllm-openai:v0.11.1")
+    )
+
+    result = eksinf("install", cwd=stack_dir)
+    assert result.code == 0, result.err
+    assert "inference-workloads-base: updated" in result.out
+    assert "revert: eksinf hub restore inference-workloads-base vllm --revision 2" in result.out
+
+    hub = open_hub(stack_dir)
+    (base,) = [
+        d
+        for d in load_docs(hub.unit_data("inference-workloads-base", "vllm"))
+        if d["kind"] == "Deployment"
+    ]
+    assert base["spec"]["replicas"] == 2
+    assert "v0.11.1" in json.dumps(base)
+    hub.close()
+
+    promoted = eksinf("hub", "promote", "inference-workloads-sandbox", cwd=stack_dir)
+    assert promoted.code == 0 and "vllm" in promoted.out
+    hub = open_hub(stack_dir)
+    (variant,) = [
+        d
+        for d in load_docs(hub.unit_data("inference-workloads-sandbox", "vllm"))
+        if d["kind"] == "Deployment"
+    ]
+    assert variant["metadata"]["annotations"]["team"] == "ml"
+    assert "v0.11.1" in json.dumps(variant)
+    assert hub.get_unit("inference-workloads-sandbox", "vllm").placeholders == ()
+    hub.close()
+
+
+def test_install_recreate_refused_while_variants_exist(eksinf, stack_dir):
+    assert eksinf("sandbox", "up", cwd=stack_dir).code == 0
+    result = eksinf("install", "--recreate", cwd=stack_dir)
+    assert result.code == 3
+    assert "--recreate refused" in result.err and "ack-controllers-sandbox" in result.err
+
+
+def test_install_recreate_mints_new_ids_without_variants(eksinf, stack_dir):
+    assert eksinf("install", cwd=stack_dir).code == 0
+    before = {u["UnitID"] for u in units(eksinf, stack_dir, "--space", "karpenter-base")}
+    dry = eksinf("install", "--recreate", "--dry-run", cwd=stack_dir)
+    assert dry.code == 0 and "would DELETE karpenter-base" in dry.err
+    assert {u["UnitID"] for u in units(eksinf, stack_dir, "--space", "karpenter-base")} == before
+    assert eksinf("install", "--recreate", cwd=stack_dir).code == 0
+    after = {u["UnitID"] for u in units(eksinf, stack_dir, "--space", "karpenter-base")}
+    assert after and not (after & before)
+
+
+def test_install_from_bundle_dir_and_oci_layout(eksinf, stack_dir, tmp_path):
+    bundles = tmp_path / "bundles"
+    bundles.mkdir()
+    layout = tmp_path / "layout"
+    for comp in bundle.rendered_components(
+        __import__("eksinf.stack", fromlist=["load_stack"]).load_stack(stack_dir)
+    ):
+        blob = bundle.bundle_bytes(
+            bundle.component_files(
+                __import__("eksinf.stack", fromlist=["load_stack"]).load_stack(stack_dir), comp
+            )
+        )
+        (bundles / f"{comp}.tar.gz").write_bytes(blob)
+        oci.push(
+            f"oci-layout:{layout}/{comp}",
+            blob,
+            title=f"{comp}.tar.gz",
+            annotations={},
+            tags=["latest"],
+        )
+    first = eksinf("install", "--from", str(bundles), "--json", cwd=stack_dir)
+    assert first.code == 0, first.err
+    assert all(b["space_created"] for b in json.loads(first.out)["bases"])
+    second = eksinf("install", "--from", f"oci-layout:{layout}", cwd=stack_dir)
+    assert second.code == 0, second.err
+    assert "Bases: 0 created, 0 updated" in second.out
+
+
+def test_deploy_refusals(eksinf, stack_dir):
+    hub_plane = eksinf("deploy", "--plane", "hub", "--target", "x/target", cwd=stack_dir)
+    assert hub_plane.code == 2
+    assert "eksinf hub create-variant dev platform-profile-base" in hub_plane.err
+    assert eksinf("sandbox", "up", cwd=stack_dir).code == 0
+    wrong = eksinf(
+        "deploy",
+        "--plane",
+        "mgmt",
+        "--target",
+        "sandbox-workload/target",
+        "--variant",
+        "sandbox",
+        cwd=stack_dir,
+    )
+    assert wrong.code == 3
+    assert "already exists bound to sandbox-mgmt/target" in wrong.err
+    missing_target = eksinf("deploy", "--plane", "mgmt", "--target", "nope/target", cwd=stack_dir)
+    assert missing_target.code == 1 and "target nope/target not found" in missing_target.err
+
+
+def test_deploy_without_base_is_an_error(eksinf, stack_dir):
+    hub = open_hub(stack_dir)
+    hub.create_space("c1")
+    hub.create_target("c1", "target", f"oci-layout:{stack_dir / 'oci'}")
+    hub.close()
+    result = eksinf("deploy", "--plane", "workload", "--target", "c1/target", cwd=stack_dir)
+    assert result.code == 3
+    assert "missing base space(s): karpenter-base" in result.err and "eksinf install" in result.err
+
+
+def test_deploy_dry_run_changes_nothing(eksinf, stack_dir):
+    assert eksinf("install", cwd=stack_dir).code == 0
+    hub = open_hub(stack_dir)
+    hub.create_space("c1")
+    hub.create_target("c1", "target", f"oci-layout:{stack_dir / 'oci'}")
+    before = [s.slug for s in hub.list_spaces()]
+    hub.close()
+    result = eksinf(
+        "deploy", "--plane", "workload", "--target", "c1/target", "--dry-run", cwd=stack_dir
+    )
+    assert result.code == 0 and "would create karpenter-dev" in result.err
+    hub = open_hub(stack_dir)
+    assert [s.slug for s in hub.list_spaces()] == before
+    hub.close()
+
+
+def test_link_profile_list_unlink_and_relink(eksinf, stack_dir):
+    assert eksinf("sandbox", "up", cwd=stack_dir).code == 0
+    listed = eksinf("link-profile", "--list", "--variant", "sandbox", "--json", cwd=stack_dir)
+    data = json.loads(listed.out)
+    assert data["bindings"] and len(data["links"]) == len(
+        {(b["component"], b["unit"]) for b in data["bindings"]}
+    )
+    unlinked = eksinf("link-profile", "--unlink", "--variant", "sandbox", "--json", cwd=stack_dir)
+    assert len(json.loads(unlinked.out)["removed"]) == len(data["links"])
+    relinked = eksinf("link-profile", "--variant", "sandbox", cwd=stack_dir)
+    assert relinked.code == 0 and "Linked" in relinked.out
+
+
+def test_hub_show_diff_history(eksinf, stack_dir):
+    assert eksinf("sandbox", "up", cwd=stack_dir).code == 0
+    history = json.loads(
+        eksinf("hub", "history", "karpenter-sandbox", "nodeclasses", "--json", cwd=stack_dir).out
+    )
+    assert [h["Description"] for h in history][-1] == "resolve links"
+    diff = eksinf("hub", "diff", "karpenter-sandbox", "nodeclasses", cwd=stack_dir)
+    assert diff.code == 0 and diff.out.startswith("--- karpenter-sandbox/nodeclasses@1")
+    upstream = eksinf(
+        "hub",
+        "diff",
+        "karpenter-sandbox",
+        "karpenter-controller",
+        "--upstream",
+        "--json",
+        cwd=stack_dir,
+    )
+    assert "-          value: confighubplaceholder" in json.loads(upstream.out)["diff"]
+    show = json.loads(
+        eksinf("hub", "show", "karpenter-sandbox", "nodeclasses", "--json", cwd=stack_dir).out
+    )
+    assert "EC2NodeClass" in show["Data"]
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        "deploy.variant-created",
+        "hub.variant-create",
+        "link.linked",
+        "deploy.published-one",
+        "sandbox.targets",
+    ],
+)
+def test_killed_sandbox_up_leaves_a_consistent_hub_and_rerun_completes(stack_dir, fault):
+    cmd = [sys.executable, "-c", "from eksinf.cli import main; main()", "sandbox", "up"]
+    env = {**os.environ, "EKSINF_FAULT": fault}
+    killed = subprocess.run(cmd, cwd=stack_dir, env=env, capture_output=True, text=True)
+    assert killed.returncode == 137, killed.stderr
+    hub = open_hub(stack_dir)
+    assert hub.check() == []
+    hub.close()
+    env.pop("EKSINF_FAULT")
+    rerun = subprocess.run(cmd, cwd=stack_dir, env=env, capture_output=True, text=True)
+    assert rerun.returncode == 0, rerun.stderr
+    hub = open_hub(stack_dir)
+    assert hub.check() == []
+    bound = [u for u in hub.list_units() if u.target]
+    assert bound and not [u for u in bound if u.placeholders]
+    assert all(hub.list_releases(s) for s in ("karpenter-sandbox", "aws-network-sandbox"))
+    hub.close()

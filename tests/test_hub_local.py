@@ -1,0 +1,312 @@
+"""LocalHub behaviours the deploy path relies on (reference/confighub.md §6.2)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from eksinf.hub.local import LocalHub
+from eksinf.hub.protocol import (
+    AlreadyExists,
+    GateBlocked,
+    HubError,
+    NoChanges,
+    NotFound,
+    ReferencedElsewhere,
+    UploadSource,
+)
+from eksinf.yamlio import dump_docs, load_docs
+
+DEPLOY = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "web", "namespace": "app"},
+    "spec": {
+        "replicas": 1,
+        "template": {
+            "spec": {
+                "containers": [
+                    {
+                        "name": "web",
+                        "image": "nginx:1",
+                        "env": [{"name": "REGION", "value": "confighubplaceholder"}],
+                    }
+                ]
+            }
+        },
+    },
+}
+NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "app"}}
+
+
+def files(deploy: dict | None = None, **extra: dict) -> dict[str, bytes]:
+    out = {
+        "web.yaml": dump_docs([deploy or DEPLOY]).encode(),
+        "namespace.yaml": dump_docs([NAMESPACE]).encode(),
+    }
+    out.update({f"{k}.yaml": dump_docs([v]).encode() for k, v in extra.items()})
+    return out
+
+
+def upload(hub: LocalHub, content: dict[str, bytes], **kw):
+    return hub.variant_upload("app", "base", UploadSource("test", content), **kw)
+
+
+def with_target(hub: LocalHub, tmp_path) -> str:
+    hub.create_space("cluster")
+    hub.create_target("cluster", "target", f"oci-layout:{tmp_path / 'oci'}")
+    hub.create_trigger("cluster", "no-placeholders", "vet-placeholders", "gate")
+    return "cluster/target"
+
+
+def test_upload_creates_one_unit_per_file_and_unchanged_reupload_adds_no_revision(local_hub):
+    report = upload(local_hub, files())
+    assert report.space_created and report.created == ("namespace", "web")
+    again = upload(local_hub, files())
+    assert not again.changed and again.unchanged == ("namespace", "web")
+    assert local_hub.get_unit("app-base", "web").head_revision == 1
+    assert local_hub.get_space("app-base").labels["Component"] == "app"
+
+
+def test_update_appends_a_revision_only_when_content_changes(local_hub):
+    upload(local_hub, files())
+    data = local_hub.unit_data("app-base", "web")
+    assert local_hub.update_unit("app-base", "web", data, "same").head_revision == 1
+    changed = data.replace("nginx:1", "nginx:2")
+    assert local_hub.update_unit("app-base", "web", changed, "bump").head_revision == 2
+    assert [r.description for r in local_hub.history("app-base", "web")] == [
+        "upload from test",
+        "bump",
+    ]
+    assert local_hub.unit_data("app-base", "web", 1) == data
+
+
+def test_reupload_keeps_ids_and_merges_downstream_edits_with_upstream_changes(local_hub):
+    upload(local_hub, files())
+    unit_id = local_hub.get_unit("app-base", "web").unit_id
+    local_hub.invoke("app-base", "set-replicas", ["3"], unit="web")  # a downstream edit
+    newer = load_docs(dump_docs([DEPLOY]))[0]
+    newer["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx:2"  # upstream change
+    report = upload(local_hub, files(newer))
+    assert report.updated == ("web",)
+    assert "eksinf hub restore app-base web --revision 2" in report.revert_hint
+    doc = load_docs(local_hub.unit_data("app-base", "web"))[0]
+    assert doc["spec"]["replicas"] == 3
+    assert doc["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:2"
+    assert local_hub.get_unit("app-base", "web").unit_id == unit_id
+
+
+def test_conflicting_edit_keeps_downstream_and_reports_the_path(local_hub):
+    upload(local_hub, files())
+    local_hub.invoke("app-base", "set-replicas", ["3"], unit="web")
+    upstream = load_docs(dump_docs([DEPLOY]))[0]
+    upstream["spec"]["replicas"] = 5
+    report = upload(local_hub, files(upstream))
+    assert report.conflicts == ("web: apps/v1/Deployment/app/web.spec.replicas",)
+    assert load_docs(local_hub.unit_data("app-base", "web"))[0]["spec"]["replicas"] == 3
+
+
+def test_missing_file_is_reported_and_prune_empties_it(local_hub):
+    upload(local_hub, files(extra=NAMESPACE))
+    content = files()
+    report = upload(local_hub, content)
+    assert report.missing == ("extra",)
+    assert local_hub.unit_data("app-base", "extra") != ""
+    pruned = upload(local_hub, content, prune=True)
+    assert pruned.emptied == ("extra",)
+    assert local_hub.unit_data("app-base", "extra") == ""
+    assert local_hub.get_unit("app-base", "extra").head_revision == 2
+
+
+def test_dry_run_upload_changes_nothing(local_hub):
+    report = upload(local_hub, files(), dry_run=True)
+    assert report.created == ("namespace", "web")
+    assert not local_hub.space_exists("app-base")
+
+
+def test_variant_create_clones_with_upstream_pointer_binding_and_argo_app(local_hub, tmp_path):
+    upload(local_hub, files())
+    target = with_target(local_hub, tmp_path)
+    space = local_hub.variant_create("dev", "app-base", target=target)
+    assert space.slug == "app-dev" and space.release_target == target
+    base_unit = local_hub.get_unit("app-base", "web")
+    clone = local_hub.get_unit("app-dev", "web")
+    assert clone.unit_id != base_unit.unit_id
+    assert (clone.upstream_unit_id, clone.upstream_revision) == (base_unit.unit_id, 1)
+    assert clone.validation_errors == ("cluster/no-placeholders/vet-placeholders",)
+    apps = {u.slug for u in local_hub.list_units("cluster-argo-apps")}
+    assert apps == {"root", "app-dev"}
+    with pytest.raises(AlreadyExists):
+        local_hub.variant_create("dev", "app-base", target=target)
+
+
+def test_publish_is_gated_then_released_then_no_changes(local_hub, tmp_path):
+    from eksinf import oci
+
+    upload(local_hub, files())
+    target = with_target(local_hub, tmp_path)
+    local_hub.variant_create("dev", "app-base", target=target)
+    with pytest.raises(GateBlocked) as blocked:
+        local_hub.publish("app-dev")
+    assert blocked.value.exit_code == 3
+    assert blocked.value.gates == ["cluster/no-placeholders/vet-placeholders"]
+    assert blocked.value.units == ["web"]
+    assert "web" in str(blocked.value) and "vet-placeholders" in str(blocked.value)
+    result = local_hub.invoke("app-dev", "set-env-var", ["web", "REGION", "us-west-2"], unit="web")
+    assert result.changed == ("web",)
+    release = local_hub.publish("app-dev")
+    assert release.release_num == 1 and release.unit_count == 2
+    pulled = oci.pull(release.ref)
+    assert pulled.manifest_digest == release.manifest_digest
+    with pytest.raises(NoChanges):
+        local_hub.publish("app-dev")
+    assert local_hub.get_unit("app-dev", "web").last_released_revision == 2
+
+
+def test_bases_hold_placeholders_without_gates(local_hub, tmp_path):
+    upload(local_hub, files())
+    with_target(local_hub, tmp_path)
+    unit = local_hub.get_unit("app-base", "web")
+    assert unit.placeholders and not unit.validation_errors
+
+
+def test_set_env_var_changes_existing_only_and_set_env_upserts(local_hub):
+    upload(local_hub, files())
+    missing = local_hub.invoke("app-base", "set-env-var", ["web", "NOPE", "x"], unit="web")
+    assert missing.changed == () and missing.unchanged == ("web",)
+    added = local_hub.invoke("app-base", "set-env", ["web", "NOPE=x"], unit="web")
+    assert added.changed == ("web",)
+    env = load_docs(local_hub.unit_data("app-base", "web"))[0]["spec"]["template"]["spec"][
+        "containers"
+    ][0]["env"]
+    assert {"name": "NOPE", "value": "x"} in env
+
+
+def test_functions_select_by_where_clause(local_hub):
+    upload(local_hub, files())
+    result = local_hub.invoke(
+        "app-base", "set-annotation", ["team", "ml"], where="Kind = 'Namespace'"
+    )
+    assert result.changed == ("namespace",)
+    image = local_hub.invoke("app-base", "set-image", ["web", "nginx:9"], where="Slug IN ('web')")
+    assert image.changed == ("web",)
+    flag = local_hub.invoke(
+        "app-base",
+        "set-bool-path",
+        ["apps/v1/Deployment", "spec.paused", "true"],
+        where="Slug LIKE 'w%'",
+    )
+    assert flag.changed == ("web",)
+    assert load_docs(local_hub.unit_data("app-base", "web"))[0]["spec"]["paused"] is True
+
+
+def test_bad_where_clause_is_a_usage_error(local_hub):
+    upload(local_hub, files())
+    with pytest.raises(Exception) as err:
+        local_hub.invoke("app-base", "set-replicas", ["1"], where="Colour = 'red'")
+    assert err.value.exit_code == 2 and "unknown field 'Colour'" in str(err.value)
+
+
+def test_delete_refuses_referenced_space_and_nonrecursive_delete_of_contents(local_hub, tmp_path):
+    upload(local_hub, files())
+    target = with_target(local_hub, tmp_path)
+    local_hub.variant_create("dev", "app-base", target=target)
+    with pytest.raises(ReferencedElsewhere) as ref:
+        local_hub.delete_space("app-base", recursive=True)
+    assert ref.value.exit_code == 3
+    assert "app-dev/web (link to web)" in ref.value.referrers
+    with pytest.raises(ReferencedElsewhere) as held:
+        local_hub.delete_space("cluster", recursive=True)
+    assert "app-dev (release target)" in held.value.referrers
+    with pytest.raises(HubError) as not_empty:
+        local_hub.delete_space("app-dev")
+    assert "not empty" in str(not_empty.value) and not_empty.value.exit_code == 3
+    for space in ("app-dev", "cluster-argo-apps", "cluster", "app-base"):
+        local_hub.delete_space(space, recursive=True)
+    assert local_hub.list_spaces() == [] and local_hub.check() == []
+
+
+def test_one_link_per_unit_pair_and_resolve(local_hub):
+    upload(local_hub, files())
+    profile = {
+        "apiVersion": "x/v1",
+        "kind": "PlatformProfile",
+        "metadata": {"name": "p"},
+        "spec": {"region": "eu-west-1"},
+    }
+    local_hub.variant_upload(
+        "prof", "base", UploadSource("t", {"profile.yaml": dump_docs([profile]).encode()})
+    )
+    body = {
+        "UpstreamPaths": [
+            {
+                "Name": "region",
+                "Path": "spec.region",
+                "Resource": {"ResourceType": "x/v1/PlatformProfile", "ResourceName": "/p"},
+            }
+        ],
+        "DownstreamPaths": [],
+        "DownstreamSetters": [
+            {
+                "Parameters": ["region"],
+                "FunctionInvocation": {
+                    "FunctionName": "set-env-var",
+                    "WhereResource": "ConfigHub.ResourceType = 'apps/v1/Deployment'",
+                    "Arguments": [
+                        {"Value": "web"},
+                        {"Value": "REGION"},
+                        {"Value": "{{.Params.region}}"},
+                    ],
+                },
+            }
+        ],
+    }
+    first = local_hub.set_link("app-base", "web", "prof-base", "profile", body)
+    again = local_hub.set_link("app-base", "web", "prof-base", "profile", body)
+    assert first.link_id == again.link_id
+    assert local_hub.get_unit("app-base", "web").head_revision == 1  # linking writes nothing
+    assert local_hub.resolve("app-base", "web") is True
+    assert local_hub.resolve("app-base", "web") is False
+    assert "eu-west-1" in local_hub.unit_data("app-base", "web")
+    assert not local_hub.get_unit("app-base", "web").placeholders
+
+
+def test_promote_merges_upstream_change_into_edited_variant(local_hub, tmp_path):
+    upload(local_hub, files())
+    local_hub.variant_create("dev", "app-base")
+    local_hub.invoke("app-dev", "set-replicas", ["4"], unit="web")
+    data = local_hub.unit_data("app-base", "web").replace("nginx:1", "nginx:2")
+    local_hub.update_unit("app-base", "web", data, "bump")
+    assert local_hub.variant_promote("app-dev") == ["web"]
+    doc = load_docs(local_hub.unit_data("app-dev", "web"))[0]
+    assert doc["spec"]["replicas"] == 4
+    assert doc["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:2"
+    assert local_hub.variant_promote("app-dev") == []
+
+
+def test_not_found_errors_name_the_entity(local_hub):
+    with pytest.raises(NotFound) as err:
+        local_hub.get_unit("nope", "x")
+    assert "space nope not found" in str(err.value) and err.value.exit_code == 1
+
+
+def test_every_operation_is_one_transaction(tmp_path):
+    """A failure inside an operation leaves nothing of it behind."""
+    hub = LocalHub(tmp_path / "hub.db")
+    upload(hub, files())
+    with pytest.raises(NotFound):
+        hub.variant_create("dev", "app-base", target="missing/target")
+    assert not hub.space_exists("app-dev")
+    assert hub.check() == []
+
+
+def test_schema_version_mismatch_is_refused(tmp_path):
+    LocalHub(tmp_path / "hub.db").close()
+    db = sqlite3.connect(tmp_path / "hub.db")
+    db.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
+    db.commit()
+    db.close()
+    with pytest.raises(HubError) as err:
+        LocalHub(tmp_path / "hub.db")
+    assert err.value.exit_code == 4 and "schema version 99" in str(err.value)
