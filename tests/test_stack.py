@@ -67,13 +67,12 @@ def test_valid_stack_loads_in_apply_order(tmp_path):
     [
         pytest.param(
             COMPONENTS.replace("order: 1\n", "order: [1\n"),
-            "components.yaml:13:11: YAML syntax error: expected ',' or ']'",
+            "components.yaml:13:11: YAML syntax error: did not find expected ',' or ']'",
             id="malformed-yaml",
         ),
         pytest.param(
             COMPONENTS.replace("    plane: hub\n", "    plane: hub\n    plane: hub\n"),
-            'components.yaml:4:5: duplicate key "plane" in the mapping that starts at '
-            "components.yaml:2:5",
+            'components.yaml:4:5: duplicate key "plane", first defined at components.yaml:3:5',
             id="duplicate-key",
         ),
         pytest.param(

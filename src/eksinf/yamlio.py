@@ -1,10 +1,11 @@
 """YAML in and out.
 
-Two readers, on purpose:
-- `load_source` parses files people write (values, handwritten resources, bindings) strictly with
-  ruamel.yaml, so duplicate keys, tabs and syntax errors are reported as `file:line:col`;
-- `load_docs` parses text we produced ourselves (Helm output, committed units) with libyaml,
-  because it is ten times faster and that text is already known to be well formed.
+Two readers over one parser (libyaml, YAML 1.1 like Helm's own parser, timestamps kept as text):
+- `load_source` parses files people write (values, handwritten resources, components.yaml)
+  strictly: tabs in indentation, duplicate keys and syntax errors are errors naming
+  `file:line:col`;
+- `load_docs` parses text we produced ourselves (Helm output, committed units), which is already
+  known to be well formed, without the extra checks.
 
 One writer, `dump_docs`, so the same documents always give the same bytes.
 """
@@ -16,9 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from ruamel.yaml import YAML
-from ruamel.yaml.constructor import DuplicateKeyError
-from ruamel.yaml.error import MarkedYAMLError
 
 from .errors import CONTRACT, EksinfError
 
@@ -29,6 +27,44 @@ def _location(path: str, mark: Any) -> str:
     if mark is None:
         return path
     return f"{path}:{mark.line + 1}:{mark.column + 1}"
+
+
+# libyaml loader that keeps timestamps as strings: a date in a label must not turn into a datetime.
+class _Loader(yaml.CSafeLoader):
+    pass
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.CSafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+class _DuplicateKey(yaml.MarkedYAMLError):
+    pass
+
+
+class _StrictLoader(_Loader):
+    """Refuses duplicate keys, which YAML parsers otherwise resolve silently (last one wins)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[tuple[str, str], yaml.Node] = {}
+        for key_node, _ in node.value:
+            if (
+                not isinstance(key_node, yaml.ScalarNode)
+                or key_node.tag == "tag:yaml.org,2002:merge"
+            ):
+                continue
+            key = (key_node.tag, key_node.value)
+            if key in seen:
+                raise _DuplicateKey(
+                    context="first defined",
+                    context_mark=seen[key].start_mark,
+                    problem=f'duplicate key "{key_node.value}"',
+                    problem_mark=key_node.start_mark,
+                )
+            seen[key] = key_node
+        return super().construct_mapping(node, deep=deep)
 
 
 def load_source(path: Path, text: str | None = None, *, label: str | None = None) -> list[Any]:
@@ -51,24 +87,23 @@ def load_source(path: Path, text: str | None = None, *, label: str | None = None
             hint="YAML indentation must use spaces; replace the tab with spaces.",
             exit_code=CONTRACT,
         )
-    parser = YAML(typ="safe", pure=True)
     try:
-        docs = list(parser.load_all(text))
-    except DuplicateKeyError as exc:
-        # ruamel marks the duplicate and the start of its mapping, not the first occurrence.
-        key = exc.problem.split(" with value")[0].removeprefix("found duplicate key ")
+        docs = list(yaml.load_all(text, Loader=_StrictLoader))
+    except _DuplicateKey as exc:
         raise EksinfError(
-            f"{_location(name, exc.problem_mark)}: duplicate key {key} in the mapping that "
-            f"starts at {_location(name, exc.context_mark)}",
+            f"{_location(name, exc.problem_mark)}: {exc.problem}, "
+            f"first defined at {_location(name, exc.context_mark)}",
             hint="Remove one of the two keys: YAML parsers silently keep only one of them.",
             exit_code=CONTRACT,
         ) from exc
-    except MarkedYAMLError as exc:
+    except yaml.MarkedYAMLError as exc:
         raise EksinfError(
             f"{_location(name, exc.problem_mark)}: YAML syntax error: {exc.problem}",
             hint="Fix the YAML syntax at that position.",
             exit_code=CONTRACT,
         ) from exc
+    except yaml.YAMLError as exc:  # errors without a position, e.g. an unknown tag
+        raise EksinfError(f"{name}: YAML error: {exc}", exit_code=CONTRACT) from exc
     return [d for d in docs if d is not None]
 
 
@@ -93,23 +128,12 @@ def load_mapping_docs(
 
 def _non_mapping_location(name: str, text: str) -> str:
     """`file:line:col` of the first non-empty document that is not a mapping."""
-    for node in YAML(typ="safe", pure=True).compose_all(text):
+    for node in yaml.compose_all(text, Loader=_Loader):
         if node is None or node.tag == "tag:yaml.org,2002:null":
             continue
         if node.tag != "tag:yaml.org,2002:map":
             return _location(name, node.start_mark)
     return name
-
-
-# libyaml loader that keeps timestamps as strings: a date in a label must not turn into a datetime.
-class _Loader(yaml.CSafeLoader):
-    pass
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.CSafeLoader.yaml_implicit_resolvers.items()
-}
 
 
 def load_docs(text: str) -> list[Any]:
