@@ -355,3 +355,47 @@ def test_committed_stack_guard_reports_karpenter_crd_stubs(stack_dir, chart_mirr
     assert len(stubs) == 5
     assert all(f["component"] == "karpenter" and f["allowed"] for f in stubs)
     assert all(f["reason"] for f in report["findings"])
+
+
+def test_determinism_reference_is_recorded_and_checked(tmp_path, registry, monkeypatch):
+    """A render of inputs seen before is compared with the record of that earlier render."""
+    from eksinf import charts
+    from eksinf.guard import check
+    from eksinf.render import render_stack
+    from eksinf.stack import load_stack
+
+    monkeypatch.setenv("EKSINF_CACHE_DIR", str(tmp_path / "cache"))
+    chart = ChartSource("recorded", templates={"cm.yaml": CONFIGMAP}, values={"greeting": "x"})
+    root = publish_stack(tmp_path, registry, [("app", chart)])
+    stack = load_stack(root)
+
+    first = render_stack(stack)
+    [render] = first.outputs[1].charts
+    assert render.reference_source == "second render"
+    [record] = (charts.render_records_dir()).iterdir()
+    assert check(first).ok
+
+    again = render_stack(stack)
+    assert again.outputs[1].charts[0].reference_source == "recorded render"
+    assert check(again).ok
+
+    # an earlier run that produced other bytes for the same inputs means non-determinism
+    digests = json.loads(record.read_text())
+    digests["recorded/templates/cm.yaml"] = "0" * 64
+    record.write_text(json.dumps(digests))
+    report = check(render_stack(stack))
+    [finding] = report.blocking
+    assert (finding.hazard, finding.resource) == ("non-deterministic", "recorded/templates/cm.yaml")
+    assert finding.detail == "differs from a recorded render of the same inputs"
+
+
+def test_non_deterministic_output_is_never_recorded(tmp_path, registry, monkeypatch):
+    from eksinf import charts
+    from eksinf.render import render_stack
+    from eksinf.stack import load_stack
+
+    monkeypatch.setenv("EKSINF_CACHE_DIR", str(tmp_path / "cache"))
+    chart = ChartSource("unrecorded", templates={"cm.yaml": RANDOM})
+    root = publish_stack(tmp_path, registry, [("app", chart)])
+    render_stack(load_stack(root))
+    assert not charts.render_records_dir().exists()

@@ -55,6 +55,11 @@ def cache_dir() -> Path:
     return Path(base) / "charts"
 
 
+def render_records_dir() -> Path:
+    """Where render records for the guard's determinism check live (see render.py)."""
+    return cache_dir().parent / "renders"
+
+
 def mirror_dir(explicit: Path | None) -> Path | None:
     if explicit is not None:
         return explicit
@@ -89,7 +94,7 @@ def read_lock(stack: Stack) -> dict[tuple[str, str, str], LockEntry]:
 
 def write_lock(stack: Stack, entries: list[LockEntry]) -> None:
     body = {"charts": [e.as_dict() for e in sorted(entries, key=lambda e: (e.chart, e.version))]}
-    _atomic_write(stack.lock_path, (LOCK_HEADER + dump_docs([body])).encode())
+    atomic_write(stack.lock_path, (LOCK_HEADER + dump_docs([body])).encode())
 
 
 def _lock_key(spec: ChartSpec) -> tuple[str, str, str]:
@@ -127,7 +132,7 @@ def resolve(
             "run `eksinf charts lock` and review the diff of charts.lock.",
             exit_code=CONTRACT,
         )
-    _atomic_write(cached, data)
+    atomic_write(cached, data)
     return ResolvedChart(spec, data, digest, origin)
 
 
@@ -205,7 +210,7 @@ def _fetch_http(spec: ChartSpec) -> bytes:
         raise EksinfError(type(exc).__name__, exit_code=ENVIRONMENT) from exc
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:

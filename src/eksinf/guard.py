@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import CONTRACT, EksinfError
-from .render import ComponentOutput, RenderResult, resource_id
+from .render import ComponentOutput, RenderResult, output_digests, resource_id
 from .stack import Stack
 from .yamlio import load_source
 
@@ -218,16 +218,11 @@ def _template_hazards(output: ComponentOutput) -> list[Finding]:
         for stub in render.crd_stubs:
             path = stub.split(" -> ", 1)[0]
             found.append(Finding(name, path, path, "crd-stub", stub.split(" -> ", 1)[1]))
-        first, second = render.first, render.second
-        changed = sorted(
-            path
-            for path in set(first.manifests) | set(second.manifests)
-            if first.manifests.get(path) != second.manifests.get(path)
-        )
-        if first.crds != second.crds:
-            changed.append(f"{render.spec.chart}/crds")
+        first, reference = output_digests(render.first), render.reference
+        changed = sorted(p for p in set(first) | set(reference) if first.get(p) != reference.get(p))
         for path in changed:
-            found.append(Finding(name, path, path, "non-deterministic", "differs between renders"))
+            detail = f"differs from a {render.reference_source} of the same inputs"
+            found.append(Finding(name, path, path, "non-deterministic", detail))
     return found
 
 

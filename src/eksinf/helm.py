@@ -6,6 +6,7 @@ private call to pin the Kubernetes version (see docs/flattening.md).
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import tarfile
@@ -53,7 +54,7 @@ class SdkEngine:
 
         self._helm = helm_python
 
-    @property
+    @functools.cached_property
     def version(self) -> str:
         from importlib.metadata import version
 

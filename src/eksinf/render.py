@@ -5,11 +5,14 @@ Pure steps (`render_stack`) build everything in memory; `write_configs` is the o
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import dataclasses
 import errno
 import hashlib
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,7 +22,7 @@ from typing import Any
 import yaml
 
 from . import __version__
-from .charts import ResolvedChart, read_lock, resolve
+from .charts import ResolvedChart, atomic_write, read_lock, render_records_dir, resolve
 from .errors import CONTRACT, FAILURE, EksinfError
 from .faults import checkpoint
 from .helm import HelmEngine, RenderedChart, RenderOptions, default_engine
@@ -56,7 +59,10 @@ class ChartRender:
     crds: int
     crd_stubs: tuple[str, ...]  # crds/ files that hold a string, not a CRD (see _split_chart)
     first: RenderedChart
-    second: RenderedChart  # a second render of the same inputs, for the determinism check
+    # sha256 per output file of an independent render of the same inputs (determinism check):
+    # a second render now, or the record of an earlier run that rendered twice and agreed.
+    reference: dict[str, str]
+    reference_source: str  # "second render" | "recorded render"
 
 
 @dataclass(frozen=True)
@@ -150,8 +156,30 @@ def chart_values(stack: Stack, comp: Component, spec: ChartSpec) -> dict:
     return values
 
 
-def _split_chart(
+_DOC_START = re.compile(r"^---(?: |$)", re.MULTILINE)
+
+
+def _parse_output(
     comp: Component, spec: ChartSpec, rendered: RenderedChart
+) -> list[tuple[str, bool, list]]:
+    """Parse each file the engine produced once: (origin, is a crds/ file, documents)."""
+    crd_files = {path for path, _ in rendered.crds}
+    parsed = []
+    for origin, text in [*rendered.crds, *rendered.manifests.items()]:
+        try:
+            parsed.append((origin, origin in crd_files, load_docs(text)))
+        except yaml.YAMLError as exc:
+            raise EksinfError(
+                f"{comp.name}: chart {spec.name} template {origin} rendered invalid YAML: "
+                f"{str(exc).splitlines()[0]}",
+                hint="Check the chart values that feed this template.",
+                exit_code=CONTRACT,
+            ) from exc
+    return parsed
+
+
+def _split_chart(
+    comp: Component, spec: ChartSpec, parsed: list[tuple[str, bool, list]]
 ) -> tuple[list, list, list]:
     """Split one chart's output into (controller docs, CRD docs, CRD stubs), stamping waves.
 
@@ -162,19 +190,9 @@ def _split_chart(
     controllers: list[dict] = []
     crds: list[dict] = []
     stubs: list[str] = []
-    crd_files = {path for path, _ in rendered.crds}
-    for origin, text in [*rendered.crds, *rendered.manifests.items()]:
-        try:
-            docs = load_docs(text)
-        except yaml.YAMLError as exc:
-            raise EksinfError(
-                f"{comp.name}: chart {spec.name} template {origin} rendered invalid YAML: "
-                f"{str(exc).splitlines()[0]}",
-                hint="Check the chart values that feed this template.",
-                exit_code=CONTRACT,
-            ) from exc
+    for origin, from_crds_dir, docs in parsed:
         for doc in docs:
-            if origin in crd_files and isinstance(doc, str):
+            if from_crds_dir and isinstance(doc, str):
                 stubs.append(f"{origin} -> {doc.strip()}")
                 continue
             if not isinstance(doc, dict):
@@ -192,9 +210,52 @@ def _split_chart(
     return controllers, crds, stubs
 
 
-def _count_kinds(rendered: RenderedChart) -> int:
-    texts = [t for _, t in rendered.crds] + list(rendered.manifests.values())
-    return sum(1 for t in texts for d in load_docs(t) if kind_of(d) is not None)
+def output_digests(rendered: RenderedChart) -> dict[str, str]:
+    """sha256 of every file one render produced (templates and crds/), by path."""
+    files = [*rendered.crds, *rendered.manifests.items()]
+    return {path: hashlib.sha256(text.encode()).hexdigest() for path, text in files}
+
+
+def _reference_digests(
+    engine: HelmEngine,
+    chart: ResolvedChart,
+    values: dict,
+    opts: RenderOptions,
+    first: dict[str, str],
+) -> tuple[dict[str, str], str]:
+    """Digests of an independent render of the same inputs, for the determinism check.
+
+    The first time a set of inputs is seen, the chart is rendered a second time. When both
+    renders agree, their digests are recorded in the cache, keyed by every input (engine and
+    version, archive, values, options); later runs compare against that record instead of
+    rendering twice. A record from an earlier run is a stricter reference than a second render
+    a millisecond later: it also catches output that changes by the day (`now | date`).
+    """
+    key = hashlib.sha256(
+        json.dumps(
+            {
+                "engine": [engine.name, engine.version],
+                "archive": chart.sha256,
+                "values": values,
+                "options": dataclasses.asdict(opts),
+            },
+            sort_keys=True,
+            default=str,
+        ).encode()
+    ).hexdigest()
+    record = render_records_dir() / f"{key}.json"
+    try:
+        recorded = json.loads(record.read_text())
+        if isinstance(recorded, dict):
+            return recorded, "recorded render"
+    except (OSError, ValueError):
+        pass
+    second = output_digests(engine.render(chart.archive, values, opts))
+    if second == first:
+        # an unwritable cache costs a second render next time, nothing more
+        with contextlib.suppress(OSError):
+            atomic_write(record, json.dumps(second, sort_keys=True).encode())
+    return second, "second render"
 
 
 def _helm_units(
@@ -207,16 +268,19 @@ def _helm_units(
         values = chart_values(stack, comp, spec)
         opts = RenderOptions(spec.release, spec.namespace, stack.kube_version, stack.api_versions)
         first = engine.render(chart.archive, values, opts)
-        second = engine.render(chart.archive, values, opts)
-        controllers, crds, stubs = _split_chart(comp, spec, first)
+        digests = output_digests(first)
+        reference, reference_source = _reference_digests(engine, chart, values, opts, digests)
+        parsed = _parse_output(comp, spec, first)
+        emitted = sum(1 for _, _, docs in parsed for d in docs if kind_of(d) is not None)
+        controllers, crds, stubs = _split_chart(comp, spec, parsed)
         written = 0
         for suffix, docs in (("controller", controllers), ("crds", crds)):
             if not docs:  # an empty CRD file would ship as an empty unit
                 continue
             text = dump_docs(docs)
-            written += len(load_docs(text))  # count what the file really holds
+            # count the documents the file really holds: a lost separator merges two
+            written += len(_DOC_START.findall(text))
             units.append(Unit(comp.name, f"{spec.name}-{suffix}.yaml", text, tuple(docs)))
-        emitted = _count_kinds(first)
         if written != emitted:
             raise EksinfError(
                 f"{comp.name}: {spec.name} split lost documents: helm emitted {emitted}, "
@@ -233,7 +297,8 @@ def _helm_units(
                 len(crds),
                 tuple(stubs),
                 first,
-                second,
+                reference,
+                reference_source,
             )
         )
     names = {u.filename for u in units}
