@@ -3,14 +3,15 @@ EKSINF ?= .venv/bin/eksinf
 PYTEST ?= .venv/bin/pytest
 RUFF ?= .venv/bin/ruff
 
-.PHONY: help render guard verify test check
+.PHONY: help render guard verify lint test check
 
 help:
 	@echo "render  render configs/ from components.yaml, versions.env and render/"
 	@echo "guard   check a fresh render for Helm features that do not survive flattening"
 	@echo "verify  fail if configs/ differs from a fresh render"
 	@echo "test    run the test suite"
-	@echo "check   lint, format check, tests and verify"
+	@echo "lint    check profile links and cross-component invariants on configs/"
+	@echo "check   lint, format check, tests, verify and eksinf lint"
 
 render:
 	$(EKSINF) render
@@ -21,6 +22,9 @@ guard:
 verify:
 	$(EKSINF) verify
 
+lint:
+	$(EKSINF) lint
+
 test:
 	$(PYTEST) -q
 
@@ -29,3 +33,4 @@ check:
 	$(RUFF) format --check .
 	$(PYTEST) -q
 	$(EKSINF) verify
+	$(EKSINF) lint

@@ -21,6 +21,7 @@ links_app = typer.Typer(
 
 def register(app: typer.Typer) -> None:
     app.add_typer(links_app, name="links")
+    app.command("lint")(lint_cmd)
 
 
 def binding_rows(bindings: list[links_mod.Binding]) -> list[dict]:
@@ -111,4 +112,33 @@ def links_resolve_cmd(
             hint="Add a binding for each (render/<component>/links/bindings.yaml); "
             "`eksinf lint` lists them all.",
             exit_code=CONTRACT,
+        )
+
+
+def lint_cmd(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
+    """Check links and cross-component invariants on the committed configs/ (exit 3 on a finding).
+
+    Placeholders are resolved through the bindings with the stack's profile first, so linked
+    values are compared as they will ship. Each finding names the places that disagree.
+    """
+    from .. import lint
+
+    report = lint.lint_stack(state(ctx).stack())
+    if json_out:
+        emit_json(report.as_dict())
+    else:
+        for finding in report.findings:
+            typer.echo(f"{finding.check}: {finding.message}")
+            for index, where in enumerate(finding.places):
+                typer.echo(f"  {'here ' if index == 0 else 'there'}: {where}")
+    if not report.ok:
+        raise EksinfError(
+            f"lint: {len(report.findings)} finding(s)",
+            hint="Each finding names the places that disagree; see docs/linking.md.",
+            exit_code=CONTRACT,
+        )
+    if not json_out:
+        progress(
+            f"lint: clean ({report.bindings} bindings, {report.placeholders} placeholders, "
+            f"{len(report.checks)} checks)"
         )

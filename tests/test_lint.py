@@ -1,0 +1,459 @@
+"""`eksinf lint`: each check passes on the committed stack and fails on a copy broken in one place.
+
+Every failing case asserts exit 3, the check id, and that the message names the places involved.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from eksinf.errors import CONTRACT
+
+PROFILE = "render/platform-profile/profile.yaml"
+NETWORK = "configs/aws-network/network.yaml"
+NODECLASSES = "configs/karpenter/nodeclasses.yaml"
+NODEPOOLS = "configs/karpenter/nodepools.yaml"
+IDENTITY = "configs/karpenter-aws/controller-identity.yaml"
+DEVICE_PLUGIN = "configs/gpu-runtime/nvidia-device-plugin-controller.yaml"
+SMOKE_GPU = "configs/inference-workloads/smoke-gpu.yaml"
+SMOKE_CPU = "configs/inference-workloads/smoke-cpu.yaml"
+K_BINDINGS = "render/karpenter/links/bindings.yaml"
+N_BINDINGS = "render/aws-network/links/bindings.yaml"
+W_BINDINGS = "render/inference-workloads/links/bindings.yaml"
+
+GPU_TOLERATION = """      tolerations:
+        - key: nvidia.com/gpu
+          operator: Exists
+          effect: NoSchedule
+"""
+
+
+def edit(root: Path, rel: str, old: str, new: str, count: int = 1) -> None:
+    path = root / rel
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {rel}"
+    path.write_text(text.replace(old, new, count))
+
+
+def lint_json(eksinf, stack_dir) -> tuple[int, list[dict]]:
+    result = eksinf("lint", "--json", cwd=stack_dir)
+    data = json.loads(result.out)  # clean JSON even when lint fails
+    assert data["ok"] == (result.code == 0)
+    return result.code, data["findings"]
+
+
+def failing(eksinf, stack_dir, check: str, *fragments: str) -> dict:
+    """Assert exit 3 with a finding of `check` whose text holds every fragment; return it."""
+    result = eksinf("lint", cwd=stack_dir)
+    assert result.code == CONTRACT, result.out + result.err
+    assert "lint:" in result.err
+    code, findings = lint_json(eksinf, stack_dir)
+    assert code == CONTRACT
+    mine = [f for f in findings if f["check"] == check]
+    assert mine, f"no {check} finding in {[f['check'] for f in findings]}"
+    for finding in mine:
+        text = finding["message"] + " | " + " | ".join(finding["places"])
+        if all(fragment in text for fragment in fragments):
+            assert f"{check}: " in result.out  # the text report shows it too
+            return finding
+    pytest.fail(f"no {check} finding holds {fragments}: {mine}")
+
+
+def test_committed_stack_is_clean(eksinf, stack_dir):
+    result = eksinf("lint", cwd=stack_dir)
+    assert result.code == 0, result.out + result.err
+    assert "lint: clean" in result.err
+    code, findings = lint_json(eksinf, stack_dir)
+    assert (code, findings) == (0, [])
+
+
+# ---- static link validation ------------------------------------------------------------------
+
+
+def test_unescaped_dot_in_binding_path(eksinf, stack_dir):
+    edit(
+        stack_dir,
+        K_BINDINGS,
+        "spec.subnetSelectorTerms.0.tags.karpenter~1sh/discovery",
+        "spec.subnetSelectorTerms.0.tags.karpenter.sh/discovery",
+    )
+    finding = failing(
+        eksinf,
+        stack_dir,
+        "binding-unescaped-dot",
+        "spec.subnetSelectorTerms.0.tags.karpenter.sh/discovery",
+        "spec.subnetSelectorTerms.0.tags.karpenter~1sh/discovery",
+    )
+    assert finding["places"][0].startswith(K_BINDINGS + ":")
+    assert NODECLASSES in finding["places"][1]
+
+
+def test_binding_to_missing_resource(eksinf, stack_dir):
+    edit(stack_dir, N_BINDINGS, "name: aws-inference/vpc\n", "name: aws-inference/main-vpc\n")
+    failing(
+        eksinf,
+        stack_dir,
+        "binding-resource",
+        "VPC aws-inference/main-vpc",
+        N_BINDINGS,
+        "configs/aws-network/network.yaml",
+    )
+
+
+def test_binding_to_missing_path(eksinf, stack_dir):
+    edit(stack_dir, N_BINDINGS, "path: spec.cidrBlocks.0", "path: spec.cidrBlock")
+    failing(
+        eksinf, stack_dir, "binding-path", "spec.cidrBlock does not exist", "VPC aws-inference/vpc"
+    )
+
+
+def test_binding_to_missing_unit(eksinf, stack_dir):
+    edit(stack_dir, N_BINDINGS, "unit: network", "unit: networks")
+    failing(eksinf, stack_dir, "binding-unit", "'networks'", "configs/aws-network/")
+
+
+def test_placeholder_without_binding(eksinf, stack_dir):
+    edit(stack_dir, SMOKE_CPU, 'cpu: "3"', "cpu: confighubplaceholder")
+    failing(
+        eksinf,
+        stack_dir,
+        "placeholder-unbound",
+        "Deployment inference/smoke-cpu spec.template.spec.containers.0.resources.requests.cpu",
+        "render/inference-workloads/links/bindings.yaml",
+    )
+
+
+def test_setter_to_missing_env_var(eksinf, stack_dir):
+    edit(stack_dir, K_BINDINGS, "env: CLUSTER_NAME", "env: KARPENTER_CLUSTER")
+    failing(
+        eksinf,
+        stack_dir,
+        "binding-setter",
+        "no env var 'KARPENTER_CLUSTER'",
+        "CLUSTER_NAME",
+        "Deployment kube-system/karpenter",
+    )
+
+
+def test_setter_to_missing_container(eksinf, stack_dir):
+    edit(
+        stack_dir,
+        W_BINDINGS,
+        "setter: {container: chat, env: VLLM_MODEL}",
+        "setter: {container: client, env: VLLM_MODEL}",
+    )
+    failing(eksinf, stack_dir, "binding-setter", "no container named 'client'", "containers: chat")
+
+
+def test_binding_source_missing_from_profile(eksinf, stack_dir):
+    edit(stack_dir, N_BINDINGS, "source: vpcCIDR", "source: vpcCidr")
+    failing(eksinf, stack_dir, "binding-source", "spec.vpcCidr", N_BINDINGS)
+
+
+def test_linked_field_shipping_a_literal(eksinf, stack_dir):
+    edit(stack_dir, NODECLASSES, "  role: confighubplaceholder", "  role: some-role")
+    failing(eksinf, stack_dir, "binding-literal", "'some-role'", "EC2NodeClass /general spec.role")
+
+
+def test_two_bindings_for_one_field(eksinf, stack_dir):
+    path = stack_dir / N_BINDINGS
+    path.write_text(
+        path.read_text()
+        + "  - source: stackName\n    unit: network\n    kind: VPC\n"
+        + "    name: aws-inference/vpc\n    path: spec.cidrBlocks.0\n"
+    )
+    failing(eksinf, stack_dir, "binding-duplicate", "spec.vpcCIDR and spec.stackName")
+
+
+def test_malformed_bindings_file(eksinf, stack_dir):
+    edit(stack_dir, N_BINDINGS, "bindings:", "bindings:\n  - source: [x]")
+    failing(eksinf, stack_dir, "bindings", N_BINDINGS, "`source` is required")
+
+
+# ---- profile ------------------------------------------------------------------------------------
+
+
+def test_profile_lists_of_unequal_length(eksinf, stack_dir):
+    edit(stack_dir, PROFILE, ", 10.42.96.0/20]", "]")
+    failing(eksinf, stack_dir, "profile", "privateSubnetCIDRs", "differ in length", PROFILE)
+
+
+def test_profile_subnet_outside_vpc(eksinf, stack_dir):
+    edit(stack_dir, PROFILE, "10.42.32.0/20", "10.43.32.0/20")
+    failing(eksinf, stack_dir, "profile", "spec.publicSubnetCIDRs.2", "outside the VPC CIDR")
+
+
+# ---- cross-component invariants --------------------------------------------------------------
+
+
+def test_pod_identity_naming_another_namespace(eksinf, stack_dir):
+    edit(stack_dir, IDENTITY, "  namespace: kube-system\n", "  namespace: karpenter\n")
+    failing(
+        eksinf,
+        stack_dir,
+        "identity-trust",
+        "karpenter/karpenter",
+        "creates kube-system/karpenter",
+        "PodIdentityAssociation aws-inference/karpenter",
+        "configs/karpenter/karpenter-controller.yaml ServiceAccount kube-system/karpenter",
+    )
+
+
+def test_pod_identity_naming_another_service_account(eksinf, stack_dir):
+    edit(stack_dir, IDENTITY, "serviceAccount: karpenter", "serviceAccount: karpenter-controller")
+    failing(eksinf, stack_dir, "identity-trust", "kube-system/karpenter-controller")
+
+
+def test_irsa_sub_naming_a_missing_service_account(eksinf, stack_dir):
+    edit(
+        stack_dir,
+        IDENTITY,
+        '"Action": ["sts:AssumeRole", "sts:TagSession"]\n',
+        '"Action": ["sts:AssumeRole", "sts:TagSession"],\n          "Condition": {"StringEquals": '
+        '{"oidc.eks.us-west-2.amazonaws.com/id/X:sub": "system:serviceaccount:karpenter:karpenter"}}\n',
+    )
+    failing(eksinf, stack_dir, "identity-trust", "IRSA trust", "karpenter/karpenter")
+
+
+def test_discovery_tag_that_disagrees(eksinf, stack_dir):
+    # The selector's binding reads another profile field: resolved values now differ.
+    edit(
+        stack_dir,
+        K_BINDINGS,
+        "  - source: networkName\n    unit: nodeclasses",
+        "  - source: clusterName\n    unit: nodeclasses",
+    )
+    failing(
+        eksinf,
+        stack_dir,
+        "discovery-tag",
+        "'inference-demo'",
+        "'inference-demo-net'",
+        "EC2NodeClass /general spec.subnetSelectorTerms.0.tags.karpenter~1sh/discovery",
+        "Subnet aws-inference/private-a spec.tags.1.value",
+    )
+
+
+def test_discovery_tag_literal_on_subnet_disagrees(eksinf, stack_dir):
+    text = (stack_dir / NETWORK).read_text()
+    marker = "  name: private-b\n"
+    head, tail = text.split(marker)
+    tail = tail.replace(
+        "- key: karpenter.sh/discovery\n    value: confighubplaceholder",
+        "- key: karpenter.sh/discovery\n    value: old-net",
+        1,
+    )
+    (stack_dir / NETWORK).write_text(head + marker + tail)
+    failing(eksinf, stack_dir, "discovery-tag", "'old-net'", "Subnet aws-inference/private-b")
+
+
+def test_public_subnet_with_discovery_tag(eksinf, stack_dir):
+    edit(
+        stack_dir,
+        NETWORK,
+        "  - key: kubernetes.io/role/elb\n    value: '1'\n",
+        "  - key: kubernetes.io/role/elb\n    value: '1'\n  - key: karpenter.sh/discovery\n"
+        "    value: net\n",
+    )
+    failing(eksinf, stack_dir, "discovery-public-subnet", "Subnet aws-inference/public-a")
+
+
+def test_gpu_workload_without_toleration(eksinf, stack_dir):
+    edit(stack_dir, SMOKE_GPU, GPU_TOLERATION, "")
+    failing(
+        eksinf,
+        stack_dir,
+        "taint-gpu",
+        "nvidia.com/gpu=true:NoSchedule",
+        "Deployment inference/smoke-gpu spec.template.spec.tolerations",
+        "NodePool /quantized-gpu spec.template.spec.taints.0",
+    )
+
+
+def test_device_plugin_must_tolerate_every_gpu_pool(eksinf, stack_dir):
+    edit(
+        stack_dir,
+        DEVICE_PLUGIN,
+        "      - effect: NoSchedule\n        key: eksinf.dev/h200\n        operator: Exists\n",
+        "",
+    )
+    failing(
+        eksinf,
+        stack_dir,
+        "taint-gpu",
+        "eksinf.dev/h200=true:NoSchedule",
+        "DaemonSet gpu-operator/nvidia-device-plugin ",
+        "NodePool /h200 spec.template.spec.taints.1",
+    )
+
+
+def test_gpu_less_workload_tolerating_gpu_taint(eksinf, stack_dir):
+    edit(
+        stack_dir,
+        SMOKE_CPU,
+        "      nodeSelector:\n",
+        GPU_TOLERATION + "      nodeSelector:\n",
+    )
+    failing(
+        eksinf,
+        stack_dir,
+        "taint-gpu-less",
+        "Deployment inference/smoke-cpu spec.template.spec.tolerations",
+        "NodePool /quantized-gpu",
+    )
+
+
+def test_node_role_disagrees(eksinf, stack_dir):
+    edit(
+        stack_dir,
+        K_BINDINGS,
+        "  - source: nodeRoleName\n    unit: nodeclasses",
+        "  - source: clusterRoleName\n    unit: nodeclasses",
+    )
+    failing(
+        eksinf,
+        stack_dir,
+        "node-role",
+        "'inference-demo-cluster-role'",
+        "EC2NodeClass /general spec.role",
+        "Role aws-inference/node-role spec.name",
+    )
+
+
+def test_cluster_name_disagrees(eksinf, stack_dir):
+    edit(
+        stack_dir,
+        K_BINDINGS,
+        "  - source: clusterName\n    unit: karpenter-controller",
+        "  - source: networkName\n    unit: karpenter-controller",
+    )
+    failing(
+        eksinf,
+        stack_dir,
+        "cluster-name",
+        "CLUSTER_NAME is 'inference-demo-net'",
+        "Cluster aws-inference/cluster spec.name",
+    )
+
+
+def test_model_id_disagrees(eksinf, stack_dir):
+    edit(
+        stack_dir,
+        W_BINDINGS,
+        "  - source: modelId\n    unit: chat",
+        "  - source: stackName\n    unit: chat",
+    )
+    failing(eksinf, stack_dir, "model-id", "Deployment inference/chat", "Deployment inference/vllm")
+
+
+def test_vpc_cidr_disagrees(eksinf, stack_dir):
+    edit(
+        stack_dir,
+        N_BINDINGS,
+        "  - source: vpcCIDR\n    unit: network\n    kind: SecurityGroup",
+        "  - source: publicSubnetCIDRs.0\n    unit: network\n    kind: SecurityGroup",
+    )
+    failing(
+        eksinf,
+        stack_dir,
+        "vpc-cidr",
+        "10.42.0.0/20",
+        "SecurityGroup aws-inference/cluster-nodes spec.ingressRules.0.ipRanges.0.cidrIP",
+        "VPC aws-inference/vpc spec.cidrBlocks.0",
+    )
+
+
+def test_network_resource_without_stack_tag(eksinf, stack_dir):
+    edit(
+        stack_dir,
+        NETWORK,
+        "  connectivityType: public\n  tags:\n  - key: eksinf.dev/stack\n    value: confighubplaceholder\n",
+        "  connectivityType: public\n",
+    )
+    failing(eksinf, stack_dir, "stack-tag", "NATGateway aws-inference/nat")
+
+
+def test_accelerator_label_vs_family(eksinf, stack_dir):
+    edit(stack_dir, NODEPOOLS, "values: [g6, g5, g6e]", "values: [g6, g5, g6e, g4dn]")
+    failing(
+        eksinf,
+        stack_dir,
+        "accelerator-label",
+        "family g4dn carries t4",
+        "NodePool /quantized-gpu spec.template.spec.requirements.1.values",
+        "NodePool /quantized-gpu spec.template.spec.requirements.0.values",
+    )
+
+
+def test_static_accelerator_label_on_mixed_pool(eksinf, stack_dir):
+    edit(
+        stack_dir,
+        NODEPOOLS,
+        "        eksinf.dev/pool: quantized-gpu\n",
+        "        eksinf.dev/pool: quantized-gpu\n        eksinf.dev/accelerator: nvidia-l4\n",
+    )
+    failing(eksinf, stack_dir, "accelerator-label", "eksinf.dev/accelerator=nvidia-l4", "a10g")
+
+
+def test_h200_pool_with_on_demand(eksinf, stack_dir):
+    edit(stack_dir, NODEPOOLS, "values: [reserved]", "values: [reserved, on-demand]")
+    failing(eksinf, stack_dir, "reserved-capacity", "p5e/p5en", "NodePool /h200")
+
+
+def test_h200_pool_without_reservation_selector(eksinf, stack_dir):
+    edit(
+        stack_dir,
+        NODECLASSES,
+        "  capacityReservationSelectorTerms:\n    - tags:\n        eksinf.dev/stack: confighubplaceholder\n",
+        "",
+    )
+    failing(
+        eksinf,
+        stack_dir,
+        "reserved-capacity",
+        "capacityReservationSelectorTerms",
+        "EC2NodeClass /gpu",
+    )
+
+
+def test_model_cache_larger_than_root_volume(eksinf, stack_dir):
+    edit(stack_dir, PROFILE, "gpuRootVolumeSize: 200Gi", "gpuRootVolumeSize: 50Gi")
+    failing(
+        eksinf,
+        stack_dir,
+        "storage",
+        "needs 40Gi",
+        "Deployment inference/vllm",
+        "EC2NodeClass /gpu spec.blockDeviceMappings.0.ebs.volumeSize",
+    )
+
+
+def test_unconditioned_passrole_in_iam_policy(eksinf, stack_dir):
+    path = stack_dir / "iam/ack-controllers-policy.json"
+    policy = json.loads(path.read_text())
+    for statement in policy["Statement"]:
+        if statement["Action"] == "iam:PassRole":
+            del statement["Condition"]
+    path.write_text(json.dumps(policy))
+    failing(
+        eksinf, stack_dir, "passrole", "PassRolesToTheirServices", "iam/ack-controllers-policy.json"
+    )
+
+
+def test_unconditioned_passrole_in_inline_policy(eksinf, stack_dir):
+    edit(
+        stack_dir,
+        IDENTITY,
+        ',\n            "Condition": {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}}',
+        "",
+    )
+    failing(
+        eksinf,
+        stack_dir,
+        "passrole",
+        "PassNodeRoleToEC2",
+        "Role aws-inference/karpenter-controller",
+    )
