@@ -1,7 +1,7 @@
 """The Helm engine: an adapter over the in-process Helm SDK (helm-python-sdk).
 
 Everything else talks to `HelmEngine`, never to the SDK, because the SDK is alpha and needs a
-private call to pin the Kubernetes version (see docs/flattening.md).
+private call to pin the Kubernetes version (see docs/stack-format.md, "Engine").
 """
 
 from __future__ import annotations

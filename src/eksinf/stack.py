@@ -188,7 +188,7 @@ def load_stack(root: Path | None = None) -> Stack:
         first = errors[0]
         raise EksinfError(
             f"components.yaml: {_json_path(first)}: {first.message}",
-            hint="See docs/stack.md for the components.yaml format.",
+            hint="See docs/stack-format.md for the components.yaml format.",
             exit_code=CONTRACT,
         )
     lines = _component_lines(text)
