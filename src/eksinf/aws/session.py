@@ -19,6 +19,7 @@ from typing import Any
 import boto3
 import botocore.exceptions as bce
 from botocore.config import Config
+from botocore.parsers import ResponseParserError
 from botocore.signers import RequestSigner
 
 from ..errors import ENVIRONMENT, FAILURE, EksinfError
@@ -38,6 +39,8 @@ _CREDENTIAL_CODES = frozenset(
         "RequestExpired",
     }
 )
+# Everything a boto3 call can raise that is about AWS, not about our code.
+AWS_FAILURES = (bce.BotoCoreError, bce.ClientError, ResponseParserError)
 _LOGIN_HINT = (
     "Check the AWS identity: `aws sts get-caller-identity` (with --aws-profile if you use one); "
     "for SSO run `aws sso login`."
@@ -143,6 +146,8 @@ def translate(exc: Exception, what: str) -> EksinfError:
             )
         status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
         return EksinfError(f"{what}: {code or status}: {message.splitlines()[0][:200]}")
+    if isinstance(exc, ResponseParserError):
+        return EksinfError(f"{what}: the endpoint sent an unreadable answer ({str(exc)[:120]})")
     if isinstance(exc, bce.BotoCoreError):
         return EksinfError(f"{what}: {exc}", exit_code=ENVIRONMENT)
     return EksinfError(f"{what}: {exc}", exit_code=FAILURE)
@@ -159,7 +164,7 @@ def aws_errors(what: str) -> Iterator[None]:
     """Run AWS calls; any botocore failure leaves as an EksinfError saying what was attempted."""
     try:
         yield
-    except (bce.BotoCoreError, bce.ClientError) as exc:
+    except AWS_FAILURES as exc:
         raise translate(exc, what) from exc
 
 

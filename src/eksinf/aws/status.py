@@ -14,10 +14,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import botocore.exceptions as bce
-
 from .scope import StackScope
-from .session import AwsSession, aws_errors, error_code, paginate, tags_of, translate
+from .session import AWS_FAILURES, AwsSession, aws_errors, error_code, paginate, tags_of, translate
 
 BILLING_STATES = ("pending", "running")
 _GPU_FAMILY = re.compile(r"^(g|p)\d")  # g4dn, g5, g5g, g6, g6e, p4d, p5, p5e, p5en ...
@@ -162,7 +160,7 @@ def describe_cluster(session: AwsSession, name: str) -> dict | None:
     """The EKS cluster, or None when it does not exist (any other failure raises)."""
     try:
         return session.client("eks").describe_cluster(name=name)["cluster"]
-    except (bce.BotoCoreError, bce.ClientError) as exc:
+    except AWS_FAILURES as exc:
         if error_code(exc) == "ResourceNotFoundException":
             return None
         raise translate(exc, f"describing EKS cluster {name} (eks describe-cluster)") from exc

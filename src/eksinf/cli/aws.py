@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
+from ..aws import creds as creds_mod
 from ..aws import status as status_mod
+from ..aws.kube import KubeClient
 from ..aws.scope import StackScope
 from ..aws.session import AwsIdentity, AwsSession
 from ..errors import ENVIRONMENT, EksinfError
@@ -21,8 +25,23 @@ AWS_PROFILE_OPTION = typer.Option(
 )
 
 
+creds_app = typer.Typer(
+    help="AWS credentials for the ACK controllers (the Secret aws-creds on the mgmt cluster).",
+    no_args_is_help=True,
+)
+
+
+enroll_app = typer.Typer(
+    help="Check a bring-your-own EKS cluster against the contract and wire it to Argo CD. "
+    "Never creates or destroys a cluster.",
+    no_args_is_help=True,
+)
+
+
 def register(app: typer.Typer) -> None:
     app.command("status")(status_cmd)
+    app.add_typer(creds_app, name="creds")
+    app.add_typer(enroll_app, name="enroll")
 
 
 def stack_scope(ctx: typer.Context, region: str | None) -> StackScope:
@@ -71,3 +90,368 @@ def status_cmd(
     for line in status_mod.format_text(report):
         typer.echo(line)
     progress(f"prices: src/eksinf/data/prices.json (as of {report.prices_as_of})")
+
+
+# ---- creds -----------------------------------------------------------------------------------
+
+MGMT_KUBECONFIG_OPTION = typer.Option(
+    None,
+    "--kubeconfig",
+    help="Kubeconfig of the management (kind) cluster. "
+    "Default: .eksinf/clusters/mgmt.kubeconfig in the stack directory.",
+)
+USER_OPTION = typer.Option(None, "--user-name", help="IAM user name. Default: <stack>-ack.")
+YES_OPTION = typer.Option(False, "--yes", help="Carry out the change (without it: print the plan).")
+
+
+def mgmt_kube(ctx: typer.Context, kubeconfig: Path | None, session: AwsSession) -> KubeClient:
+    path = kubeconfig or state(ctx).stack().root / ".eksinf" / "clusters" / "mgmt.kubeconfig"
+    return KubeClient.from_kubeconfig(Path(path), session)
+
+
+def ack_namespace(ctx: typer.Context) -> str:
+    return state(ctx).stack().versions.get("ACK_NAMESPACE", "ack-system")
+
+
+def nothing_changed() -> None:
+    progress("nothing changed; re-run with --yes")
+
+
+@creds_app.command("status")
+def creds_status_cmd(
+    ctx: typer.Context,
+    kubeconfig: Path = MGMT_KUBECONFIG_OPTION,
+    aws_profile: str = AWS_PROFILE_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Show the controllers' credentials Secret (key id, temporary or not, expiry) and pods."""
+    scope = stack_scope(ctx, None)
+    session = aws_session(scope, aws_profile)
+    kube = mgmt_kube(ctx, kubeconfig, session)
+    namespace = ack_namespace(ctx)
+    info = creds_mod.read_secret(kube, namespace)
+    pods = kube.items(f"/api/v1/namespaces/{namespace}/pods")
+    body = {
+        "cluster": kube.server,
+        "namespace": namespace,
+        "secret": creds_mod.SECRET_NAME if info.present else None,
+        "present": info.present,
+        "accessKeyId": info.access_key_id,
+        "temporary": info.temporary,
+        "expiresAt": info.expires_at,
+        "expired": info.expired,
+        "source": info.source,
+        "pods": sorted(p["metadata"]["name"] for p in pods),
+    }
+    if json_out:
+        emit_json(body)
+        return
+    if not info.present:
+        typer.echo(f"secret {namespace}/{creds_mod.SECRET_NAME}: MISSING")
+        progress("write one with: eksinf creds use-existing (or creds create-user --yes)")
+        return
+    kind = "temporary session" if info.temporary else "long-lived access key"
+    typer.echo(f"secret {namespace}/{creds_mod.SECRET_NAME}: key {info.access_key_id} ({kind})")
+    if info.expires_at:
+        typer.echo(f"expires at {info.expires_at}" + (" (EXPIRED)" if info.expired else ""))
+        if info.expired:
+            warn("expired: run `aws sso login && eksinf creds refresh`")
+    typer.echo(f"source: {info.source or 'unknown'}")
+    typer.echo(f"pods in {namespace}: {', '.join(body['pods']) or 'none'}")
+
+
+def _write_own_credentials(
+    ctx: typer.Context, kubeconfig: Path | None, aws_profile: str | None, hint: str
+) -> None:
+    scope = stack_scope(ctx, None)
+    session = aws_session(scope, aws_profile)
+    try:
+        creds = creds_mod.existing_credentials(session)
+    except EksinfError as exc:
+        raise EksinfError(exc.message, hint=hint or exc.hint, exit_code=exc.exit_code) from exc
+    kube = mgmt_kube(ctx, kubeconfig, session)
+    kube.version()  # reachable before anything is written
+    caller = session.caller
+    typer.echo(f"account {caller.account}, identity {caller.arn}, key {creds['AccessKeyId']}")
+    if creds.get("SessionToken"):
+        typer.echo(f"temporary credentials; expire at {creds.get('Expiration', 'unknown')}")
+    restarted = creds_mod.write_secret(kube, ack_namespace(ctx), creds, f"caller/{caller.arn}")
+    _report_restart(restarted)
+
+
+def _report_restart(restarted: list[str]) -> None:
+    if restarted:
+        progress(f"restarted controllers: {', '.join(restarted)}")
+    else:
+        progress("no controllers deployed yet; they will read this Secret at startup")
+
+
+@creds_app.command("use-existing")
+def creds_use_existing_cmd(
+    ctx: typer.Context,
+    kubeconfig: Path = MGMT_KUBECONFIG_OPTION,
+    aws_profile: str = AWS_PROFILE_OPTION,
+) -> None:
+    """Hand your own AWS identity (never the account root) to the ACK controllers."""
+    _write_own_credentials(ctx, kubeconfig, aws_profile, "")
+
+
+@creds_app.command("refresh")
+def creds_refresh_cmd(
+    ctx: typer.Context,
+    kubeconfig: Path = MGMT_KUBECONFIG_OPTION,
+    aws_profile: str = AWS_PROFILE_OPTION,
+) -> None:
+    """Re-write the Secret from a renewed session (after `aws sso login`)."""
+    _write_own_credentials(
+        ctx, kubeconfig, aws_profile, "Has your SSO session expired? Try: aws sso login"
+    )
+    progress("reconciliation resumes as the controllers come back up")
+
+
+@creds_app.command("create-user")
+def creds_create_user_cmd(
+    ctx: typer.Context,
+    user_name: str = USER_OPTION,
+    kubeconfig: Path = MGMT_KUBECONFIG_OPTION,
+    aws_profile: str = AWS_PROFILE_OPTION,
+    yes: bool = YES_OPTION,
+) -> None:
+    """Create (or reuse) a dedicated IAM user with the scoped policy and hand its key to ACK."""
+    scope = stack_scope(ctx, None)
+    policy = creds_mod.load_policy(state(ctx).stack().root)
+    name = user_name or creds_mod.default_user_name(scope)
+    session = aws_session(scope, aws_profile)
+    creds_mod.refuse_root(session)
+    typer.echo(f"account {session.caller.account}, caller {session.caller.arn}")
+    typer.echo(
+        f"plan: IAM user {name} (tag {scope.tag_key}={scope.stack}), inline policy "
+        f"{creds_mod.INLINE_POLICY} from {policy.path.name}, a new access key (rotating only the "
+        f"one eksinf created), Secret {ack_namespace(ctx)}/{creds_mod.SECRET_NAME}"
+    )
+    if not yes:
+        nothing_changed()
+        return
+    kube = mgmt_kube(ctx, kubeconfig, session)
+    kube.version()  # the Secret can be written: checked before a key is minted
+    made = creds_mod.create_user(session, scope, policy, name)
+    if made.rotated:
+        progress(f"deleted the previous eksinf key {', '.join(made.rotated)}")
+    progress(f"new key {made.access_key_id} accepted by IAM after {made.probe_attempts} probe(s)")
+    restarted = creds_mod.write_secret(kube, ack_namespace(ctx), made.creds, f"iam-user/{name}")
+    _report_restart(restarted)
+    typer.echo(f"user {made.arn} key {made.access_key_id} written to the controllers")
+    progress(f"remove later with: eksinf creds delete-user --user-name {name} --yes")
+
+
+@creds_app.command("delete-user")
+def creds_delete_user_cmd(
+    ctx: typer.Context,
+    user_name: str = USER_OPTION,
+    kubeconfig: Path = MGMT_KUBECONFIG_OPTION,
+    aws_profile: str = AWS_PROFILE_OPTION,
+    yes: bool = YES_OPTION,
+) -> None:
+    """Delete the dedicated IAM user, its keys and policy, and its Secret if it is the user's."""
+    scope = stack_scope(ctx, None)
+    name = user_name or creds_mod.default_user_name(scope)
+    session = aws_session(scope, aws_profile)
+    found = creds_mod.user_exists(session, name)
+    if found is None:
+        raise EksinfError(f"no IAM user named {name}", hint="Nothing to delete.", exit_code=1)
+    typer.echo(f"plan: delete IAM user {found['arn']}, keys {', '.join(found['keys']) or 'none'}")
+    if not yes:
+        warn("the ACK controllers lose AWS access if they use this user's key")
+        nothing_changed()
+        return
+    gone = creds_mod.delete_user(session, scope, name)
+    typer.echo(
+        f"deleted IAM user {gone.user} (keys: {', '.join(gone.keys) or 'none'}; "
+        f"policies: {', '.join(gone.policies) or 'none'})"
+    )
+    try:
+        kube = mgmt_kube(ctx, kubeconfig, session)
+        info = creds_mod.read_secret(kube, ack_namespace(ctx))
+    except EksinfError as exc:
+        warn(f"could not check the controllers' Secret: {exc.message}")
+        return
+    if info.present and info.source == f"iam-user/{name}":
+        kube.delete(f"/api/v1/namespaces/{ack_namespace(ctx)}/secrets/{creds_mod.SECRET_NAME}")
+        progress(f"deleted Secret {ack_namespace(ctx)}/{creds_mod.SECRET_NAME}")
+
+
+@creds_app.command("show-policy")
+def creds_show_policy_cmd(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
+    """Print the scoped IAM policy create-user attaches (linted first)."""
+    policy = creds_mod.load_policy(state(ctx).stack().root)
+    if json_out:
+        emit_json({"path": str(policy.path), "policy": policy.doc, "problems": []})
+    else:
+        typer.echo(policy.text.rstrip("\n"))
+
+
+# ---- enroll ----------------------------------------------------------------------------------
+
+ARGOCD_NS_OPTION = typer.Option("argocd", "--argocd-namespace", help="Argo CD's namespace.")
+
+
+def _print_checks(report) -> None:
+    marks = {"pass": "ok  ", "fail": "FAIL", "warn": "warn", "unknown": "????", "skipped": "skip"}
+    for check in report.checks:
+        progress(f"{marks[check.status]} {check.name}: {check.detail}  [{check.call}]")
+
+
+@enroll_app.command("cluster")
+def enroll_cluster_cmd(
+    ctx: typer.Context,
+    name: str = typer.Option(..., "--name", help="Target name (also the apps space prefix)."),
+    eks_cluster: str = typer.Option(
+        None, "--eks-cluster", help="EKS cluster name. Default: the profile's clusterName."
+    ),
+    region: str = REGION_OPTION,
+    kubeconfig: Path = typer.Option(
+        None,
+        "--kubeconfig",
+        help="Use this kubeconfig for the cluster instead of writing one from eks describe-cluster.",
+    ),
+    grant_access: bool = typer.Option(
+        False, "--grant-access", help="Create the missing access entry for the caller (admin)."
+    ),
+    oci_registry: str = typer.Option(
+        None, "--oci-registry", help="Registry Argo CD pulls releases from. Default: REGISTRY."
+    ),
+    argocd_namespace: str = ARGOCD_NS_OPTION,
+    aws_profile: str = AWS_PROFILE_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Check the cluster contract; when it holds, wire the cluster (idempotent)."""
+    import os
+
+    import yaml
+
+    from ..aws import contract, enroll
+    from ..aws.kube import eks_kubeconfig, read_kubeconfig, write_kubeconfig
+
+    stack = state(ctx).stack()
+    scope = contract.with_cluster(stack_scope(ctx, region), eks_cluster, region)
+    session = aws_session(scope, aws_profile)
+    needs = contract.stack_needs(stack.configs_dir)
+    generated = None
+    if kubeconfig is not None:
+        kube = KubeClient.from_kubeconfig(kubeconfig, session)
+    else:
+        found = status_mod.describe_cluster(session, scope.cluster)
+        kube = None
+        if found is not None and found.get("endpoint"):
+            generated = eks_kubeconfig(
+                name,
+                found["endpoint"],
+                found.get("certificateAuthority", {}).get("data", ""),
+                scope.cluster,
+                session.identity,
+            )
+    clusters_dir = stack.root / ".eksinf" / "clusters"
+    target_kubeconfig = clusters_dir / f"{name}.kubeconfig"
+    if generated is not None:
+        write_kubeconfig(target_kubeconfig, generated)
+        kube = KubeClient.from_kubeconfig(target_kubeconfig, session)
+    report = contract.check_cluster(
+        session, scope, needs, kube, grant=grant_access, argocd_namespace=argocd_namespace
+    )
+    body = report.as_json()
+    lines = contract.missing_lines(report)
+    if not json_out:
+        _print_checks(report)
+    for check in report.warnings:
+        warn(f"{check.name}: {check.detail}" + (f" (fix: {check.fix})" if check.fix else ""))
+    if lines:
+        if json_out:
+            emit_json({**body, "wiring": None})
+        else:
+            for line in lines:
+                typer.echo(line)
+        raise EksinfError(
+            f"cluster {scope.cluster} does not meet the contract "
+            f"({len(report.violations)} element(s) missing); nothing was wired",
+            hint="Apply the fixes above and re-run; see docs/contract.md.",
+            exit_code=3,
+        )
+    registry = oci_registry or stack.versions.get("REGISTRY", "")
+    docs = [enroll.root_application(name, registry, argocd_namespace)]
+    skipped = []
+    user, password = os.environ.get("EKSINF_OCI_USERNAME"), os.environ.get("EKSINF_OCI_PASSWORD")
+    if user and password:
+        docs.insert(0, enroll.repo_creds_secret(name, registry, user, password, argocd_namespace))
+    else:
+        skipped.append(
+            "repo-creds Secret (EKSINF_OCI_USERNAME/EKSINF_OCI_PASSWORD not set: "
+            "the registry must allow anonymous pulls)"
+        )
+    if kubeconfig is not None and kubeconfig.resolve() != target_kubeconfig.resolve():
+        write_kubeconfig(target_kubeconfig, yaml.safe_load(kubeconfig.read_text()))
+    applied = enroll.apply_wiring(kube, docs)
+    server = kube.server if kube else read_kubeconfig(target_kubeconfig).server
+    target_file = stack.root / ".eksinf" / "targets" / f"{name}.json"
+    enroll.write_json(
+        target_file,
+        enroll.target_record(
+            name, scope.cluster, scope.region, server, target_kubeconfig, registry
+        ),
+    )
+    wiring = {
+        "kubeconfig": str(target_kubeconfig),
+        "target": str(target_file),
+        "targetStore": "json-file (no hub module yet)",
+        "applied": applied,
+        "skipped": skipped,
+    }
+    if json_out:
+        emit_json({**body, "wiring": wiring})
+        return
+    for item in skipped:
+        warn(f"skipped {item}")
+    typer.echo(f"cluster {scope.cluster} meets the contract; enrolled as {name}")
+    typer.echo(f"kubeconfig: {target_kubeconfig}")
+    typer.echo(f"target record: {target_file} (no hub module yet: a JSON file)")
+    for item in applied:
+        typer.echo(f"applied {item}")
+
+
+@enroll_app.command("remove")
+def enroll_remove_cmd(
+    ctx: typer.Context,
+    name: str = typer.Option(..., "--name", help="The enrolled target name."),
+    kubeconfig: Path = typer.Option(
+        None, "--kubeconfig", help="Default: .eksinf/clusters/<name>.kubeconfig."
+    ),
+    argocd_namespace: str = ARGOCD_NS_OPTION,
+    aws_profile: str = AWS_PROFILE_OPTION,
+    yes: bool = YES_OPTION,
+) -> None:
+    """Detach a cluster: remove the root app (orphaning workloads) and the target record."""
+    from ..aws import enroll
+
+    stack = state(ctx).stack()
+    path = kubeconfig or stack.root / ".eksinf" / "clusters" / f"{name}.kubeconfig"
+    target_file = stack.root / ".eksinf" / "targets" / f"{name}.json"
+    typer.echo(
+        f"plan: delete Application {argocd_namespace}/{enroll.apps_space(name)} without "
+        f"cascading (workloads and child apps stay), its repo-creds Secret, and {target_file}. "
+        "The cluster, Argo CD and any access entry are left alone."
+    )
+    if not yes:
+        nothing_changed()
+        return
+    scope = stack_scope(ctx, None)
+    session = aws_session(scope, aws_profile)
+    try:
+        kube = KubeClient.from_kubeconfig(Path(path), session)
+        kube.version()
+    except EksinfError as exc:
+        warn(f"cluster not reachable, in-cluster wiring left in place: {exc.message}")
+    else:
+        for item in enroll.detach(kube, name, argocd_namespace):
+            typer.echo(f"removed {item}")
+    if target_file.exists():
+        target_file.unlink()
+        typer.echo(f"removed {target_file}")

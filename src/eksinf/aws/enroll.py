@@ -1,0 +1,231 @@
+"""Wiring an enrolled cluster: kubeconfig, target record, Argo CD repo credentials, root app.
+
+The manifests are built by pure functions and applied through the one thin client (`kube.py`);
+applying is server-side apply, so re-running enroll converges instead of failing. There is no
+hub module yet, so the target is recorded as a JSON file under `.eksinf/targets/`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from ..errors import CONTRACT, EksinfError
+from .kube import KubeClient, object_path, resource_path
+
+ROOT_FINALIZER = "resources-finalizer.argocd.argoproj.io"
+IN_CLUSTER = "https://kubernetes.default.svc"
+REPO_CREDS_LABEL = "argocd.argoproj.io/secret-type"
+
+
+def apps_space(name: str) -> str:
+    return f"{name}-argo-apps"
+
+
+def repo_creds_name(name: str) -> str:
+    return f"eksinf-oci-{name}"
+
+
+def root_application(name: str, registry: str, namespace: str) -> dict[str, Any]:
+    """The app-of-apps: pulls the apps space's release (OCI) and self-heals; never prunes."""
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Application",
+        "metadata": {
+            "name": apps_space(name),
+            "namespace": namespace,
+            "finalizers": [ROOT_FINALIZER],
+            "labels": {"app.kubernetes.io/managed-by": "eksinf"},
+        },
+        "spec": {
+            "project": "default",
+            "source": {
+                "repoURL": f"oci://{registry}/{apps_space(name)}",
+                "targetRevision": "latest",
+                "path": ".",
+            },
+            "destination": {"server": IN_CLUSTER, "namespace": namespace},
+            "syncPolicy": {
+                "automated": {"selfHeal": True, "prune": False},
+                "syncOptions": [
+                    "ServerSideApply=true",
+                    "RespectIgnoreDifferences=true",
+                    "CreateNamespace=false",
+                ],
+            },
+        },
+    }
+
+
+def repo_creds_secret(
+    name: str, registry: str, username: str, password: str, namespace: str
+) -> dict[str, Any]:
+    """Argo CD repo-creds for the OCI registry (without it Argo gets a 401 and looks Healthy)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": {
+            "name": repo_creds_name(name),
+            "namespace": namespace,
+            "labels": {REPO_CREDS_LABEL: "repo-creds", "app.kubernetes.io/managed-by": "eksinf"},
+        },
+        "stringData": {
+            "type": "oci",
+            "url": f"oci://{registry}",
+            "username": username,
+            "password": password,
+        },
+    }
+
+
+# The fields of argoproj.io/v1alpha1 Application that eksinf writes, closed to typos.
+_STR = {"type": "string"}
+APPLICATION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "additionalProperties": False,
+    "properties": {
+        "apiVersion": {"const": "argoproj.io/v1alpha1"},
+        "kind": {"const": "Application"},
+        "metadata": {
+            "type": "object",
+            "required": ["name", "namespace"],
+            "properties": {
+                "name": {"type": "string", "pattern": "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"},
+                "namespace": _STR,
+                "finalizers": {"type": "array", "items": _STR},
+                "labels": {"type": "object", "additionalProperties": _STR},
+                "annotations": {"type": "object", "additionalProperties": _STR},
+            },
+            "additionalProperties": False,
+        },
+        "spec": {
+            "type": "object",
+            "required": ["project", "destination"],
+            "additionalProperties": False,
+            "properties": {
+                "project": _STR,
+                "source": {
+                    "type": "object",
+                    "required": ["repoURL"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "repoURL": _STR,
+                        "targetRevision": _STR,
+                        "path": _STR,
+                        "chart": _STR,
+                        "ref": _STR,
+                        "name": _STR,
+                        "directory": {"type": "object"},
+                        "helm": {"type": "object"},
+                        "kustomize": {"type": "object"},
+                        "plugin": {"type": "object"},
+                    },
+                },
+                "destination": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {"server": _STR, "name": _STR, "namespace": _STR},
+                },
+                "syncPolicy": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "automated": {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "properties": {
+                                "prune": {"type": "boolean"},
+                                "selfHeal": {"type": "boolean"},
+                                "allowEmpty": {"type": "boolean"},
+                                "enabled": {"type": "boolean"},
+                            },
+                        },
+                        "syncOptions": {"type": "array", "items": _STR},
+                        "retry": {"type": "object"},
+                        "managedNamespaceMetadata": {"type": "object"},
+                    },
+                },
+                "ignoreDifferences": {"type": "array", "items": {"type": "object"}},
+                "revisionHistoryLimit": {"type": "integer"},
+                "info": {"type": "array"},
+            },
+        },
+    },
+}
+
+
+def check_application(doc: dict[str, Any]) -> None:
+    errors = sorted(
+        jsonschema.Draft202012Validator(APPLICATION_SCHEMA).iter_errors(doc),
+        key=lambda e: list(map(str, e.absolute_path)),
+    )
+    if errors:
+        where = ".".join(map(str, errors[0].absolute_path)) or "(top level)"
+        raise EksinfError(
+            f"Application {doc.get('metadata', {}).get('name')}: {where}: {errors[0].message}",
+            exit_code=CONTRACT,
+        )
+
+
+def target_record(
+    name: str, cluster: str, region: str, server: str, kubeconfig: Path, registry: str
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "eksCluster": cluster,
+        "region": region,
+        "server": server,
+        "kubeconfig": str(kubeconfig),
+        "appsSpace": apps_space(name),
+        "registry": registry,
+        "provider": "OCI",
+    }
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+@dataclass(frozen=True)
+class WiringResult:
+    kubeconfig: Path
+    target_file: Path
+    applied: tuple[str, ...]
+    skipped: tuple[str, ...]
+
+
+def apply_wiring(kube: KubeClient, docs: list[dict[str, Any]]) -> list[str]:
+    applied = []
+    for doc in docs:
+        if doc["kind"] == "Application":
+            check_application(doc)
+        kube.apply(doc)
+        applied.append(f"{doc['kind']} {doc['metadata']['namespace']}/{doc['metadata']['name']}")
+    return applied
+
+
+def detach(kube: KubeClient, name: str, namespace: str) -> list[str]:
+    """Remove the root app without touching workloads: drop its finalizer, delete orphaning."""
+    done = []
+    app = root_application(name, "-", namespace)
+    path = object_path(app)
+    if kube.get(path) is not None:
+        kube.patch(path, {"metadata": {"finalizers": None}})
+        kube.delete(path, propagation="Orphan")
+        done.append(f"Application {namespace}/{apps_space(name)} (orphaning its children)")
+    secret = resource_path("v1", "Secret", namespace, repo_creds_name(name))
+    if kube.delete(secret):
+        done.append(f"Secret {namespace}/{repo_creds_name(name)}")
+    return done

@@ -1,0 +1,281 @@
+"""The one thin Kubernetes client: a few REST calls over `requests`, nothing more.
+
+Manifests are produced elsewhere by pure functions; this layer only gets, applies (server-side
+apply PATCH), merge-patches, lists and deletes them. An EKS kubeconfig whose user runs
+`aws eks get-token` is served with a token signed by the command's own `AwsSession`, so kube
+calls act as the same identity as the AWS calls (DESIGN §1 principle 6).
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import requests
+import yaml
+
+from ..errors import ENVIRONMENT, FAILURE, EksinfError
+
+FIELD_MANAGER = "eksinf"
+_CORE_KINDS = {"Namespace", "Secret", "ConfigMap", "Pod", "ServiceAccount", "Service"}
+_CLUSTER_SCOPED = {"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"}
+
+
+class KubeError(EksinfError):
+    """A Kubernetes API failure, with the HTTP status when the server answered."""
+
+    def __init__(self, message: str, status: int | None, hint: str = "", exit_code: int = FAILURE):
+        super().__init__(message, hint=hint, exit_code=exit_code)
+        self.status = status
+
+
+def plural(kind: str) -> str:
+    low = kind.lower()
+    if low.endswith("s"):
+        return low + "es"
+    if low.endswith("y"):
+        return low[:-1] + "ies"
+    return low + "s"
+
+
+def resource_path(
+    api_version: str, kind: str, namespace: str | None = None, name: str | None = None
+) -> str:
+    """REST path of a kind (collection) or one object: /api/v1/... or /apis/<group>/<v>/..."""
+    base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+    path = base
+    if namespace and kind not in _CLUSTER_SCOPED:
+        path += f"/namespaces/{namespace}"
+    path += f"/{plural(kind)}"
+    if name:
+        path += f"/{name}"
+    return path
+
+
+def object_path(doc: dict[str, Any]) -> str:
+    meta = doc.get("metadata", {})
+    return resource_path(doc["apiVersion"], doc["kind"], meta.get("namespace"), meta.get("name"))
+
+
+@dataclass(frozen=True)
+class KubeAuth:
+    server: str
+    token: str | None = None
+    ca_file: str | None = None
+    cert: tuple[str, str] | None = None
+    insecure: bool = False
+    eks_cluster: str | None = None  # set when the kubeconfig's user execs `aws eks get-token`
+
+
+def _temp_file(data: bytes) -> str:
+    fd, name = tempfile.mkstemp(prefix="eksinf-kube-")
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    atexit.register(lambda: os.path.exists(name) and os.unlink(name))
+    return name
+
+
+def _material(entry: dict[str, Any], key: str, base: Path) -> str | None:
+    """A cert/key given inline (`<key>-data`, base64) or as a path, as a file path."""
+    if entry.get(f"{key}-data"):
+        return _temp_file(base64.b64decode(entry[f"{key}-data"]))
+    if entry.get(key):
+        return str((base / entry[key]).resolve())
+    return None
+
+
+def _exec_cluster(exec_spec: dict[str, Any]) -> str | None:
+    args = [str(a) for a in exec_spec.get("args") or []]
+    if "get-token" not in args:
+        return None
+    for flag in ("--cluster-name", "--cluster-id", "-i"):
+        if flag in args and args.index(flag) + 1 < len(args):
+            return args[args.index(flag) + 1]
+    return None
+
+
+def read_kubeconfig(path: Path) -> KubeAuth:
+    """Parse the current context of a kubeconfig into what the client needs."""
+    if not path.is_file():
+        raise EksinfError(
+            f"no kubeconfig at {path}",
+            hint="Pass --kubeconfig, or enroll the cluster first.",
+            exit_code=ENVIRONMENT,
+        )
+    try:
+        config = yaml.safe_load(path.read_text()) or {}
+        ctx_name = config.get("current-context")
+        contexts = {c["name"]: c["context"] for c in config.get("contexts") or []}
+        context = contexts[ctx_name] if ctx_name else next(iter(contexts.values()))
+        cluster = {c["name"]: c["cluster"] for c in config["clusters"]}[context["cluster"]]
+        user = {u["name"]: u.get("user") or {} for u in config.get("users") or []}.get(
+            context.get("user"), {}
+        )
+    except (yaml.YAMLError, KeyError, TypeError, StopIteration) as exc:
+        raise EksinfError(
+            f"{path}: not a usable kubeconfig ({type(exc).__name__}: {exc})",
+            hint="It needs current-context, and that context's cluster and user.",
+            exit_code=ENVIRONMENT,
+        ) from exc
+    cert = _material(user, "client-certificate", path.parent)
+    key = _material(user, "client-key", path.parent)
+    return KubeAuth(
+        server=str(cluster["server"]).rstrip("/"),
+        token=user.get("token"),
+        ca_file=_material(cluster, "certificate-authority", path.parent),
+        cert=(cert, key) if cert and key else None,
+        insecure=bool(cluster.get("insecure-skip-tls-verify")),
+        eks_cluster=_exec_cluster(user.get("exec") or {}),
+    )
+
+
+class KubeClient:
+    def __init__(self, auth: KubeAuth, token: str | None = None, timeout: float = 10.0) -> None:
+        self.auth = auth
+        self.server = auth.server
+        self._timeout = timeout
+        self._http = requests.Session()
+        bearer = token or auth.token
+        if bearer:
+            self._http.headers["Authorization"] = f"Bearer {bearer}"
+        if auth.cert:
+            self._http.cert = auth.cert
+        self._http.verify = False if auth.insecure else (auth.ca_file or True)
+
+    @classmethod
+    def from_kubeconfig(cls, path: Path, session: Any = None) -> KubeClient:
+        auth = read_kubeconfig(path)
+        token = None
+        if auth.eks_cluster and session is not None:
+            token = session.eks_token(auth.eks_cluster)
+        return cls(auth, token=token)
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> requests.Response:
+        url = f"{self.server}{path}"
+        try:
+            resp = self._http.request(method, url, timeout=self._timeout, **kwargs)
+        except requests.RequestException as exc:
+            raise KubeError(
+                f"cluster {self.server} unreachable ({type(exc).__name__})",
+                None,
+                hint="Unreachable is not empty: nothing was read or changed on the cluster.",
+                exit_code=ENVIRONMENT,
+            ) from exc
+        if resp.status_code in (401, 403):
+            raise KubeError(
+                f"cluster {self.server} refused {method} {path}: HTTP {resp.status_code}",
+                resp.status_code,
+                hint="The identity in use has no access to this cluster (see `eksinf enroll`).",
+                exit_code=ENVIRONMENT,
+            )
+        return resp
+
+    def _raise(self, resp: requests.Response, what: str) -> None:
+        try:
+            detail = resp.json().get("message", resp.text)
+        except ValueError:
+            detail = resp.text
+        raise KubeError(f"{what}: HTTP {resp.status_code}: {detail[:300]}", resp.status_code)
+
+    def version(self) -> dict[str, Any]:
+        resp = self._call("GET", "/version")
+        if resp.status_code != 200:
+            self._raise(resp, "reading the cluster version")
+        return resp.json()
+
+    def get(self, path: str) -> dict[str, Any] | None:
+        """The object (or list) at `path`; None when the API says 404."""
+        resp = self._call("GET", path)
+        if resp.status_code == 404:
+            return None
+        if resp.status_code != 200:
+            self._raise(resp, f"GET {path}")
+        return resp.json()
+
+    def items(self, path: str) -> list[dict[str, Any]]:
+        found = self.get(path)
+        return [] if found is None else list(found.get("items") or [])
+
+    def apply(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """Server-side apply: create or update to exactly these fields, owned by eksinf."""
+        path = object_path(doc)
+        resp = self._call(
+            "PATCH",
+            path,
+            params={"fieldManager": FIELD_MANAGER, "force": "true"},
+            data=yaml.safe_dump(doc, sort_keys=True),
+            headers={"Content-Type": "application/apply-patch+yaml"},
+        )
+        if resp.status_code not in (200, 201):
+            self._raise(resp, f"applying {doc['kind']} {doc['metadata'].get('name')}")
+        return resp.json()
+
+    def patch(self, path: str, body: dict[str, Any]) -> dict[str, Any] | None:
+        """JSON merge patch; None when the object does not exist."""
+        resp = self._call(
+            "PATCH", path, json=body, headers={"Content-Type": "application/merge-patch+json"}
+        )
+        if resp.status_code == 404:
+            return None
+        if resp.status_code != 200:
+            self._raise(resp, f"patching {path}")
+        return resp.json()
+
+    def delete(self, path: str, propagation: str | None = None) -> bool:
+        """Delete; False when it was already gone. `propagation="Orphan"` keeps dependents."""
+        body = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if propagation:
+            body["propagationPolicy"] = propagation
+        resp = self._call("DELETE", path, json=body)
+        if resp.status_code == 404:
+            return False
+        if resp.status_code not in (200, 202):
+            self._raise(resp, f"deleting {path}")
+        return True
+
+
+def eks_kubeconfig(
+    name: str, endpoint: str, ca_data: str, cluster: str, identity: Any
+) -> dict[str, Any]:
+    """A kubeconfig for an EKS cluster whose exec plugin pins this command's AWS identity."""
+    args = ["eks", "get-token", "--cluster-name", cluster, "--region", identity.region]
+    if identity.profile:
+        args += ["--profile", identity.profile]
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": name,
+        "clusters": [
+            {"name": name, "cluster": {"server": endpoint, "certificate-authority-data": ca_data}}
+        ],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+        "users": [
+            {
+                "name": name,
+                "user": {
+                    "exec": {
+                        "apiVersion": "client.authentication.k8s.io/v1beta1",
+                        "command": "aws",
+                        "args": args,
+                        "env": identity.exec_env(),
+                        "interactiveMode": "Never",
+                    }
+                },
+            }
+        ],
+    }
+
+
+def write_kubeconfig(path: Path, config: dict[str, Any]) -> None:
+    """Write atomically (temp + rename) with mode 0600: it names credentials."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(yaml.safe_dump(config, sort_keys=True))
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)

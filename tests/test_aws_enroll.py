@@ -1,0 +1,229 @@
+"""`eksinf enroll` against moto, with two documented stand-ins (see tests/aws_stubs.py):
+EKS add-ons, access entries and Pod Identity associations come from `EksExtrasFake` (moto
+lacks them), and the cluster's Kubernetes API is `FakeKubeApi`. The public EKS AMI SSM
+parameter, which AWS owns and moto refuses to let a caller write, is seeded into moto's own
+SSM backend; the lookup itself still goes over HTTP through the session factory.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import kubernetes_validate
+import pytest
+from aws_stubs import EksExtrasFake, FakeKubeApi
+
+from eksinf.aws import contract, enroll
+from eksinf.aws.scope import StackScope
+from eksinf.aws.session import AwsIdentity, AwsSession
+from eksinf.profile import STACK_TAG_KEY, load_profile
+from eksinf.stack import load_stack
+
+ACCOUNT = "123456789012"
+CALLER = "arn:aws:sts::123456789012:user/moto"  # moto's caller identity
+ARGOCD = "/apis/apps/v1/namespaces/argocd/deployments/argocd-server"
+
+
+@pytest.fixture
+def scope(stack_dir) -> StackScope:
+    return StackScope.from_profile(load_profile(load_stack(stack_dir)), STACK_TAG_KEY)
+
+
+def seed_ami(scope: StackScope, version: str) -> None:
+    from moto.ssm.models import Parameter, ssm_backends
+
+    name, _ = contract.ami_parameter(scope.gpu_ami_alias, version)
+    ssm_backends[ACCOUNT][scope.region]._parameters[name].append(
+        Parameter(
+            account_id=ACCOUNT,
+            name=name,
+            value="ami-0gpu",
+            parameter_type="String",
+            description=None,
+            allowed_pattern=None,
+            keyid=None,
+            last_modified_date=dt.datetime.now(dt.UTC),
+            version=1,
+            data_type="text",
+        )
+    )
+
+
+def seed_cluster(scope: StackScope, tagged: bool = True) -> None:
+    session = AwsSession(AwsIdentity.resolve(scope.region))
+    ec2, iam, eks = session.client("ec2"), session.client("iam"), session.client("eks")
+    vpc = ec2.create_vpc(CidrBlock="10.42.0.0/16")["Vpc"]["VpcId"]
+    tags = [{"Key": "karpenter.sh/discovery", "Value": scope.network}] if tagged else []
+    spec = [{"ResourceType": "subnet", "Tags": tags}] if tags else []
+    subnets = [
+        ec2.create_subnet(VpcId=vpc, CidrBlock=cidr, AvailabilityZone=zone, TagSpecifications=spec)[
+            "Subnet"
+        ]["SubnetId"]
+        for cidr, zone in [("10.42.64.0/20", "us-west-2a"), ("10.42.80.0/20", "us-west-2b")]
+    ]
+    sg_spec = [{"ResourceType": "security-group", "Tags": tags}] if tags else []
+    ec2.create_security_group(
+        GroupName="cluster-sg", Description="d", VpcId=vpc, TagSpecifications=sg_spec
+    )
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "ec2.amazonaws.com"},
+                "Action": "sts:AssumeRole",
+            }
+        ],
+    }
+    iam.create_role(RoleName=scope.node_role, AssumeRolePolicyDocument=json.dumps(trust))
+    eks.create_cluster(
+        name=scope.cluster,
+        version="1.33",
+        roleArn=f"arn:aws:iam::{ACCOUNT}:role/cluster",
+        resourcesVpcConfig={"subnetIds": subnets},
+    )
+    seed_ami(scope, "1.33")
+
+
+@pytest.fixture
+def kube(tmp_path):
+    with FakeKubeApi(token="t0k") as api:
+        api.put(
+            ARGOCD,
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "argocd-server", "namespace": "argocd"},
+                "spec": {
+                    "template": {
+                        "spec": {"containers": [{"image": "quay.io/argoproj/argocd:v3.4.5"}]}
+                    }
+                },
+            },
+        )
+        api.config = api.kubeconfig(tmp_path / "given.kubeconfig")
+        yield api
+
+
+def conforming_extras(scope: StackScope, monkeypatch) -> EksExtrasFake:
+    fake = EksExtrasFake(
+        addons={scope.cluster: {"eks-pod-identity-agent": "ACTIVE"}},
+        access_entries={scope.cluster: [CALLER]},
+        associations={scope.cluster: [{"namespace": "kube-system", "serviceAccount": "karpenter"}]},
+    )
+    return fake.install(monkeypatch)
+
+
+def test_cluster_missing_three_elements_prints_exactly_three_lines(
+    eksinf, stack_dir, scope, kube, monkeypatch, aws_env
+):
+    seed_cluster(scope, tagged=False)
+    EksExtrasFake(
+        associations={scope.cluster: [{"namespace": "kube-system", "serviceAccount": "karpenter"}]}
+    ).install(monkeypatch)
+    result = eksinf(
+        "enroll", "cluster", "--name", "prod", "--kubeconfig", str(kube.config), cwd=stack_dir
+    )
+    assert result.code == 3, result.err
+    missing = [ln for ln in result.out.splitlines() if ln.startswith("cluster is missing")]
+    assert len(missing) == 3, result.out
+    assert "an access entry for " + CALLER in missing[0]
+    assert "eks-pod-identity-agent add-on" in missing[1]
+    assert f"karpenter.sh/discovery={scope.network} tag" in missing[2]
+    fixes = [ln for ln in result.out.splitlines() if ln.startswith("  fix: ")]
+    assert len(fixes) == 3
+    assert "--grant-access" in fixes[0] and "aws eks create-addon" in fixes[1]
+    assert "401" in result.out  # the access-entry line explains the 401
+    assert not [m for m, _ in kube.log if m != "GET"]  # nothing was wired
+    assert not (stack_dir / ".eksinf" / "targets" / "prod.json").exists()
+
+
+def test_conforming_cluster_passes_and_is_wired_idempotently(
+    eksinf, stack_dir, scope, kube, monkeypatch, aws_env
+):
+    seed_cluster(scope)
+    conforming_extras(scope, monkeypatch)
+    args = ("enroll", "cluster", "--name", "prod", "--kubeconfig", str(kube.config), "--json")
+    first = eksinf(*args, cwd=stack_dir)
+    assert first.code == 0, first.err
+    report = json.loads(first.out)
+    assert report["conforms"] and report["violations"] == []
+    statuses = {c["name"]: c["status"] for c in report["checks"]}
+    assert statuses["gpu-ami"] == "pass" and statuses["discovery-tags"] == "pass"
+    assert statuses["capacity-reservation"] in ("warn", "unknown")  # advisory only
+    app_path = "/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/prod-argo-apps"
+    app = kube.objects[app_path]
+    assert app["spec"]["source"]["repoURL"].endswith("/prod-argo-apps")
+    target = json.loads((stack_dir / ".eksinf" / "targets" / "prod.json").read_text())
+    assert target["server"] == kube.url and target["eksCluster"] == scope.cluster
+    kubeconfig = stack_dir / ".eksinf" / "clusters" / "prod.kubeconfig"
+    assert kubeconfig.stat().st_mode & 0o077 == 0
+    before = (kubeconfig.read_bytes(), json.dumps(kube.objects, sort_keys=True))
+    second = eksinf(*args, cwd=stack_dir)
+    assert second.code == 0, second.err
+    assert (kubeconfig.read_bytes(), json.dumps(kube.objects, sort_keys=True)) == before
+
+
+def test_grant_access_creates_the_entry(eksinf, stack_dir, scope, kube, monkeypatch, aws_env):
+    seed_cluster(scope)
+    fake = conforming_extras(scope, monkeypatch)
+    fake.access_entries[scope.cluster] = []
+    result = eksinf(
+        "enroll",
+        "cluster",
+        "--name",
+        "prod",
+        "--kubeconfig",
+        str(kube.config),
+        "--grant-access",
+        cwd=stack_dir,
+    )
+    assert result.code == 0, result.err
+    assert fake.access_entries[scope.cluster] == [CALLER]
+    assert fake.policies[(scope.cluster, CALLER)] == [contract.ADMIN_POLICY]
+
+
+def test_absent_cluster_is_one_missing_line(eksinf, stack_dir, scope, monkeypatch, aws_env):
+    result = eksinf("enroll", "cluster", "--name", "prod", cwd=stack_dir)
+    assert result.code == 3
+    assert f"cluster is missing EKS cluster {scope.cluster} in {scope.region}" in result.out
+
+
+def test_enroll_remove_orphans_workloads(eksinf, stack_dir, scope, kube, monkeypatch, aws_env):
+    seed_cluster(scope)
+    conforming_extras(scope, monkeypatch)
+    args = ("enroll", "cluster", "--name", "prod", "--kubeconfig", str(kube.config))
+    assert eksinf(*args, cwd=stack_dir).code == 0
+    plan = eksinf("enroll", "remove", "--name", "prod", cwd=stack_dir)
+    assert plan.code == 0 and "nothing changed" in plan.err
+    removed = eksinf("enroll", "remove", "--name", "prod", "--yes", cwd=stack_dir)
+    assert removed.code == 0, removed.err
+    app_path = "/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/prod-argo-apps"
+    assert (app_path, "Orphan") in kube.deletes
+    assert not (stack_dir / ".eksinf" / "targets" / "prod.json").exists()
+
+
+def test_wiring_manifests_are_schema_valid():
+    secret = enroll.repo_creds_secret("prod", "ghcr.io/x", "u", "p", "argocd")
+    kubernetes_validate.validate(secret, "1.31.0", strict=True)
+    app = enroll.root_application("prod", "ghcr.io/x", "argocd")
+    enroll.check_application(app)
+    broken = json.loads(json.dumps(app))
+    broken["spec"]["syncPolicy"]["automated"]["selfheal"] = True  # a typo Argo would ignore
+    with pytest.raises(Exception, match="selfheal"):
+        enroll.check_application(broken)
+
+
+def test_stack_needs_come_from_configs(stack_dir):
+    needs = contract.stack_needs(stack_dir / "configs")
+    assert ("kube-system", "karpenter") in needs.pod_identities
+    assert "h200" in needs.reserved_pools
+
+
+def test_principal_of_an_assumed_role_is_its_role():
+    from eksinf.aws.session import principal_arn
+
+    arn = "arn:aws:sts::111122223333:assumed-role/Admin/alice"
+    assert principal_arn(arn) == "arn:aws:iam::111122223333:role/Admin"
+    assert principal_arn(CALLER) == CALLER
