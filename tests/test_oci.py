@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import shutil
 import socket
+import subprocess
+import time
 
 import pytest
 import requests
@@ -213,3 +217,184 @@ def test_credentials_come_from_the_environment_then_docker_config(tmp_path, monk
     monkeypatch.setenv("EKSINF_REGISTRY_USERNAME", "ci")
     monkeypatch.setenv("EKSINF_REGISTRY_PASSWORD", "token")
     assert registry_credentials("ghcr.io") == ("ci", "token")
+
+
+# ---- the CLI: bundle, push, pull, tags ------------------------------------------------------
+
+
+def test_cli_bundle_json_is_reproducible_and_carries_provenance(eksinf, stack_dir):
+    first = eksinf("bundle", "--json", cwd=stack_dir)
+    second = eksinf("bundle", "--json", cwd=stack_dir)
+    assert first.code == 0, first.err
+    assert first.out == second.out
+    bundles = json.loads(first.out)["bundles"]
+    karpenter = next(b for b in bundles if b["component"] == "karpenter")
+    assert karpenter["title"] == "karpenter.tar.gz"
+    prov = karpenter["provenance"]
+    assert prov["bundleSha256"] == karpenter["sha256"] and len(prov["tarSha256"]) == 64
+    assert prov["tool"]["version"] and "sourceCommit" in prov
+    assert [c["chart"] for c in prov["charts"]] == ["karpenter"]
+
+
+def test_cli_push_pull_round_trip_against_the_registry(eksinf, stack_dir, registry, tmp_path):
+    base = f"{registry}/cli/eks-inference"
+    pushed = eksinf("push", "--registry", base, "-c", "karpenter", "--json", cwd=stack_dir)
+    assert pushed.code == 0, pushed.err
+    (entry,) = json.loads(pushed.out)["pushed"]
+    assert entry["ref"] == f"{base}/karpenter" and not entry["unchanged"]
+    assert "karpenter: pushed" in pushed.err
+
+    again = eksinf("push", "--registry", base, "-c", "karpenter", "--json", cwd=stack_dir)
+    (second,) = json.loads(again.out)["pushed"]
+    assert second["unchanged"] and second["manifestDigest"] == entry["manifestDigest"]
+    assert "karpenter: unchanged" in again.err
+
+    tags = eksinf("tags", f"{base}/karpenter", "--json")
+    assert json.loads(tags.out) == sorted(["latest", entry["version"]])
+
+    out = tmp_path / "pulled"
+    pulled = eksinf(
+        "pull",
+        f"{base}/karpenter:{entry['version']}",
+        "--out",
+        str(out),
+        "--digest",
+        entry["manifestDigest"],
+        "--json",
+    )
+    assert pulled.code == 0, pulled.err
+    info = json.loads(pulled.out)
+    annotations = info["annotations"]
+    assert annotations["org.opencontainers.image.version"] == entry["version"]
+    assert annotations["org.opencontainers.image.title"] == "karpenter"
+    assert "karpenter@1.14.0=sha256:" in annotations["io.eksinf.charts"]
+    committed = stack_dir / "configs" / "karpenter"
+    assert info["files"] == sorted(p.name for p in committed.iterdir())
+    for name in info["files"]:
+        assert (out / name).read_bytes() == (committed / name).read_bytes()
+
+
+def test_cli_pull_with_a_wrong_digest_exits_1(eksinf, stack_dir, registry, tmp_path):
+    base = f"{registry}/cli/wrong-digest"
+    assert eksinf("push", "--registry", base, "-c", "gpu-runtime", cwd=stack_dir).code == 0
+    wrong = "sha256:" + "2" * 64
+    result = eksinf("pull", f"{base}/gpu-runtime", "--out", str(tmp_path / "o"), "--digest", wrong)
+    assert result.code == FAILURE
+    assert f"expected {wrong}" in result.err
+    assert not (tmp_path / "o").exists()
+
+
+def test_cli_push_to_a_registry_that_is_down_exits_4(eksinf, stack_dir):
+    host = f"127.0.0.1:{unused_port()}"
+    result = eksinf("push", "--registry", f"{host}/x", "-c", "karpenter", cwd=stack_dir)
+    assert result.code == ENVIRONMENT
+    assert f"eksinf: registry {host} is unreachable" in result.err
+
+
+def test_cli_push_defaults_to_a_layout_under_the_stack(eksinf, stack_dir, monkeypatch, tmp_path):
+    monkeypatch.delenv("EKSINF_REGISTRY", raising=False)
+    result = eksinf("push", "-c", "gpu-runtime", "--json", cwd=stack_dir)
+    assert result.code == 0, result.err
+    layout = stack_dir / ".eksinf" / "oci" / "gpu-runtime"
+    assert json.loads(result.out)["registry"] == f"oci-layout:{stack_dir / '.eksinf' / 'oci'}"
+    assert (layout / "index.json").is_file()
+    pulled = eksinf("pull", f"oci-layout:{layout}", "--out", str(tmp_path / "o"))
+    assert pulled.code == 0, pulled.err
+
+
+def test_cli_push_refuses_a_base_with_a_tag(eksinf, stack_dir, registry):
+    result = eksinf("push", "--registry", f"{registry}/x:v1", cwd=stack_dir)
+    assert result.code == USAGE and "names a tag or digest" in result.err
+
+
+def test_cli_bundle_of_an_unknown_component_exits_3(eksinf, stack_dir):
+    result = eksinf("bundle", "-c", "nope", cwd=stack_dir)
+    assert result.code == 3 and "unknown component 'nope'" in result.err
+
+
+# ---- a registry that requires credentials (htpasswd, Basic auth) ----------------------------
+
+# bcrypt of "s3cr3t-pw" (cost 4), precomputed so the test needs no bcrypt library.
+HTPASSWD = "ci:$2b$04$YZvU72L.tDrx3Q3wEge.i.nypLDmiboeXx2XgTWIe9bLqU1Ee0GSS\n"
+
+
+@pytest.fixture(scope="module")
+def auth_registry(tmp_path_factory):
+    """docker-registry on 127.0.0.1 with htpasswd auth; a second instance, not the shared one."""
+    binary = shutil.which("docker-registry")
+    if binary is None:
+        pytest.fail("docker-registry is not installed: run `bash .ci/setup`")
+    root = tmp_path_factory.mktemp("auth-registry")
+    (root / "htpasswd").write_text(HTPASSWD)
+    port = unused_port()
+    config = root / "config.yml"
+    config.write_text(
+        "version: 0.1\n"
+        "log: {level: error, accesslog: {disabled: true}}\n"
+        f"storage: {{filesystem: {{rootdirectory: {root / 'data'}}}}}\n"
+        f"http: {{addr: 127.0.0.1:{port}}}\n"
+        f"auth: {{htpasswd: {{realm: eksinf-test, path: {root / 'htpasswd'}}}}}\n"
+        "health: {storagedriver: {enabled: false}}\n"
+    )
+    log = (root / "registry.log").open("w")
+    proc = subprocess.Popen([binary, "serve", str(config)], stdout=log, stderr=log)
+    host = f"127.0.0.1:{port}"
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            if requests.get(f"http://{host}/v2/", timeout=1).status_code == 401:
+                break
+        except requests.ConnectionError:
+            pass
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.kill()
+            pytest.fail(f"docker-registry did not start: {(root / 'registry.log').read_text()}")
+        time.sleep(0.05)
+    yield host
+    proc.terminate()
+    proc.wait(timeout=10)
+    log.close()
+
+
+@pytest.fixture
+def no_credentials(tmp_path, monkeypatch):
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "no-docker-config"))
+    monkeypatch.delenv("EKSINF_REGISTRY_USERNAME", raising=False)
+    monkeypatch.delenv("EKSINF_REGISTRY_PASSWORD", raising=False)
+    monkeypatch.setattr("eksinf.oci._SESSIONS", {})  # no Basic auth cached from another test
+
+
+def test_registry_without_credentials_is_an_environment_error(auth_registry, no_credentials):
+    with pytest.raises(EksinfError) as err:
+        do_push(f"{auth_registry}/secure/none")
+    assert err.value.exit_code == ENVIRONMENT
+    assert f"registry {auth_registry} refused" in err.value.message and "(401)" in err.value.message
+    assert "EKSINF_REGISTRY_USERNAME" in err.value.hint
+
+
+def test_registry_credentials_from_the_environment(auth_registry, no_credentials, monkeypatch):
+    monkeypatch.setenv("EKSINF_REGISTRY_USERNAME", "ci")
+    monkeypatch.setenv("EKSINF_REGISTRY_PASSWORD", "s3cr3t-pw")
+    result = do_push(f"{auth_registry}/secure/env")
+    assert pull(f"{auth_registry}/secure/env").blob == BLOB
+    assert pull(f"{auth_registry}/secure/env").manifest_digest == result.manifest_digest
+
+
+def test_registry_credentials_from_the_docker_config(
+    auth_registry, no_credentials, monkeypatch, tmp_path
+):
+    config = tmp_path / "docker"
+    config.mkdir()
+    auth = base64.b64encode(b"ci:s3cr3t-pw").decode()
+    (config / "config.json").write_text(json.dumps({"auths": {auth_registry: {"auth": auth}}}))
+    monkeypatch.setenv("DOCKER_CONFIG", str(config))
+    do_push(f"{auth_registry}/secure/docker-config")
+    assert list_tags(f"{auth_registry}/secure/docker-config") == ["1.0.0", "latest"]
+
+
+def test_wrong_password_is_an_environment_error(auth_registry, no_credentials, monkeypatch):
+    monkeypatch.setenv("EKSINF_REGISTRY_USERNAME", "ci")
+    monkeypatch.setenv("EKSINF_REGISTRY_PASSWORD", "wrong")
+    with pytest.raises(EksinfError) as err:
+        list_tags(f"{auth_registry}/secure/env")
+    assert err.value.exit_code == ENVIRONMENT and "refused" in err.value.message

@@ -18,12 +18,14 @@ import os
 import shutil
 import tarfile
 import tempfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from . import __version__
-from .errors import CONTRACT, FAILURE, EksinfError
+from . import __version__, oci
+from .errors import CONTRACT, FAILURE, USAGE, EksinfError
 from .faults import checkpoint
 from .gitinfo import commit_of
 from .render import PROVENANCE_FILE, ComponentOutput, RenderResult, Unit
@@ -190,9 +192,11 @@ def chart_provenance(stack: Stack, component: str) -> list[dict[str, Any]]:
     ]
 
 
-def provenance(stack: Stack, component: str, sha256: str, tar_sha256: str) -> dict[str, Any]:
+def provenance(
+    stack: Stack, component: str, sha256: str, tar_sha256: str, commit: str | None
+) -> dict[str, Any]:
     return {
-        "sourceCommit": commit_of(stack.root),
+        "sourceCommit": commit,
         "tool": {"name": "eksinf", "version": __version__},
         "charts": chart_provenance(stack, component),
         "bundleSha256": sha256,
@@ -245,6 +249,7 @@ def build_bundles(
     chosen = {name: component_files(stack, name) for name in names}
     guard_committed(stack, chosen)
     target = out or stack.root / "bundles"
+    commit = commit_of(stack.root)  # once: it runs git
     bundles = []
     for name, files in chosen.items():
         tar = tar_bytes(files)
@@ -261,7 +266,7 @@ def build_bundles(
                 size=len(data),
                 files=tuple(sorted(files)),
                 data=data,
-                provenance=provenance(stack, name, digest, tar_digest),
+                provenance=provenance(stack, name, digest, tar_digest, commit),
             )
         )
     return bundles
@@ -421,3 +426,91 @@ def safe_unpack(
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     return names
+
+
+# ---- publishing ---------------------------------------------------------------------------
+
+ANNOTATION_PREFIX = "io.eksinf."
+PUSH_WORKERS = 4
+
+
+def default_version(bundle: Bundle) -> str:
+    """The immutable tag: tool version + short content digest, e.g. `0.1.0-5e6d580f7cd0`.
+
+    It changes exactly when the bytes (or the tool that made them) change, so it never has to
+    move; `latest` is the tag that moves.
+    """
+    return f"{__version__}-{bundle.sha256[:12]}"
+
+
+def bundle_annotations(
+    stack: Stack, bundle: Bundle, *, version: str, source: str
+) -> dict[str, str]:
+    """Manifest annotations: the OCI standard keys plus our provenance (charts, tool, tar)."""
+    prov = bundle.provenance
+    charts = ",".join(f"{c['chart']}@{c['version']}=sha256:{c['sha256']}" for c in prov["charts"])
+    annotations = {
+        "org.opencontainers.image.version": version,
+        "org.opencontainers.image.revision": prov["sourceCommit"] or "unknown",
+        "org.opencontainers.image.source": source,
+        "org.opencontainers.image.title": bundle.component,
+        "org.opencontainers.image.description": stack.component(bundle.component).description,
+        f"{ANNOTATION_PREFIX}tool.version": prov["tool"]["version"],
+        f"{ANNOTATION_PREFIX}tar.sha256": bundle.tar_sha256,
+        f"{ANNOTATION_PREFIX}charts": charts,
+    }
+    return {k: v for k, v in annotations.items() if v}
+
+
+@dataclass(frozen=True)
+class Published:
+    bundle: Bundle
+    version: str
+    result: oci.PushResult
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "component": self.bundle.component,
+            "version": self.version,
+            **self.result.as_dict(),
+            "provenance": self.bundle.provenance,
+        }
+
+
+def publish(
+    stack: Stack,
+    bundles: list[Bundle],
+    base: str,
+    *,
+    version: str | None = None,
+    source: str = "",
+    on_pushed: Callable[[Published], None] = lambda _p: None,
+) -> list[Published]:
+    """Push each bundle to `<base>/<component>` with tags `latest` and its version."""
+    root = oci.parse_ref(base)
+    if root.tag or root.digest:
+        raise EksinfError(
+            f"registry base {base!r} names a tag or digest",
+            hint="Pass a repository base; each component goes to <base>/<component>.",
+            exit_code=USAGE,
+        )
+
+    def push_one(bundle: Bundle) -> Published:
+        tag = version or default_version(bundle)
+        result = oci.push(
+            str(root.child(bundle.component)),
+            bundle.data,
+            title=bundle.title,
+            annotations=bundle_annotations(stack, bundle, version=tag, source=source),
+            tags=[oci.DEFAULT_TAG, tag],
+        )
+        return Published(bundle, tag, result)
+
+    # Components are independent repositories: push them concurrently (the registry
+    # round trips dominate), and report in stack order.
+    done = []
+    with ThreadPoolExecutor(max_workers=PUSH_WORKERS) as pool:
+        for published in pool.map(push_one, bundles):
+            on_pushed(published)
+            done.append(published)
+    return done

@@ -249,6 +249,18 @@ def registry_credentials(host: str) -> tuple[str, str] | None:
     return _docker_config_auth(host)
 
 
+_SESSIONS: dict[str, requests.Session] = {}
+
+
+def _session(host: str) -> requests.Session:
+    """One keep-alive connection pool per registry host, shared by every repository on it."""
+    if host not in _SESSIONS:
+        session = requests.Session()
+        session.headers["User-Agent"] = f"eksinf/{__version__}"
+        _SESSIONS[host] = session
+    return _SESSIONS[host]
+
+
 class RegistryStore:
     """One repository in a registry, over the OCI distribution API."""
 
@@ -257,8 +269,7 @@ class RegistryStore:
         self.name = ref.base
         scheme = "http" if _is_loopback(ref.location) else "https"
         self.base_url = f"{scheme}://{ref.location}/v2/{ref.repository}"
-        self.session = requests.Session()
-        self.session.headers["User-Agent"] = f"eksinf/{__version__}"
+        self.session = _session(ref.location)
         self.credentials = registry_credentials(ref.location)
         self.token: str | None = None
 
@@ -533,8 +544,9 @@ def push(
     layer_digest = digest_of(blob)
     manifest = build_manifest(blob, title, annotations)
     existing: dict[str, bytes | None] = {tag: store.get_manifest(tag) for tag in tags}
-    # An immutable tag that already holds this content keeps its manifest; one that holds
-    # other content is never moved.
+    # An immutable tag that already holds this content keeps its manifest (and so the
+    # provenance of the push that created it); one that holds other content is never moved.
+    held_first: bytes | None = None
     for tag in tags:
         held = existing[tag]
         if tag in MUTABLE_TAGS or held is None:
@@ -547,27 +559,39 @@ def push(
                 hint="Publish under a new version tag; only `latest` moves.",
                 exit_code=FAILURE,
             )
-        manifest = held
+        held_first = held_first or held
+    manifest = held_first or manifest
     manifest_digest = digest_of(manifest)
     stale = [
-        tag for tag in tags if existing[tag] is None or digest_of(existing[tag]) != manifest_digest
+        tag
+        for tag in tags
+        if existing[tag] is None
+        or (tag in MUTABLE_TAGS and digest_of(existing[tag]) != manifest_digest)
     ]
     if stale:
         for data in (EMPTY_CONFIG, blob):
             if not store.has_blob(digest_of(data)):
                 store.put_blob(data)
         store.put_manifest(manifest, stale)
-    _verify_pushed(store, target, tags, manifest_digest, layer_digest, title)
+    _verify_pushed(store, target, tags, manifest, stale, layer_digest, title)
     return PushResult(target.base, manifest_digest, layer_digest, not stale, tuple(tags))
 
 
 def _verify_pushed(
-    store: Store, target: Ref, tags: list[str], manifest_digest: str, layer_digest: str, title: str
+    store: Store,
+    target: Ref,
+    tags: list[str],
+    manifest: bytes,
+    written: list[str],
+    layer_digest: str,
+    title: str,
 ) -> None:
+    """Read every tag back: each names our layer by title and digest; written tags are ours."""
+    manifest_digest = digest_of(manifest)
     for tag in tags:
         where = f"{target.base}:{tag}"
         fetched = store.get_manifest(tag)
-        if fetched is None or digest_of(fetched) != manifest_digest:
+        if fetched is None or (tag in written and digest_of(fetched) != manifest_digest):
             raise EksinfError(
                 f"{where}: after the push the tag does not resolve to {manifest_digest}",
                 hint="Another writer may have moved the tag; push again.",
@@ -577,7 +601,7 @@ def _verify_pushed(
         got_title = (layer.get("annotations") or {}).get(TITLE)
         if got_title != title or layer.get("digest") != layer_digest:
             raise EksinfError(
-                f"{where}: pushed layer reads back as {got_title!r} {layer.get('digest')}, "
+                f"{where}: the layer reads back as {got_title!r} {layer.get('digest')}, "
                 f"expected {title!r} {layer_digest}",
                 exit_code=FAILURE,
             )

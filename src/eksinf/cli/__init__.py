@@ -7,7 +7,7 @@ import sys
 import typer
 
 from ..errors import EksinfError
-from . import aws, build, hub, links
+from . import aws, build, bundle, hub, links
 from .common import State, err_console
 
 app = typer.Typer(
@@ -34,7 +34,7 @@ def _root(
     ctx.obj = State(stack_dir=stack)
 
 
-for module in (build, aws, links, hub):
+for module in (build, aws, links, hub, bundle):
     module.register(app)
 
 
