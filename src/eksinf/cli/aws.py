@@ -42,6 +42,7 @@ def register(app: typer.Typer) -> None:
     app.command("status")(status_cmd)
     app.add_typer(creds_app, name="creds")
     app.add_typer(enroll_app, name="enroll")
+    app.command("teardown")(teardown_cmd)
 
 
 def stack_scope(ctx: typer.Context, region: str | None) -> StackScope:
@@ -455,3 +456,260 @@ def enroll_remove_cmd(
     if target_file.exists():
         target_file.unlink()
         typer.echo(f"removed {target_file}")
+
+
+# ---- teardown --------------------------------------------------------------------------------
+
+
+def _config_hub(root: Path):
+    """The hub, if this stack has one: opening it must not create one as a side effect."""
+    from ..hub import open_hub, read_config
+
+    config = read_config(root)
+    if config.get("hub", "local") == "local":
+        from ..hub.local import DEFAULT_PATH
+
+        if not (root / config.get("hub_path", DEFAULT_PATH)).exists():
+            return None
+    return open_hub(root)
+
+
+def _plan_lines(
+    plane: str, scope: StackScope, objects, spaces: list[str], kube_path: Path
+) -> list[str]:
+    if plane == "workload":
+        return [
+            f"workload: preflight: caller identity and account (profile account: {scope.account or 'not recorded'})",
+            f"workload: drain through config: set-replicas 0 and publish on {', '.join(spaces) or '(no workload spaces)'} "
+            "(the space running Karpenter keeps running so it can remove its nodes)",
+            f"workload: wait until EC2 shows no pending/running instance tagged {scope.tag_key}={scope.stack}, "
+            f"{scope.cluster_tag} or eks:cluster-name={scope.cluster}",
+        ]
+    lines = [
+        f"mgmt: preflight: caller identity, account, and the controllers' Secret on {kube_path} "
+        "(present, not expired) before anything is deleted",
+        f"mgmt: authorise deletion through config: set-annotation services.k8s.aws/deletion-policy=delete on {', '.join(spaces) or '(no mgmt spaces)'}",
+        "mgmt: stop Argo CD's application controller (scale to 0) so nothing is recreated",
+        f"mgmt: delete {len(objects)} ACK object(s), dependents first:",
+        *[f"  wave {o.wave:>3}: {o.label}" for o in objects],
+        f"mgmt: release IAM instance profiles tagged {scope.tag_key}={scope.stack}, {scope.cluster_tag} "
+        f"or karpenter.sh/managed-by={scope.cluster}",
+        f"mgmt: sweep detached ENIs and security groups named eks-cluster-sg-{scope.cluster}-* "
+        f"only inside VPCs tagged {scope.tag_key}={scope.stack}",
+        "mgmt: verify against EC2 (scoped to the stack) that nothing billing is left; list idle Elastic IPs",
+    ]
+    return lines
+
+
+def teardown_cmd(
+    ctx: typer.Context,
+    plane: str = typer.Option(
+        None, "--plane", help="workload or mgmt. Default: both, workload first."
+    ),
+    yes: bool = YES_OPTION,
+    delete_config: bool = typer.Option(
+        False, "--delete-config", help="Also delete the torn-down planes' variant spaces."
+    ),
+    variant: str = typer.Option("dev", "--variant", help="Variant whose spaces hold the config."),
+    kubeconfig: Path = MGMT_KUBECONFIG_OPTION,
+    argocd_namespace: str = ARGOCD_NS_OPTION,
+    wait_timeout: float = typer.Option(
+        900, "--wait-timeout", help="Seconds to wait for instances (and 2.3x that for ACK objects)."
+    ),
+    poll: float = typer.Option(30, "--poll", help="Seconds between progress checks."),
+    region: str = REGION_OPTION,
+    aws_profile: str = AWS_PROFILE_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Destroy the stack's AWS infrastructure and prove nothing billing is left (needs --yes)."""
+    from ..aws import teardown as td
+
+    if plane not in (None, "workload", "mgmt"):
+        raise EksinfError(
+            f"unknown plane {plane!r}"
+            + (": the hub plane creates nothing to tear down" if plane == "hub" else ""),
+            hint="Use --plane workload or --plane mgmt (default: both).",
+            exit_code=2,
+        )
+    planes = [plane] if plane else ["workload", "mgmt"]
+    stack = state(ctx).stack()
+    scope = stack_scope(ctx, region)
+    kube_path = Path(kubeconfig or stack.root / ".eksinf" / "clusters" / "mgmt.kubeconfig")
+    by_plane = {p: [c.name for c in stack.select(plane=p)] for p in planes}
+    objects = td.ack_objects(stack.configs_dir, by_plane.get("mgmt", []))
+    ack_components = sorted(
+        {c for c in by_plane.get("mgmt", []) if td.ack_objects(stack.configs_dir, [c])}
+    )
+    spaces = {
+        "workload": [
+            f"{c}-{variant}"
+            for c in by_plane.get("workload", [])
+            if not td.owns_nodepools(stack.configs_dir, c)
+        ],
+        "mgmt": [f"{c}-{variant}" for c in ack_components],
+    }
+    plan = [
+        line
+        for p in planes
+        for line in _plan_lines(p, scope, objects, spaces.get(p, []), kube_path)
+    ]
+    if not yes:
+        current = None
+        session = aws_session(scope, aws_profile)
+        try:
+            current = td.leftovers(session, scope).as_json()
+        except EksinfError as exc:
+            warn(f"current state UNKNOWN: {exc.message}")
+        if json_out:
+            emit_json({"plan": plan, "current": current, "changed": False})
+        else:
+            for line in plan:
+                typer.echo(line)
+            if current is not None:
+                typer.echo(f"now billing: {', '.join(current['billing']) or 'nothing'}")
+            typer.echo("This destroys real AWS infrastructure.")
+        nothing_changed()
+        return
+
+    session = aws_session(scope, aws_profile)
+    kube = KubeClient.from_kubeconfig(kube_path, session) if kube_path.is_file() else None
+    say = progress
+    for note in td.preflight(session, scope, kube, ack_namespace(ctx)):
+        say(f"preflight: {note}")
+    hub = _config_hub(stack.root)
+    outcomes = []
+    for p in planes:
+        out = td.Outcome(p)
+        outcomes.append(out)
+        if p == "workload":
+            if hub is None:
+                out.record(
+                    "drain",
+                    "skipped",
+                    "no hub in this stack: scale the workloads to 0 in your config",
+                    say,
+                )
+            else:
+                done, absent = td.through_config(hub, spaces["workload"], "set-replicas", ["0"])
+                out.record(
+                    "drain",
+                    "done",
+                    f"set-replicas 0 published on {', '.join(done) or 'none'}"
+                    + (f"; absent: {', '.join(absent)}" if absent else ""),
+                    say,
+                )
+            td.wait_for_no_instances(session, scope, wait_timeout, poll, say)
+            out.record("instances", "done", "EC2 shows no instance of the stack", say)
+            continue
+        if kube is None:
+            out.record(
+                "ack-objects",
+                "skipped",
+                f"no management cluster ({kube_path} not found): "
+                "ACK objects were not deleted; only what this run can see in AWS is cleaned",
+                say,
+            )
+        else:
+            if hub is not None:
+                done, absent = td.through_config(
+                    hub, spaces["mgmt"], "set-annotation", [td.DELETION_POLICY, "delete"]
+                )
+                out.record(
+                    "authorise",
+                    "done",
+                    f"deletion-policy=delete published on {', '.join(done) or 'none'}",
+                    say,
+                )
+            else:
+                out.record(
+                    "authorise",
+                    "direct",
+                    "no hub: annotating each object after Argo CD is stopped",
+                    say,
+                )
+            halt = td.ArgoHalt(kube, argocd_namespace)
+            stopped = halt.stop()
+            out.record(
+                "argocd",
+                "stopped" if stopped else "absent",
+                f"application controller replicas {halt.replicas} -> 0"
+                if stopped
+                else "no application controller found",
+                say,
+            )
+            deleted = False
+            try:
+                swept = td.delete_ack_objects(
+                    kube, objects, session, scope, wait_timeout * 2.3, poll, say
+                )
+                deleted = True
+                out.record(
+                    "ack-objects",
+                    "done",
+                    f"{len(objects)} deleted" + (f"; swept {', '.join(swept)}" if swept else ""),
+                    say,
+                )
+            finally:
+                if stopped and not deleted:
+                    halt.restore()
+                    out.record(
+                        "argocd", "restored", "nothing was deleted, so the controller is back", say
+                    )
+            if stopped and deleted:
+                out.record(
+                    "argocd",
+                    "left stopped",
+                    "restoring it now would recreate what was just deleted from the published config; "
+                    f"after deleting the mgmt config, scale statefulset/argocd-application-controller in {argocd_namespace} back to {halt.replicas}",
+                    say,
+                )
+        profiles = td.release_instance_profiles(session, scope)
+        out.record("instance-profiles", "done", ", ".join(profiles) or "none of the stack's", say)
+        done, failed = td.sweep_orphans(session, scope)
+        out.record(
+            "sweep",
+            "done" if not failed else "partial",
+            "; ".join(done + failed) or "no orphans in the stack VPC",
+            say,
+        )
+        out.final = td.leftovers(session, scope)
+        for eip in out.final.idle_eips:
+            warn(
+                f"idle Elastic IP {eip['publicIp']} ({eip['allocationId']}) bills while unattached"
+                + (" (carries the stack tag)" if eip["stack"] else "")
+            )
+    if delete_config:
+        if hub is None:
+            for out in outcomes:
+                out.record("config", "skipped", "no hub in this stack", say)
+        else:
+            for out in outcomes:
+                removed = []
+                for comp in by_plane[out.plane]:
+                    space = f"{comp}-{variant}"
+                    if hub.space_exists(space):
+                        hub.delete_space(space, recursive=True)
+                        removed.append(space)
+                out.record("config", "done", f"deleted {', '.join(removed) or 'no spaces'}", say)
+    body = {"changed": True, "planes": [o.as_json() for o in outcomes]}
+    finals = [o.final for o in outcomes if o.final is not None]
+    clean = all(f.clean for f in finals)
+    if json_out:
+        emit_json({**body, "clean": clean})
+    else:
+        for final in finals:
+            if final.clean:
+                typer.echo(
+                    f"clean: nothing billing left for stack {scope.stack} in {scope.region}"
+                    + (
+                        f" (non-billing VPC(s) still present: {', '.join(final.vpcs)})"
+                        if final.vpcs
+                        else ""
+                    )
+                )
+            else:
+                typer.echo("left: " + ", ".join(final.billing + final.blockers))
+        if not finals:
+            typer.echo("workload plane drained: no instance of the stack left")
+    if not clean:
+        raise EksinfError("teardown incomplete: see what is left above", exit_code=1)

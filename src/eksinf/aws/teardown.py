@@ -1,0 +1,395 @@
+"""Tear a stack down so that nothing billing is left, and prove it against EC2.
+
+Order: workload (drain Karpenter through config, wait until EC2 shows no instance of the stack),
+then mgmt (preflights that protect data, stop Argo CD from recreating things, authorise and
+delete the ACK objects in reverse sync-wave order, release Karpenter's instance profiles, sweep
+the orphans that block a VPC delete inside the stack's VPC only, verify, restore Argo CD).
+
+`plan_*` functions are pure: they describe what would happen from the configs and the scope.
+Everything that touches AWS or a cluster takes the session or the client explicitly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import CONTRACT, ENVIRONMENT, FAILURE, EksinfError
+from ..yamlio import load_docs
+from . import creds as creds_mod
+from .kube import KubeClient, resource_path
+from .scope import StackScope
+from .session import AWS_FAILURES, AwsSession, aws_errors, paginate, tags_of, translate
+from .status import describe_cluster, stack_instances, stack_nat_gateways, stack_vpc_ids
+
+DELETION_POLICY = "services.k8s.aws/deletion-policy"
+ARGO_CONTROLLER = ("apps/v1", "StatefulSet", "argocd-application-controller")
+Say = Callable[[str], None]
+
+
+def _quiet(_msg: str) -> None:
+    pass
+
+
+# ---- what the mgmt plane owns (from configs/, never a fixed list) -----------------------------
+
+
+@dataclass(frozen=True)
+class AckObject:
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    wave: int
+
+    @property
+    def path(self) -> str:
+        return resource_path(self.api_version, self.kind, self.namespace, self.name)
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"
+
+
+def ack_objects(configs: Path, components: list[str]) -> list[AckObject]:
+    """ACK objects of the given mgmt components, in deletion order: highest sync wave first
+    (dependents before what they depend on), then kind and name for a stable order."""
+    found = []
+    for comp in components:
+        for path in sorted((configs / comp).glob("*.yaml")):
+            for doc in load_docs(path.read_text(encoding="utf-8")):
+                if not isinstance(doc, dict):
+                    continue
+                api = str(doc.get("apiVersion", ""))
+                if ".services.k8s.aws/" not in api:
+                    continue
+                meta = doc.get("metadata") or {}
+                ann = meta.get("annotations") or {}
+                wave = int(str(ann.get("argocd.argoproj.io/sync-wave", "0")))
+                found.append(
+                    AckObject(api, doc["kind"], meta.get("namespace", ""), meta["name"], wave)
+                )
+    return sorted(found, key=lambda o: (-o.wave, o.kind, o.name))
+
+
+# ---- checks scoped to the stack ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Leftovers:
+    instances: tuple[str, ...]
+    nat_gateways: tuple[str, ...]
+    cluster: str | None
+    vpcs: tuple[str, ...]
+    detached_enis: tuple[str, ...]
+    cluster_sgs: tuple[str, ...]
+    idle_eips: tuple[dict[str, Any], ...]
+
+    @property
+    def billing(self) -> list[str]:
+        items = [f"instance {i}" for i in self.instances]
+        items += [f"NAT gateway {n}" for n in self.nat_gateways]
+        if self.cluster:
+            items.append(f"EKS cluster {self.cluster}")
+        return items
+
+    @property
+    def blockers(self) -> list[str]:
+        return [f"detached ENI {e}" for e in self.detached_enis] + [
+            f"security group {g}" for g in self.cluster_sgs
+        ]
+
+    @property
+    def clean(self) -> bool:
+        return not self.billing and not self.blockers
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "clean": self.clean,
+            "billing": self.billing,
+            "blockers": self.blockers,
+            "vpcs": list(self.vpcs),
+            "idleElasticIPs": list(self.idle_eips),
+        }
+
+
+def cluster_sg_prefix(scope: StackScope) -> str:
+    """EKS names the security group it creates for a cluster `eks-cluster-sg-<cluster>-<id>`."""
+    return f"eks-cluster-sg-{scope.cluster}-"
+
+
+def orphans(session: AwsSession, scope: StackScope, vpcs: list[str]) -> tuple[list, list]:
+    """Detached ENIs and EKS-created cluster SGs, only inside the stack's VPCs."""
+    if not vpcs:
+        return [], []
+    ec2 = session.client("ec2")
+    in_vpc = {"Name": "vpc-id", "Values": vpcs}
+    with aws_errors(
+        "listing orphans in the stack VPC (ec2 describe-network-interfaces/-security-groups)"
+    ):
+        enis = paginate(
+            ec2,
+            "describe_network_interfaces",
+            "NetworkInterfaces",
+            Filters=[in_vpc, {"Name": "status", "Values": ["available"]}],
+        )
+        groups = paginate(ec2, "describe_security_groups", "SecurityGroups", Filters=[in_vpc])
+    prefix = cluster_sg_prefix(scope)
+    sgs = [g for g in groups if g["GroupName"].startswith(prefix) and g["VpcId"] in vpcs]
+    return sorted(e["NetworkInterfaceId"] for e in enis), sorted(g["GroupId"] for g in sgs)
+
+
+def idle_eips(session: AwsSession, scope: StackScope) -> list[dict[str, Any]]:
+    with aws_errors("listing Elastic IPs (ec2 describe-addresses)"):
+        addresses = session.client("ec2").describe_addresses()["Addresses"]
+    return [
+        {
+            "allocationId": a.get("AllocationId"),
+            "publicIp": a.get("PublicIp"),
+            "stack": tags_of(a).get(scope.tag_key) == scope.stack,
+        }
+        for a in sorted(addresses, key=lambda a: a.get("AllocationId", ""))
+        if not a.get("AssociationId")
+    ]
+
+
+def leftovers(session: AwsSession, scope: StackScope) -> Leftovers:
+    """What remains of the stack. Any failed query raises: unknown is not clean."""
+    vpcs = stack_vpc_ids(session, scope)
+    enis, sgs = orphans(session, scope, vpcs)
+    cluster = describe_cluster(session, scope.cluster)
+    return Leftovers(
+        instances=tuple(i["InstanceId"] for i in stack_instances(session, scope)),
+        nat_gateways=tuple(n["NatGatewayId"] for n in stack_nat_gateways(session, scope)),
+        cluster=scope.cluster if cluster and cluster.get("status") != "DELETING" else None,
+        vpcs=tuple(vpcs),
+        detached_enis=tuple(enis),
+        cluster_sgs=tuple(sgs),
+        idle_eips=tuple(idle_eips(session, scope)),
+    )
+
+
+# ---- steps ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    plane: str
+    steps: list[dict[str, str]] = field(default_factory=list)
+    final: Leftovers | None = None
+
+    def record(self, step: str, status: str, detail: str, say: Say) -> None:
+        self.steps.append({"step": step, "status": status, "detail": detail})
+        say(f"[{self.plane}] {step}: {status}: {detail}")
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "plane": self.plane,
+            "steps": self.steps,
+            "final": self.final.as_json() if self.final else None,
+        }
+
+
+def preflight(
+    session: AwsSession, scope: StackScope, kube: KubeClient | None, namespace: str
+) -> list[str]:
+    """Data-protecting checks, run before anything is deleted. Raises on any failure."""
+    notes = [f"caller {session.caller.arn} (account {session.caller.account})"]
+    if scope.account and scope.account != session.caller.account:
+        raise EksinfError(
+            f"account mismatch: the profile places stack {scope.stack} in account "
+            f"{scope.account}, but these credentials are account {session.caller.account}",
+            hint="Use the right identity (--aws-profile or AWS_PROFILE); deleting from the "
+            "wrong account would report clean and leave everything billing.",
+            exit_code=CONTRACT,
+        )
+    if kube is not None:
+        kube.version()
+        info = creds_mod.read_secret(kube, namespace)
+        if not info.present:
+            raise EksinfError(
+                f"the ACK controllers have no credentials (Secret {namespace}/"
+                f"{creds_mod.SECRET_NAME} missing): deleting now would strand every AWS resource",
+                hint="Run `eksinf creds use-existing` (or create-user) first.",
+                exit_code=ENVIRONMENT,
+            )
+        if info.expired:
+            raise EksinfError(
+                f"the ACK controllers' credentials expired at {info.expires_at}",
+                hint="Run `aws sso login && eksinf creds refresh`, then re-run teardown.",
+                exit_code=ENVIRONMENT,
+            )
+        notes.append(f"controllers' key {info.access_key_id} present, not expired")
+    return notes
+
+
+def wait_for_no_instances(
+    session: AwsSession,
+    scope: StackScope,
+    timeout: float,
+    poll: float,
+    say: Say,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
+    deadline = clock() + timeout
+    while True:
+        left = [i["InstanceId"] for i in stack_instances(session, scope)]
+        if not left:
+            return
+        if clock() >= deadline:
+            raise EksinfError(
+                f"{len(left)} instance(s) of stack {scope.stack} still running after "
+                f"{int(timeout)} s: {', '.join(left)}",
+                hint="Deleting the cluster now would orphan them: check the NodePools and "
+                "workloads are scaled to 0 through config, then re-run.",
+                exit_code=FAILURE,
+            )
+        say(f"waiting for {len(left)} instance(s) of the stack to terminate: {', '.join(left)}")
+        sleep(poll)
+
+
+def release_instance_profiles(session: AwsSession, scope: StackScope) -> list[str]:
+    """Karpenter's instance profiles for this cluster: they hold the node role (DeleteConflict)."""
+    iam = session.client("iam")
+    released = []
+    with aws_errors("releasing Karpenter instance profiles (iam)"):
+        for profile in paginate(iam, "list_instance_profiles", "InstanceProfiles"):
+            tags = tags_of(profile)
+            roles = [r["RoleName"] for r in profile.get("Roles", [])]
+            ours = (
+                tags.get(scope.tag_key) == scope.stack
+                or scope.cluster_tag in tags
+                or tags.get("karpenter.sh/managed-by") == scope.cluster
+            )
+            if not ours:
+                continue
+            for role in roles:
+                iam.remove_role_from_instance_profile(
+                    InstanceProfileName=profile["InstanceProfileName"], RoleName=role
+                )
+            iam.delete_instance_profile(InstanceProfileName=profile["InstanceProfileName"])
+            released.append(profile["InstanceProfileName"])
+    return sorted(released)
+
+
+def sweep_orphans(session: AwsSession, scope: StackScope) -> tuple[list[str], list[str]]:
+    """Delete detached ENIs and the EKS cluster SG in the stack's VPC. Returns (done, failed)."""
+    vpcs = stack_vpc_ids(session, scope)
+    enis, sgs = orphans(session, scope, vpcs)
+    ec2 = session.client("ec2")
+    done, failed = [], []
+    for eni in enis:
+        try:
+            ec2.delete_network_interface(NetworkInterfaceId=eni)
+            done.append(f"ENI {eni}")
+        except AWS_FAILURES as exc:
+            failed.append(f"ENI {eni}: {translate(exc, 'delete').message}")
+    for sg in sgs:
+        try:
+            ec2.delete_security_group(GroupId=sg)
+            done.append(f"security group {sg}")
+        except AWS_FAILURES as exc:  # retried at the next sweep
+            failed.append(f"security group {sg}: {translate(exc, 'delete').message}")
+    return done, failed
+
+
+@dataclass
+class ArgoHalt:
+    """Scale Argo CD's application controller to 0 and remember how to put it back."""
+
+    kube: KubeClient
+    namespace: str
+    replicas: int | None = None
+
+    @property
+    def path(self) -> str:
+        api, kind, name = ARGO_CONTROLLER
+        return resource_path(api, kind, self.namespace, name)
+
+    def stop(self) -> bool:
+        current = self.kube.get(self.path)
+        if current is None:
+            return False
+        self.replicas = int(current.get("spec", {}).get("replicas", 1))
+        self.kube.patch(self.path, {"spec": {"replicas": 0}})
+        return True
+
+    def restore(self) -> None:
+        if self.replicas is not None:
+            self.kube.patch(self.path, {"spec": {"replicas": self.replicas}})
+
+
+def delete_ack_objects(
+    kube: KubeClient,
+    objects: list[AckObject],
+    session: AwsSession,
+    scope: StackScope,
+    timeout: float,
+    poll: float,
+    say: Say,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> list[str]:
+    """Authorise (deletion-policy annotation), delete in order, and wait for the controllers
+    to finish; when the count stalls, sweep the orphans that block the VPC."""
+    for obj in objects:
+        kube.patch(obj.path, {"metadata": {"annotations": {DELETION_POLICY: "delete"}}})
+    for obj in objects:
+        kube.delete(obj.path)
+    deadline = clock() + timeout
+    previous, stalled, swept = -1, 0, []
+    while True:
+        remaining = [o.label for o in objects if kube.get(o.path) is not None]
+        if not remaining:
+            return swept
+        if clock() >= deadline:
+            raise EksinfError(
+                f"{len(remaining)} ACK object(s) still present after {int(timeout)} s: "
+                + ", ".join(remaining),
+                hint="Inspect their status conditions (ACK.Terminal, ACK.Recoverable).",
+                exit_code=FAILURE,
+            )
+        stalled = stalled + 1 if len(remaining) == previous else 0
+        previous = len(remaining)
+        if stalled and stalled % 6 == 0:
+            done, failed = sweep_orphans(session, scope)
+            swept += done
+            for item in failed:
+                say(f"sweep: could not delete {item} (retried at the next sweep)")
+        say(f"waiting for {len(remaining)} ACK object(s) to be deleted")
+        sleep(poll)
+
+
+# ---- through config (the hub), when the stack's variant spaces exist ---------------------------
+
+
+def owns_nodepools(configs: Path, component: str) -> bool:
+    """The component that runs Karpenter must keep running while it drains its nodes."""
+    for path in sorted((configs / component).glob("*.yaml")):
+        text = path.read_text(encoding="utf-8")
+        if "kind: NodePool" in text:
+            return True
+    return False
+
+
+def through_config(
+    hub: Any, spaces: list[str], function: str, args: list[str]
+) -> tuple[list[str], list[str]]:
+    """Run a hub function on each existing space and publish. Returns (changed, absent)."""
+    from ..hub.protocol import NoChanges
+
+    done, absent = [], []
+    for space in spaces:
+        if not hub.space_exists(space):
+            absent.append(space)
+            continue
+        hub.invoke(space, function, args)
+        with contextlib.suppress(NoChanges):  # already published with this content
+            hub.publish(space)
+        done.append(space)
+    return done, absent

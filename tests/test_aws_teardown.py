@@ -1,0 +1,240 @@
+"""`eksinf teardown` against moto; the management cluster, where needed, is `FakeKubeApi`
+(tests/aws_stubs.py: no Kubernetes API server exists on these machines)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from aws_stubs import FakeKubeApi
+
+from eksinf.aws import creds as creds_mod
+from eksinf.aws import teardown as td
+from eksinf.aws.scope import StackScope
+from eksinf.aws.session import AwsIdentity, AwsSession
+from eksinf.profile import STACK_TAG_KEY, load_profile
+from eksinf.stack import load_stack
+
+ARGO = "/apis/apps/v1/namespaces/argocd/statefulsets/argocd-application-controller"
+
+
+@pytest.fixture
+def scope(stack_dir) -> StackScope:
+    return StackScope.from_profile(load_profile(load_stack(stack_dir)), STACK_TAG_KEY)
+
+
+def session_for(scope: StackScope) -> AwsSession:
+    return AwsSession(AwsIdentity.resolve(scope.region))
+
+
+def seed_vpc(ec2, cidr: str, tags: dict[str, str]) -> tuple[str, str]:
+    spec = [{"ResourceType": "vpc", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}]
+    vpc = ec2.create_vpc(CidrBlock=cidr, **({"TagSpecifications": spec} if tags else {}))
+    vpc_id = vpc["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc_id, CidrBlock=cidr.replace("0.0/16", "1.0/24"))
+    return vpc_id, subnet["Subnet"]["SubnetId"]
+
+
+def seed_orphans(scope: StackScope) -> dict[str, list[str]]:
+    """Our VPC with a detached ENI and the EKS cluster SG, plus things that must survive."""
+    session = session_for(scope)
+    ec2, iam = session.client("ec2"), session.client("iam")
+    ours, subnet = seed_vpc(ec2, "10.42.0.0/16", {STACK_TAG_KEY: scope.stack})
+    theirs, their_subnet = seed_vpc(ec2, "10.43.0.0/16", {STACK_TAG_KEY: "other-stack"})
+    eni = ec2.create_network_interface(SubnetId=subnet)["NetworkInterface"]["NetworkInterfaceId"]
+    their_eni = ec2.create_network_interface(SubnetId=their_subnet)["NetworkInterface"][
+        "NetworkInterfaceId"
+    ]
+    prefix = td.cluster_sg_prefix(scope)
+    sg = ec2.create_security_group(GroupName=f"{prefix}abc", Description="eks", VpcId=ours)
+    hand = ec2.create_security_group(GroupName="hand-made", Description="x", VpcId=ours)
+    their_sg = ec2.create_security_group(GroupName=f"{prefix}zzz", Description="x", VpcId=theirs)
+    iam.create_role(RoleName=scope.node_role, AssumeRolePolicyDocument="{}")
+    iam.create_instance_profile(
+        InstanceProfileName=f"{scope.cluster}_1234",
+        Tags=[{"Key": scope.cluster_tag, "Value": "owned"}],
+    )
+    iam.add_role_to_instance_profile(
+        InstanceProfileName=f"{scope.cluster}_1234", RoleName=scope.node_role
+    )
+    iam.create_instance_profile(InstanceProfileName="someone-elses")
+    return {
+        "swept": [eni, sg["GroupId"]],
+        "kept": [their_eni, hand["GroupId"], their_sg["GroupId"]],
+        "vpcs": [ours, theirs],
+    }
+
+
+def snapshot(scope: StackScope) -> str:
+    session = session_for(scope)
+    ec2, iam = session.client("ec2"), session.client("iam")
+    state = {
+        "vpcs": ec2.describe_vpcs()["Vpcs"],
+        "enis": ec2.describe_network_interfaces()["NetworkInterfaces"],
+        "sgs": ec2.describe_security_groups()["SecurityGroups"],
+        "instances": ec2.describe_instances()["Reservations"],
+        "profiles": iam.list_instance_profiles()["InstanceProfiles"],
+        "addresses": ec2.describe_addresses()["Addresses"],
+    }
+    return json.dumps(state, sort_keys=True, default=str)
+
+
+def test_without_yes_prints_the_plan_and_changes_nothing(eksinf, stack_dir, scope, aws_env):
+    seed_orphans(scope)
+    before = snapshot(scope)
+    result = eksinf("teardown", cwd=stack_dir)
+    assert result.code == 0, result.err
+    assert "nothing changed; re-run with --yes" in result.err
+    assert "delete" in result.out and f"eks-cluster-sg-{scope.cluster}-*" in result.out
+    assert snapshot(scope) == before
+    as_json = eksinf("teardown", "--plane", "mgmt", "--json", cwd=stack_dir)
+    body = json.loads(as_json.out)
+    assert body["changed"] is False and body["current"]["blockers"]
+    assert snapshot(scope) == before
+
+
+def test_mgmt_sweeps_only_the_stack_vpc_and_ends_clean(eksinf, stack_dir, scope, aws_env):
+    seeded = seed_orphans(scope)
+    eip = session_for(scope).client("ec2").allocate_address(Domain="vpc")["PublicIp"]
+    result = eksinf("teardown", "--plane", "mgmt", "--yes", "--json", cwd=stack_dir)
+    assert result.code == 0, result.err
+    body = json.loads(result.out)
+    final = body["planes"][0]["final"]
+    assert body["clean"] and final["blockers"] == [] and final["billing"] == []
+    assert [e["publicIp"] for e in final["idleElasticIPs"]] == [eip]
+    assert f"idle Elastic IP {eip}" in result.err
+    ec2 = session_for(scope).client("ec2")
+    enis = {e["NetworkInterfaceId"] for e in ec2.describe_network_interfaces()["NetworkInterfaces"]}
+    sgs = {g["GroupId"] for g in ec2.describe_security_groups()["SecurityGroups"]}
+    assert not (set(seeded["swept"]) & (enis | sgs))
+    assert set(seeded["kept"]) <= (enis | sgs)
+    profiles = [
+        p["InstanceProfileName"]
+        for p in session_for(scope).client("iam").list_instance_profiles()["InstanceProfiles"]
+    ]
+    assert profiles == ["someone-elses"]
+
+
+def test_running_stack_instance_is_billing_and_not_clean(eksinf, stack_dir, scope, aws_env):
+    ec2 = session_for(scope).client("ec2")
+    ec2.run_instances(
+        ImageId="ami-12345678",
+        InstanceType="g6.xlarge",
+        MinCount=1,
+        MaxCount=1,
+        TagSpecifications=[
+            {"ResourceType": "instance", "Tags": [{"Key": STACK_TAG_KEY, "Value": scope.stack}]}
+        ],
+    )
+    result = eksinf("teardown", "--plane", "mgmt", "--yes", cwd=stack_dir)
+    assert result.code == 1
+    assert "left: instance i-" in result.out
+    assert "teardown incomplete" in result.err
+
+
+def test_workload_wait_is_bounded_and_names_the_instances(eksinf, stack_dir, scope, aws_env):
+    ec2 = session_for(scope).client("ec2")
+    ids = [
+        i["InstanceId"]
+        for i in ec2.run_instances(
+            ImageId="ami-12345678",
+            InstanceType="g6.xlarge",
+            MinCount=1,
+            MaxCount=1,
+            TagSpecifications=[
+                {
+                    "ResourceType": "instance",
+                    "Tags": [{"Key": scope.cluster_tag, "Value": "owned"}],
+                }
+            ],
+        )["Instances"]
+    ]
+    result = eksinf(
+        "teardown", "--plane", "workload", "--yes", "--wait-timeout", "0", cwd=stack_dir
+    )
+    assert result.code == 1
+    assert ids[0] in result.err and "would orphan them" in result.err
+
+
+def test_endpoint_down_plan_says_unknown(eksinf, stack_dir, monkeypatch, aws_env):
+    from conftest import free_port
+
+    monkeypatch.setenv("EKSINF_AWS_ENDPOINT_URL", f"http://127.0.0.1:{free_port()}")
+    result = eksinf("teardown", "--plane", "mgmt", cwd=stack_dir)
+    assert result.code == 0  # the plan itself needs no AWS; the current state is UNKNOWN
+    assert "current state UNKNOWN" in result.err
+    done = eksinf("teardown", "--plane", "mgmt", "--yes", cwd=stack_dir)
+    assert done.code == 4 and "unreachable" in done.err
+
+
+@pytest.fixture
+def mgmt(tmp_path, stack_dir):
+    objects = td.ack_objects(
+        stack_dir / "configs", [c.name for c in load_stack(stack_dir).select(plane="mgmt")]
+    )
+    with FakeKubeApi(token="m") as api:
+        api.put(ARGO, {"apiVersion": "apps/v1", "kind": "StatefulSet", "spec": {"replicas": 1}})
+        for obj in objects:
+            api.put(
+                obj.path,
+                {
+                    "apiVersion": obj.api_version,
+                    "kind": obj.kind,
+                    "metadata": {"name": obj.name, "namespace": obj.namespace},
+                },
+            )
+        api.objects_seeded = objects
+        api.config = api.kubeconfig(tmp_path / "mgmt.kubeconfig")
+        yield api
+
+
+def test_mgmt_deletes_ack_objects_dependents_first(eksinf, stack_dir, scope, mgmt, aws_env):
+    creds = {"AccessKeyId": "AKIAX", "SecretAccessKey": "s"}
+    secret = creds_mod.credentials_secret(creds, "ack-system", "x", None)
+    mgmt.put(f"/api/v1/namespaces/ack-system/secrets/{creds_mod.SECRET_NAME}", secret)
+    result = eksinf(
+        "teardown",
+        "--plane",
+        "mgmt",
+        "--yes",
+        "--kubeconfig",
+        str(mgmt.config),
+        "--poll",
+        "0",
+        cwd=stack_dir,
+    )
+    assert result.code == 0, result.err
+    objects = mgmt.objects_seeded
+    assert objects and [p for p, _ in mgmt.deletes] == [o.path for o in objects]
+    waves = [o.wave for o in objects]
+    assert waves == sorted(waves, reverse=True)
+    patches = [p for m, p in mgmt.log if m == "PATCH"]
+    assert patches[0] == ARGO  # Argo CD stopped before the first object is touched
+    assert mgmt.objects[ARGO]["spec"]["replicas"] == 0
+    assert "left stopped" in result.err
+
+
+def test_mgmt_preflight_blocks_before_anything_is_deleted(eksinf, stack_dir, scope, mgmt, aws_env):
+    seeded = seed_orphans(scope)  # the Secret is missing: the controllers would be stranded
+    before = snapshot(scope)
+    result = eksinf(
+        "teardown", "--plane", "mgmt", "--yes", "--kubeconfig", str(mgmt.config), cwd=stack_dir
+    )
+    assert result.code == 4
+    assert "strand every AWS resource" in result.err
+    assert mgmt.deletes == [] and not [m for m, _ in mgmt.log if m == "PATCH"]
+    assert snapshot(scope) == before and seeded["swept"]
+
+
+def test_account_mismatch_refuses(scope, aws_env):
+    other = StackScope(**{**scope.__dict__, "account": "999999999999"})
+    with pytest.raises(Exception, match="account mismatch") as err:
+        td.preflight(session_for(scope), other, None, "ack-system")
+    assert err.value.exit_code == 3
+
+
+def test_ack_objects_come_from_configs_in_reverse_wave_order(stack_dir):
+    objects = td.ack_objects(stack_dir / "configs", ["aws-network", "eks-cluster", "karpenter-aws"])
+    kinds = [o.kind for o in objects]
+    assert kinds.index("PodIdentityAssociation") < kinds.index("Cluster") < kinds.index("VPC")
+    assert kinds[-1] == "VPC"
