@@ -245,3 +245,84 @@ def test_real_mirror_archives_match_the_committed_lock(chart_mirror):
             archive = chart_mirror / f"{spec.chart}-{spec.version}.tgz"
             pin = pins[(spec.chart, spec.version, spec.repo)]
             assert charts.sha256(archive.read_bytes()) == pin.sha256
+
+
+@pytest.fixture
+def http_repo(tmp_path: Path):
+    """A Helm HTTP chart repository (index.yaml + archives) served on 127.0.0.1."""
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    root = tmp_path / "http-repo"
+    root.mkdir()
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(root))
+    handler.log_message = lambda *_args: None  # type: ignore[attr-defined]
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield root, f"http://127.0.0.1:{server.server_address[1]}/charts"
+    server.shutdown()
+    server.server_close()
+
+
+def publish_http(root: Path, chart: ChartSource) -> None:
+    (root / "charts").mkdir(exist_ok=True)
+    (root / "charts" / f"{chart.name}-{chart.version}.tgz").write_bytes(chart.package())
+    index = {
+        "apiVersion": "v1",
+        "entries": {
+            chart.name: [
+                {
+                    "name": chart.name,
+                    "version": chart.version,
+                    "urls": [f"{chart.name}-{chart.version}.tgz"],
+                }
+            ]
+        },
+    }
+    import yaml
+
+    (root / "charts" / "index.yaml").write_text(yaml.safe_dump(index))
+
+
+def test_http_chart_repository(tmp_path, http_repo, cache, eksinf):
+    served, url = http_repo
+    chart = ChartSource("webchart", templates={"cm.yaml": CONFIGMAP}, values={"greeting": "w"})
+    publish_http(served, chart)
+    root = write_stack(tmp_path / "stack", [("app", chart, url)])
+
+    locked = eksinf("charts", "lock", cwd=root)
+    assert locked.code == 0, locked.err
+    assert f"({url} webchart)" in locked.out
+    rendered = eksinf("render", cwd=root)
+    assert rendered.code == 0, rendered.err
+    assert "name: app-settings" in (root / "configs/apps/app-controller.yaml").read_text()
+
+
+def test_http_repository_without_the_version(tmp_path, http_repo, cache, eksinf):
+    served, url = http_repo
+    publish_http(served, ChartSource("webchart", "0.1.0", templates={"cm.yaml": CONFIGMAP}))
+    wanted = ChartSource("webchart", "9.9.9", templates={"cm.yaml": CONFIGMAP})
+    root = write_stack(tmp_path / "stack", [("app", wanted, url)])
+    result = eksinf("charts", "lock", cwd=root)
+    assert result.code == ENVIRONMENT
+    assert f"webchart 9.9.9 is not in {url}/index.yaml" in result.err
+    assert "Seed a mirror: put webchart-9.9.9.tgz in a directory" in result.err
+
+
+def test_plain_http_to_a_remote_host_is_refused(tmp_path, cache, eksinf):
+    chart = ChartSource("remote", templates={"cm.yaml": CONFIGMAP})
+    root = write_stack(tmp_path / "stack", [("app", chart, "http://charts.example.com/repo")])
+    result = eksinf("charts", "lock", cwd=root)
+    assert result.code == ENVIRONMENT
+    assert "refusing plain HTTP to charts.example.com" in result.err
+
+
+def test_http_repository_without_an_index(tmp_path, http_repo, cache, eksinf):
+    _served, url = http_repo
+    chart = ChartSource("noindex", templates={"cm.yaml": CONFIGMAP})
+    root = write_stack(tmp_path / "stack", [("app", chart, url)])
+    result = eksinf("charts", "lock", cwd=root)
+    assert result.code == ENVIRONMENT
+    assert f"HTTPError: 404 Client Error: File not found for url: {url}/index.yaml" in result.err

@@ -207,7 +207,7 @@ def _fetch_http(spec: ChartSpec) -> bytes:
         archive.raise_for_status()
         return archive.content
     except requests.RequestException as exc:
-        raise EksinfError(type(exc).__name__, exit_code=ENVIRONMENT) from exc
+        raise EksinfError(f"{type(exc).__name__}: {exc}", exit_code=ENVIRONMENT) from exc
 
 
 def atomic_write(path: Path, data: bytes) -> None:
