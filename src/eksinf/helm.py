@@ -9,11 +9,16 @@ from __future__ import annotations
 import functools
 import io
 import json
+import os
+import shutil
+import subprocess
 import tarfile
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
-from .errors import CONTRACT, EksinfError
+from .errors import CONTRACT, ENVIRONMENT, EksinfError
 
 
 @dataclass(frozen=True)
@@ -76,7 +81,7 @@ class SdkEngine:
                 raw = _native.call_string(
                     "helm_render", chart._raw(), json.dumps(values), json.dumps(options)
                 )
-                crds = tuple((c["filename"], c["data"]) for c in chart.crds)
+                crds = tuple(sorted((c["filename"], c["data"]) for c in chart.crds))
         except HelmError as exc:
             raise EksinfError(
                 f"helm could not render release {opts.release!r}: {exc}",
@@ -132,5 +137,90 @@ def _is_template(parts: list[str]) -> bool:
     return index < len(parts) - 1 and parts[index] == "templates"
 
 
+class BinaryEngine:
+    """An external `helm` binary (`helm template --include-crds --output-dir`), one per chart.
+
+    The alternative to the SDK, selected with EKSINF_HELM=/path/to/helm: a second, independent
+    implementation whose output must agree with the SDK's (tests compare them).
+    """
+
+    name = "helm"
+
+    def __init__(self, path: str) -> None:
+        resolved = shutil.which(path)
+        if resolved is None:
+            raise EksinfError(
+                f"{HELM_ENV}={path}: no executable helm there",
+                hint=f"Point {HELM_ENV} at a helm binary, or unset it to use the built-in engine.",
+                exit_code=ENVIRONMENT,
+            )
+        self.path = resolved
+
+    @functools.cached_property
+    def version(self) -> str:
+        done = subprocess.run(
+            [self.path, "version", "--short"], capture_output=True, text=True, timeout=30
+        )
+        if done.returncode != 0:
+            raise EksinfError(
+                f"{self.path} version failed: {done.stderr.strip()}", exit_code=ENVIRONMENT
+            )
+        return done.stdout.strip()
+
+    def render(self, archive: bytes, values: dict[str, Any], opts: RenderOptions) -> RenderedChart:
+        with tempfile.TemporaryDirectory(prefix="eksinf-helm-") as tmp:
+            work = Path(tmp)
+            (work / "chart.tgz").write_bytes(archive)
+            (work / "values.json").write_text(json.dumps(values))  # JSON is YAML to helm
+            out = work / "out"
+            command = [
+                self.path, "template", opts.release, str(work / "chart.tgz"),
+                "--namespace", opts.namespace,
+                "--kube-version", opts.kube_version,
+                "--include-crds",
+                "--values", str(work / "values.json"),
+                "--output-dir", str(out),
+            ]  # fmt: skip
+            for api in opts.api_versions:
+                command += ["--api-versions", api]
+            # helm keeps caches and repository config under $HOME; keep it off the user's
+            home = {k: str(work / "home" / k) for k in _HELM_HOMES}
+            done = subprocess.run(
+                command, capture_output=True, text=True, timeout=300, env={**os.environ, **home}
+            )
+            if done.returncode != 0:
+                raise EksinfError(
+                    f"helm could not render release {opts.release!r}: {done.stderr.strip()}",
+                    hint="Check the chart values; the message names the template and line.",
+                    exit_code=CONTRACT,
+                )
+            manifests: dict[str, str] = {}
+            crds: list[tuple[str, str]] = []
+            for path in sorted(p for p in out.rglob("*") if p.is_file()):
+                rel = path.relative_to(out).as_posix()
+                text = path.read_text(encoding="utf-8")
+                if _is_crd_file(rel.split("/")):
+                    crds.append((rel, text))
+                else:
+                    manifests[rel] = text
+        return RenderedChart(
+            manifests=manifests, crds=tuple(crds), templates=chart_templates(archive)
+        )
+
+
+HELM_ENV = "EKSINF_HELM"
+_HELM_HOMES = ("HELM_CACHE_HOME", "HELM_CONFIG_HOME", "HELM_DATA_HOME")
+
+
+def _is_crd_file(parts: list[str]) -> bool:
+    """A path `<chart>(/charts/<sub>)*/crds/<file>`."""
+    index = 1
+    while index + 1 < len(parts) and parts[index] == "charts":
+        index += 2
+    return index == len(parts) - 2 and parts[index] == "crds"
+
+
 def default_engine() -> HelmEngine:
-    return SdkEngine()
+    """The in-process SDK, or the helm binary named by EKSINF_HELM."""
+    binary = os.environ.get(HELM_ENV)
+    return BinaryEngine(binary) if binary else SdkEngine()

@@ -159,6 +159,28 @@ def chart_values(stack: Stack, comp: Component, spec: ChartSpec) -> dict:
 _DOC_START = re.compile(r"^---(?: |$)", re.MULTILINE)
 
 
+# Helm's install order of kinds. The helm binary sorts the documents of each template file in
+# this order and the SDK does not; sorting both the same way makes their output identical.
+HELM_INSTALL_ORDER = (
+    "PriorityClass", "Namespace", "NetworkPolicy", "ResourceQuota", "LimitRange",
+    "PodSecurityPolicy", "PodDisruptionBudget", "ServiceAccount", "Secret", "SecretList",
+    "ConfigMap", "StorageClass", "PersistentVolume", "PersistentVolumeClaim",
+    "CustomResourceDefinition", "ClusterRole", "ClusterRoleList", "ClusterRoleBinding",
+    "ClusterRoleBindingList", "Role", "RoleList", "RoleBinding", "RoleBindingList", "Service",
+    "DaemonSet", "Pod", "ReplicationController", "ReplicaSet", "Deployment",
+    "HorizontalPodAutoscaler", "StatefulSet", "Job", "CronJob", "IngressClass", "Ingress",
+    "APIService", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+)  # fmt: skip
+_KIND_RANK = {kind: rank for rank, kind in enumerate(HELM_INSTALL_ORDER)}
+
+
+def _install_rank(doc: Any) -> tuple[int, str]:
+    kind = kind_of(doc)
+    if not isinstance(kind, str):
+        return (len(_KIND_RANK) + 1, "")
+    return (_KIND_RANK.get(kind, len(_KIND_RANK)), "" if kind in _KIND_RANK else kind)
+
+
 def _parse_output(
     comp: Component, spec: ChartSpec, rendered: RenderedChart
 ) -> list[tuple[str, bool, list]]:
@@ -167,7 +189,8 @@ def _parse_output(
     parsed = []
     for origin, text in [*rendered.crds, *rendered.manifests.items()]:
         try:
-            parsed.append((origin, origin in crd_files, load_docs(text)))
+            docs = sorted(load_docs(text), key=_install_rank)  # stable: kind order only
+            parsed.append((origin, origin in crd_files, docs))
         except yaml.YAMLError as exc:
             raise EksinfError(
                 f"{comp.name}: chart {spec.name} template {origin} rendered invalid YAML: "
