@@ -188,9 +188,9 @@ CASES = [
     pytest.param(
         "webhook-ca-bundle",
         ChartSource("webhooks", templates={"webhooks.yaml": WEBHOOKS}),
-        [
-            ("app-controller.yaml", "ValidatingWebhookConfiguration/validate"),
+        [  # in Helm's install order: mutating webhooks before validating ones
             ("app-controller.yaml", "MutatingWebhookConfiguration/mutate"),
+            ("app-controller.yaml", "ValidatingWebhookConfiguration/validate"),
         ],
         id="webhook-ca-bundle",
     ),
