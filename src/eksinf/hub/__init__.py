@@ -40,7 +40,9 @@ def open_hub(root: Path, choice: str | None = None) -> Hub:
             f"unknown hub backend {backend!r}", f"Use one of: {', '.join(BACKENDS)}.", USAGE
         )
     if backend == "cub":
-        raise EksinfError("the cub backend is not in this build yet", exit_code=USAGE)
+        from .cub import CubHub
+
+        return CubHub()
     from .local import DEFAULT_PATH, LocalHub
 
     return LocalHub(root / config.get("hub_path", DEFAULT_PATH))

@@ -707,7 +707,7 @@ class LocalHub:
                 self._insert_link(sid, clone_id, unit["id"], "UpgradeUnit", {})
                 if target_row and target_row["apps_space"]:
                     ships_namespace |= "kind: Namespace" in unit["data"]
-                    for ns in re.findall(r"^    namespace: (\S+)$", unit["data"], re.MULTILINE):
+                    for ns in re.findall(r"^  namespace: (\S+)$", unit["data"], re.MULTILINE):
                         namespaces[ns] = namespaces.get(ns, 0) + 1
             if target_row and target_row["apps_space"]:
                 namespace = max(sorted(namespaces), key=namespaces.get) if namespaces else "default"

@@ -1,0 +1,531 @@
+"""CubHub: the `Hub` protocol over the `cub` CLI, for teams whose hub is a hosted ConfigHub.
+
+Every call goes through one runner (`CONFIGHUB_AGENT=1`, `-o json` for reads, JSON bodies on
+stdin: cub silently drops YAML link bodies). Failures are mapped onto the typed errors by
+recognised text; absence is reported only for a recognised not-found answer, and anything
+unrecognised is `Unavailable`, never "empty".
+
+Limit: no hosted ConfigHub is reachable from where this was built. The tests replay cub outputs
+written from the reference's recorded shapes (tests/fixtures/cub/), not a live session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import CONTRACT
+from . import argo
+from .protocol import (
+    APPS_SPACE_ANNOTATION,
+    AlreadyExists,
+    FunctionResult,
+    GateBlocked,
+    HubError,
+    Link,
+    NoChanges,
+    NotFound,
+    ReferencedElsewhere,
+    Release,
+    Revision,
+    Space,
+    Target,
+    Unavailable,
+    Unit,
+    UploadReport,
+    UploadSource,
+)
+
+OWNER = "EKS Inference"
+TIMEOUT = 300
+_NOT_FOUND = ("not found", "does not exist", "no such")
+_REUPLOADED = re.compile(r"Re-uploaded (\S+): (\d+) created, (\d+) updated, (\d+) emptied")
+_GATE_LINE = re.compile(r"(?:Apply Gates|Validation Errors|ApplyGates|ValidationErrors):\s*(\S+)")
+
+
+@dataclass(frozen=True)
+class CubResult:
+    code: int
+    stdout: str
+    stderr: str
+
+
+Runner = Callable[[list[str], str | None], CubResult]
+
+
+def run_cub(args: list[str], stdin: str | None = None) -> CubResult:
+    """The one place a `cub` process is started."""
+    binary = shutil.which("cub")
+    if binary is None:
+        raise Unavailable(
+            "cub is not installed (needed by --hub cub)",
+            "Install the ConfigHub CLI and run `cub auth login`, or use the embedded hub "
+            "(--hub local).",
+        )
+    try:
+        done = subprocess.run(
+            [binary, *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            env={**os.environ, "CONFIGHUB_AGENT": "1"},
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise Unavailable(f"cub {' '.join(args[:3])} timed out after {TIMEOUT}s") from exc
+    return CubResult(done.returncode, done.stdout, done.stderr)
+
+
+def _first_line(result: CubResult) -> str:
+    for text in (result.stderr, result.stdout):
+        for line in text.splitlines():
+            if line.strip():
+                return line.strip()
+    return f"exit status {result.code}"
+
+
+def _pick(row: dict, *names: str, default: Any = None) -> Any:
+    """The first present field: servers renamed some (ApplyGates -> ValidationErrors)."""
+    for name in names:
+        if name in row and row[name] is not None:
+            return row[name]
+    return default
+
+
+class CubHub:
+    name = "cub"
+
+    def __init__(self, runner: Runner = run_cub) -> None:
+        self._runner = runner
+
+    # ---- plumbing ---------------------------------------------------------------------------
+
+    def _run(self, args: list[str], stdin: str | None = None) -> str:
+        result = self._runner(args, stdin)
+        if result.code == 0:
+            return result.stdout
+        raise self._error(args, result)
+
+    def _json(self, args: list[str]) -> Any:
+        out = self._run([*args, "-o", "json"])
+        try:
+            return json.loads(out) if out.strip() else None
+        except json.JSONDecodeError as exc:
+            raise Unavailable(f"cub {' '.join(args[:2])}: output is not JSON ({exc})") from exc
+
+    def _error(self, args: list[str], result: CubResult) -> HubError:
+        text = f"{result.stderr}\n{result.stdout}"
+        first = _first_line(result)
+        lowered = text.lower()
+        what = f"cub {' '.join(args[:2])}"
+        space = args[2] if len(args) > 2 else "?"
+        if "no changes were made" in lowered:
+            return NoChanges(space)
+        if "outstanding applygates" in lowered or "outstanding validationerrors" in lowered:
+            gates = sorted(set(_GATE_LINE.findall(text)))
+            return GateBlocked(space, gates, self._gated_units(space))
+        if "was uploaded with --granularity" in lowered:
+            return HubError(first, "Re-create the base with `eksinf install --recreate`.", CONTRACT)
+        if "already exists" in lowered:
+            return AlreadyExists(f"{what}: {first}")
+        if args[:2] == ["space", "delete"] and (
+            "referenc" in lowered or "still" in lowered or "bridgeworker" in lowered
+        ):
+            return ReferencedElsewhere(space, [first])
+        if any(marker in lowered for marker in _NOT_FOUND):
+            return NotFound(f"{what}: {first}")
+        if "auth login" in lowered or "not authenticated" in lowered or "401" in first:
+            return Unavailable(f"{what}: {first}", "Log in with `cub auth login`.")
+        return Unavailable(f"{what}: {first}")
+
+    def _gated_units(self, space: str) -> list[str]:
+        try:
+            return [u.slug for u in self.list_units(space) if u.validation_errors]
+        except HubError:
+            return []
+
+    # ---- records ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _space(row: dict) -> Space:
+        space = row.get("Space", row)
+        return Space(
+            space["SpaceID"],
+            space["Slug"],
+            space.get("Labels") or {},
+            space.get("Annotations") or {},
+            _pick(row, "ReleaseTarget") or _pick(space, "ReleaseTargetSlug"),
+        )
+
+    @staticmethod
+    def _unit(row: dict) -> Unit:
+        unit = row.get("Unit", row)
+        space = row.get("Space") or {}
+        target = row.get("Target") or {}
+        target_ref = (
+            f"{target.get('SpaceSlug', space.get('Slug', ''))}/{target['Slug']}"
+            if target.get("Slug")
+            else None
+        )
+        return Unit(
+            unit["UnitID"],
+            space.get("Slug", ""),
+            unit["Slug"],
+            unit.get("HeadRevisionNum", 0),
+            _pick(unit, "DataHash", "ContentHash", default=""),
+            target_ref,
+            _pick(unit, "LastReleasedRevisionNum", "LastAppliedRevisionNum", default=0),
+            unit.get("UpstreamUnitID"),
+            unit.get("UpstreamRevisionNum"),
+            tuple(sorted(_pick(unit, "ValidationErrors", "ApplyGates", default={}) or {})),
+            (),
+            unit.get("Labels") or {},
+        )
+
+    # ---- spaces -----------------------------------------------------------------------------
+
+    def list_spaces(self, where: str | None = None) -> list[Space]:
+        rows = self._json(["space", "list", *(["--where", where] if where else [])]) or []
+        return [self._space(r) for r in rows]
+
+    def get_space(self, slug: str) -> Space:
+        return self._space(self._json(["space", "get", slug]))
+
+    def space_exists(self, slug: str) -> bool:
+        try:
+            self.get_space(slug)
+        except NotFound:  # absence only on a recognised not-found answer
+            return False
+        return True
+
+    def create_space(
+        self, slug: str, labels: dict[str, str] | None = None, *, allow_exists: bool = False
+    ) -> Space:
+        args = ["space", "create", slug]
+        for key, value in sorted((labels or {}).items()):
+            args += ["--label", f"{key}={value}"]
+        self._run(args + (["--allow-exists"] if allow_exists else []))
+        return self.get_space(slug)
+
+    def label_space(self, slug: str, labels: dict[str, str]) -> Space:
+        args = ["space", "update", slug, "--patch"]
+        for key, value in sorted(labels.items()):
+            args += ["--label", f"{key}={value}"]
+        self._run(args)
+        return self.get_space(slug)
+
+    def delete_space(self, slug: str, *, recursive: bool = False) -> None:
+        # never --recursive-force: it would override delete gates
+        self._run(["space", "delete", slug, *(["--recursive"] if recursive else [])])
+
+    # ---- units ------------------------------------------------------------------------------
+
+    def list_units(self, space: str | None = None, where: str | None = None) -> list[Unit]:
+        args = ["unit", "list", "--space", space or "*"]
+        rows = self._json(args + (["--where", where] if where else [])) or []
+        return [self._unit(r) for r in rows]
+
+    def get_unit(self, space: str, slug: str) -> Unit:
+        row = self._json(["unit", "get", slug, "--space", space])
+        return self._unit({**row, "Space": row.get("Space") or {"Slug": space}})
+
+    def unit_data(self, space: str, slug: str, revision: int | None = None) -> str:
+        args = ["unit", "data", slug, "--space", space]
+        return self._run(args + (["--revision", str(revision)] if revision else []))
+
+    def create_unit(self, space: str, slug: str, data: str, *, target: str | None = None) -> Unit:
+        args = ["unit", "create", "--space", space, slug, "-"]
+        self._run(args + (["--target", target] if target else []), data)
+        return self.get_unit(space, slug)
+
+    def update_unit(self, space: str, slug: str, data: str, description: str) -> Unit:
+        self._run(
+            ["unit", "update", "--space", space, slug, "-", "--change-desc", description], data
+        )
+        return self.get_unit(space, slug)
+
+    def history(self, space: str, slug: str) -> list[Revision]:
+        rows = self._json(["revision", "list", slug, "--space", space]) or []
+        revisions = [r.get("Revision", r) for r in rows]
+        return sorted(
+            (
+                Revision(
+                    r["RevisionNum"], r.get("Description", ""), _pick(r, "DataHash", default="")
+                )
+                for r in revisions
+            ),
+            key=lambda r: r.num,
+        )
+
+    def restore(self, space: str, slug: str, revision: int) -> Unit:
+        self._run(["unit", "update", "--space", space, slug, "--patch", "--restore", str(revision)])
+        return self.get_unit(space, slug)
+
+    # ---- variants ---------------------------------------------------------------------------
+
+    def variant_upload(
+        self,
+        component: str,
+        variant: str,
+        source: UploadSource,
+        *,
+        labels: dict[str, str] | None = None,
+        prune: bool = False,
+        dry_run: bool = False,
+    ) -> UploadReport:
+        space = f"{component}-{variant}"
+        existed = self.space_exists(space)
+        args = [
+            "variant", "upload", "--component", component, "--variant", variant,
+            "--granularity", "per-file", "--owner", OWNER,
+        ]  # fmt: skip
+        for key, value in sorted((labels or {}).items()):
+            args += ["--label", f"{key}={value}"]
+        args += ["--dry-run"] if dry_run else []
+        args += ["--prune"] if prune else []
+        if source.ref.startswith("oci://"):
+            out = self._run([*args, source.ref])
+        else:  # cub reads files: hand it the unit files in a directory of their own
+            with tempfile.TemporaryDirectory(prefix="eksinf-cub-") as tmp:
+                for name, data in source.files.items():
+                    (Path(tmp) / name).write_bytes(data)
+                out = self._run([*args, tmp])
+        if not existed:
+            return UploadReport(space, True, revert_hint="")
+        counts = _REUPLOADED.search(out)
+        revert = next(
+            (
+                ln.split(":", 1)[1].strip()
+                for ln in out.splitlines()
+                if ln.startswith("Revert with:")
+            ),
+            "",
+        )
+        if counts is None:  # "Already up to date", or wording we do not know: nothing claimed
+            return UploadReport(space, False, revert_hint=revert)
+        created, updated, emptied = (int(counts.group(i)) for i in (2, 3, 4))
+        # cub reports counts, not unit names: entries stand in as "#1", "#2", ...
+        return UploadReport(
+            space,
+            False,
+            created=tuple(f"#{i + 1}" for i in range(created)),
+            updated=tuple(f"#{i + 1}" for i in range(updated)),
+            emptied=tuple(f"#{i + 1}" for i in range(emptied)),
+            revert_hint=revert,
+        )
+
+    def variants_of(self, component: str) -> list[str]:
+        return sorted(
+            s.slug
+            for s in self.list_spaces(f"Labels.Component = '{component}'")
+            if s.slug != f"{component}-base"
+        )
+
+    def variant_create(
+        self, variant: str, upstream_space: str, *, target: str | None = None
+    ) -> Space:
+        upstream = self.get_space(upstream_space)
+        component = upstream.labels.get("Component") or upstream_space.rsplit("-", 1)[0]
+        if self.space_exists(f"{component}-{variant}"):
+            raise AlreadyExists(f"space {component}-{variant} already exists")
+        self._run(
+            [
+                "variant",
+                "create",
+                variant,
+                upstream_space,
+                *(["--target", target] if target else []),
+            ]
+        )
+        return self.get_space(f"{component}-{variant}")
+
+    def variant_promote(self, space: str) -> list[str]:
+        before = {u.slug: u.head_revision for u in self.list_units(space)}
+        self._run(["variant", "promote", space])
+        return sorted(
+            u.slug for u in self.list_units(space) if before.get(u.slug) != u.head_revision
+        )
+
+    # ---- links ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _link(row: dict) -> Link:
+        link = row.get("Link", row)
+        return Link(
+            link["LinkID"],
+            link["Slug"],
+            (row.get("Space") or {}).get("Slug", ""),
+            (row.get("FromUnit") or {}).get("Slug", ""),
+            (row.get("ToSpace") or {}).get("Slug", ""),
+            (row.get("ToUnit") or {}).get("Slug", ""),
+            link.get("UpdateType", ""),
+            {
+                k: link.get(k) or []
+                for k in ("UpstreamPaths", "DownstreamPaths", "DownstreamSetters")
+                if k in link
+            },
+        )
+
+    def list_links(self, space: str) -> list[Link]:
+        return [self._link(r) for r in self._json(["link", "list", "--space", space]) or []]
+
+    def set_link(
+        self, space: str, unit: str, to_space: str, to_unit: str, bindings: dict[str, Any]
+    ) -> Link:
+        body = json.dumps(bindings, sort_keys=True)
+        existing = [
+            lk
+            for lk in self.list_links(space)
+            if lk.from_unit == unit and lk.to_space == to_space and lk.to_unit == to_unit
+        ]
+        if existing:
+            # `--allow-exists` would keep stale bindings: re-assert them with a patch
+            self._run(
+                ["link", "update", existing[0].slug, "--space", space, "--patch", "--from-stdin"],
+                body,
+            )
+        else:
+            self._run(
+                [
+                    "link", "create", "--space", space, "-", unit, to_unit, to_space,
+                    "--update-type", "TransformPaths", "--auto-update", "--from-stdin",
+                ],
+                body,
+            )  # fmt: skip
+        for lk in self.list_links(space):
+            if lk.from_unit == unit and lk.to_space == to_space and lk.to_unit == to_unit:
+                return lk
+        raise Unavailable(f"cub link create {space}/{unit}: the link is not listed afterwards")
+
+    def delete_link(self, space: str, slug: str) -> None:
+        self._run(["link", "delete", "--space", space, slug])
+
+    def resolve(self, space: str, unit: str) -> bool:
+        before = self.get_unit(space, unit).head_revision
+        self._run(["unit", "update", "--space", space, "--patch", "--resolve", "Link:*", unit])
+        return self.get_unit(space, unit).head_revision != before
+
+    # ---- functions --------------------------------------------------------------------------
+
+    def invoke(
+        self,
+        space: str,
+        function: str,
+        args: list[str],
+        *,
+        unit: str | None = None,
+        where: str | None = None,
+    ) -> FunctionResult:
+        before = {u.slug: u.head_revision for u in self.list_units(space)}
+        cmd = ["function", "do", "--quiet", "--space", space]
+        cmd += ["--unit", unit] if unit else []
+        cmd += ["--where", where] if where else []
+        self._run([*cmd, function, *args])
+        after = {u.slug: u.head_revision for u in self.list_units(space)}
+        looked_at = [unit] if unit else sorted(after)
+        changed = tuple(s for s in looked_at if after.get(s) != before.get(s))
+        return FunctionResult(function, changed, tuple(s for s in looked_at if s not in changed))
+
+    # ---- targets, triggers, releases --------------------------------------------------------
+
+    def registry(self) -> str:
+        """ConfigHub's OCI registry: `oci.<api host>:443` for https servers."""
+        context = self._json(["context", "get"]) or {}
+        server = ((context.get("coordinate") or {}).get("serverURL")) or ""
+        match = re.match(r"^https://([^/:]+)", server)
+        if not match:
+            raise Unavailable(
+                f"cannot derive the OCI registry from server URL {server!r}",
+                "Only https ConfigHub servers advertise oci.<host>:443.",
+            )
+        return f"oci.{match.group(1)}:443"
+
+    def create_target(self, space: str, slug: str, registry: str) -> Target:
+        """ConfigHub serves releases from its own registry: `registry` is not used here."""
+        apps = f"{space}-argo-apps"
+        self._run(
+            ["worker", "create", "worker", "--space", space, "--is-server-worker", "--allow-exists"]
+        )
+        self._run(
+            [
+                "target", "create", slug, "{}", "worker", "--space", space, "-p", "OCI", "-t", "Any",
+                "--annotation", f"{APPS_SPACE_ANNOTATION}={apps}", "--allow-exists",
+            ]
+        )  # fmt: skip
+        self.create_space(apps, {"Owner": OWNER}, allow_exists=True)
+        self._run(["space", "update", apps, "--patch", "--release-target", f"{space}/{slug}"])
+        root = argo.root_application(apps, self.registry())
+        try:
+            self.get_unit(apps, "root")
+            self.update_unit(apps, "root", root, "root application")
+        except NotFound:
+            self.create_unit(apps, "root", root, target=f"{space}/{slug}")
+        return self.get_target(f"{space}/{slug}")
+
+    def get_target(self, ref: str) -> Target:
+        space, _, slug = ref.partition("/")
+        row = self._json(["target", "get", slug, "--space", space])
+        target = row.get("Target", row)
+        annotations = target.get("Annotations") or {}
+        return Target(
+            target["TargetID"],
+            space,
+            slug,
+            "confighub",
+            annotations.get(APPS_SPACE_ANNOTATION),
+            space,
+        )
+
+    def create_trigger(self, space: str, slug: str, function: str, description: str) -> None:
+        self._run(
+            [
+                "trigger", "create", slug, "Mutation", "Kubernetes/YAML", function,
+                "--space", space, "--allow-exists", "--description", description,
+            ]
+        )  # fmt: skip
+        space_id = self.get_space(space).space_id
+        for row in self._json(["target", "list", "--space", space]) or []:
+            target = row.get("Target", row)
+            self._run(
+                [
+                    "target",
+                    "update",
+                    "--space",
+                    space,
+                    target["Slug"],
+                    "--where-trigger",
+                    f"SpaceID = '{space_id}'",
+                ]
+            )
+
+    def publish(self, space: str) -> Release:
+        row = self._json(["release", "publish", space])
+        return self._release(space, row)
+
+    @staticmethod
+    def _release(space: str, row: dict) -> Release:
+        release = row.get("Release", row)
+        return Release(
+            space,
+            release.get("ReleaseNum", 0),
+            release.get("Digest", ""),
+            release.get("ManifestDigest", ""),
+            release.get("UnitCount", 0),
+            f"space/{space}",
+        )
+
+    def list_releases(self, space: str) -> list[Release]:
+        return [
+            self._release(space, r) for r in self._json(["release", "list", "--space", space]) or []
+        ]
+
+    def close(self) -> None:
+        return None

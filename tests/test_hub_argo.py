@@ -1,0 +1,143 @@
+"""Argo CD manifests the hub generates are valid Applications (schema written from the
+Application CRD's field names: spec.project/source/destination/syncPolicy) and say what we mean."""
+
+from __future__ import annotations
+
+import jsonschema
+import pytest
+
+from eksinf.hub import argo
+from eksinf.hub.protocol import UploadSource
+from eksinf.yamlio import dump_docs, load_docs
+
+# Closed objects (additionalProperties: false) so a misspelt field (`selfheal`, `repoUrl`) fails.
+APPLICATION_SCHEMA = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "additionalProperties": False,
+    "properties": {
+        "apiVersion": {"const": "argoproj.io/v1alpha1"},
+        "kind": {"const": "Application"},
+        "metadata": {
+            "type": "object",
+            "required": ["name", "namespace"],
+            "properties": {
+                "name": {"type": "string", "pattern": "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"},
+                "namespace": {"type": "string"},
+                "finalizers": {"type": "array", "items": {"type": "string"}},
+            },
+        },
+        "spec": {
+            "type": "object",
+            "required": ["project", "source", "destination"],
+            "additionalProperties": False,
+            "properties": {
+                "project": {"type": "string"},
+                "source": {
+                    "type": "object",
+                    "required": ["repoURL"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "repoURL": {"type": "string", "pattern": "^oci://"},
+                        "targetRevision": {"type": "string"},
+                        "path": {"type": "string"},
+                        "chart": {"type": "string"},
+                    },
+                },
+                "destination": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "server": {"type": "string"},
+                        "namespace": {"type": "string"},
+                        "name": {"type": "string"},
+                    },
+                },
+                "syncPolicy": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "automated": {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "properties": {
+                                "prune": {"type": "boolean"},
+                                "selfHeal": {"type": "boolean"},
+                                "allowEmpty": {"type": "boolean"},
+                                "enabled": {"type": "boolean"},
+                            },
+                        },
+                        "syncOptions": {
+                            "type": "array",
+                            "items": {"type": "string", "pattern": "^[A-Za-z.]+=(true|false)$"},
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+
+
+def validate(text: str) -> dict:
+    (doc,) = load_docs(text)
+    jsonschema.validate(doc, APPLICATION_SCHEMA)
+    return doc
+
+
+def test_root_application_is_valid_and_self_heals_without_prune():
+    doc = validate(argo.root_application("c1-argo-apps", "127.0.0.1:5000/hub"))
+    assert doc["spec"]["source"]["repoURL"] == "oci://127.0.0.1:5000/hub/space/c1-argo-apps"
+    assert doc["spec"]["syncPolicy"]["automated"] == {"selfHeal": True}
+    assert "CreateNamespace=false" in doc["spec"]["syncPolicy"]["syncOptions"]
+
+
+@pytest.mark.parametrize("ships_namespace", [True, False])
+def test_child_application_prunes_and_creates_namespace_only_when_needed(ships_namespace):
+    doc = validate(
+        argo.child_application(
+            "karpenter-dev",
+            "oci-layout:/x",
+            namespace="kube-system",
+            ships_namespace=ships_namespace,
+        )
+    )
+    assert doc["spec"]["syncPolicy"]["automated"]["prune"] is True
+    assert doc["spec"]["source"]["repoURL"] == "oci://oci-layout.invalid/space/karpenter-dev"
+    wanted = f"CreateNamespace={'false' if ships_namespace else 'true'}"
+    assert wanted in doc["spec"]["syncPolicy"]["syncOptions"]
+
+
+def test_schema_rejects_a_misspelt_field():
+    doc = load_docs(argo.root_application("a", "r"))[0]
+    doc["spec"]["syncPolicy"]["automated"] = {"selfheal": True}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, APPLICATION_SCHEMA)
+
+
+def test_variant_on_a_target_gets_a_valid_child_application(local_hub, tmp_path):
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gpu"}}
+    ds = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "d", "namespace": "gpu"},
+    }
+    source = UploadSource(
+        "t", {"namespace.yaml": dump_docs([ns]).encode(), "ds.yaml": dump_docs([ds]).encode()}
+    )
+    local_hub.variant_upload("gpu", "base", source)
+    local_hub.variant_upload(
+        "bare", "base", UploadSource("t", {"ds.yaml": dump_docs([ds]).encode()})
+    )
+    local_hub.create_space("c1")
+    local_hub.create_target("c1", "target", "127.0.0.1:5000/hub")
+    local_hub.variant_create("dev", "gpu-base", target="c1/target")
+    local_hub.variant_create("dev", "bare-base", target="c1/target")
+    root = validate(local_hub.unit_data("c1-argo-apps", "root"))
+    assert root["metadata"]["name"] == "c1-argo-apps"
+    shipped = validate(local_hub.unit_data("c1-argo-apps", "gpu-dev"))
+    assert "CreateNamespace=false" in shipped["spec"]["syncPolicy"]["syncOptions"]
+    assert shipped["spec"]["destination"]["namespace"] == "gpu"
+    bare = validate(local_hub.unit_data("c1-argo-apps", "bare-dev"))
+    assert "CreateNamespace=true" in bare["spec"]["syncPolicy"]["syncOptions"]
+    assert local_hub.get_space("c1-argo-apps").release_target == "c1/target"
