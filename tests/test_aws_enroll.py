@@ -17,8 +17,10 @@ from aws_stubs import EksExtrasFake, FakeKubeApi
 from eksinf.aws import contract, enroll
 from eksinf.aws.scope import StackScope
 from eksinf.aws.session import AwsIdentity, AwsSession
+from eksinf.hub import open_hub
 from eksinf.profile import STACK_TAG_KEY, load_profile
 from eksinf.stack import load_stack
+from eksinf.yamlio import load_docs
 
 ACCOUNT = "123456789012"
 CALLER = "arn:aws:sts::123456789012:user/moto"  # moto's caller identity
@@ -136,6 +138,7 @@ def test_cluster_missing_three_elements_prints_exactly_three_lines(
     assert "--grant-access" in fixes[0] and "aws eks create-addon" in fixes[1]
     assert "401" in result.out  # the access-entry line explains the 401
     assert not [m for m, _ in kube.log if m != "GET"]  # nothing was wired
+    assert not (stack_dir / ".eksinf" / "hub.db").exists()
     assert not (stack_dir / ".eksinf" / "targets" / "prod.json").exists()
 
 
@@ -154,15 +157,20 @@ def test_conforming_cluster_passes_and_is_wired_idempotently(
     assert statuses["capacity-reservation"] in ("warn", "unknown")  # advisory only
     app_path = "/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/prod-argo-apps"
     app = kube.objects[app_path]
-    assert app["spec"]["source"]["repoURL"].endswith("/prod-argo-apps")
-    target = json.loads((stack_dir / ".eksinf" / "targets" / "prod.json").read_text())
-    assert target["server"] == kube.url and target["eksCluster"] == scope.cluster
+    assert app["spec"]["source"]["repoURL"].endswith("/space/prod-argo-apps")
+    hub = open_hub(stack_dir)
+    assert hub.get_target("prod/target").registry
+    root_unit = load_docs(hub.unit_data("prod-argo-apps", "root"))[0]
+    assert root_unit["spec"] == app["spec"]  # the cluster got exactly the hub's unit
+    assert report["wiring"]["server"] == kube.url
+    revisions = len(hub.history("prod-argo-apps", "root"))
     kubeconfig = stack_dir / ".eksinf" / "clusters" / "prod.kubeconfig"
     assert kubeconfig.stat().st_mode & 0o077 == 0
     before = (kubeconfig.read_bytes(), json.dumps(kube.objects, sort_keys=True))
     second = eksinf(*args, cwd=stack_dir)
     assert second.code == 0, second.err
     assert (kubeconfig.read_bytes(), json.dumps(kube.objects, sort_keys=True)) == before
+    assert len(hub.history("prod-argo-apps", "root")) == revisions
 
 
 def test_grant_access_creates_the_entry(eksinf, stack_dir, scope, kube, monkeypatch, aws_env):
@@ -201,7 +209,11 @@ def test_enroll_remove_orphans_workloads(eksinf, stack_dir, scope, kube, monkeyp
     assert removed.code == 0, removed.err
     app_path = "/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/prod-argo-apps"
     assert (app_path, "Orphan") in kube.deletes
-    assert not (stack_dir / ".eksinf" / "targets" / "prod.json").exists()
+    assert open_hub(stack_dir).space_exists("prod")  # kept without --delete-spaces
+    again = eksinf("enroll", "remove", "--name", "prod", "--delete-spaces", "--yes", cwd=stack_dir)
+    assert again.code == 0, again.err
+    assert not open_hub(stack_dir).space_exists("prod")
+    assert not open_hub(stack_dir).space_exists("prod-argo-apps")
 
 
 def test_wiring_manifests_are_schema_valid():

@@ -1,26 +1,23 @@
-"""Wiring an enrolled cluster: kubeconfig, target record, Argo CD repo credentials, root app.
+"""Wiring an enrolled cluster: hub target and apps space, Argo CD repo credentials, root app.
 
-The manifests are built by pure functions and applied through the one thin client (`kube.py`);
-applying is server-side apply, so re-running enroll converges instead of failing. There is no
-hub module yet, so the target is recorded as a JSON file under `.eksinf/targets/`.
+The hub half (space `<name>`, OCI target, apps space `<name>-argo-apps` holding the root
+Application unit, placeholder gate) goes through the hub's own API. The cluster half is built
+by pure functions and applied through the one thin client (`kube.py`) with server-side apply,
+so re-running enroll converges instead of failing. The root Application applied to the cluster
+is the very unit the hub stores in the apps space.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 
 from ..errors import CONTRACT, EksinfError
+from ..yamlio import load_docs
 from .kube import KubeClient, object_path, resource_path
 
-ROOT_FINALIZER = "resources-finalizer.argocd.argoproj.io"
-IN_CLUSTER = "https://kubernetes.default.svc"
 REPO_CREDS_LABEL = "argocd.argoproj.io/secret-type"
 
 
@@ -33,34 +30,12 @@ def repo_creds_name(name: str) -> str:
 
 
 def root_application(name: str, registry: str, namespace: str) -> dict[str, Any]:
-    """The app-of-apps: pulls the apps space's release (OCI) and self-heals; never prunes."""
-    return {
-        "apiVersion": "argoproj.io/v1alpha1",
-        "kind": "Application",
-        "metadata": {
-            "name": apps_space(name),
-            "namespace": namespace,
-            "finalizers": [ROOT_FINALIZER],
-            "labels": {"app.kubernetes.io/managed-by": "eksinf"},
-        },
-        "spec": {
-            "project": "default",
-            "source": {
-                "repoURL": f"oci://{registry}/{apps_space(name)}",
-                "targetRevision": "latest",
-                "path": ".",
-            },
-            "destination": {"server": IN_CLUSTER, "namespace": namespace},
-            "syncPolicy": {
-                "automated": {"selfHeal": True, "prune": False},
-                "syncOptions": [
-                    "ServerSideApply=true",
-                    "RespectIgnoreDifferences=true",
-                    "CreateNamespace=false",
-                ],
-            },
-        },
-    }
+    """The hub's root Application for the apps space, placed in Argo CD's namespace."""
+    from ..hub.argo import root_application as hub_root
+
+    doc = load_docs(hub_root(apps_space(name), registry))[0]
+    doc["metadata"]["namespace"] = namespace
+    return doc
 
 
 def repo_creds_secret(
@@ -175,35 +150,27 @@ def check_application(doc: dict[str, Any]) -> None:
         )
 
 
-def target_record(
-    name: str, cluster: str, region: str, server: str, kubeconfig: Path, registry: str
-) -> dict[str, Any]:
-    return {
-        "name": name,
-        "eksCluster": cluster,
-        "region": region,
-        "server": server,
-        "kubeconfig": str(kubeconfig),
-        "appsSpace": apps_space(name),
-        "registry": registry,
-        "provider": "OCI",
-    }
+def hub_target(stack_root: Path, name: str, registry: str) -> str:
+    """Create (idempotently) the target space, its OCI target and apps space in the hub."""
+    from ..deploy import ensure_target_space
+    from ..hub import open_hub
+
+    hub = open_hub(stack_root)
+    ensure_target_space(hub, name, registry, {"Owner": "eksinf", "Cluster": name})
+    return f"{name}/target"
 
 
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+def delete_hub_spaces(stack_root: Path, name: str) -> list[str]:
+    """Remove the apps space, then the target space (recursive, never forced)."""
+    from ..hub import open_hub
 
-
-@dataclass(frozen=True)
-class WiringResult:
-    kubeconfig: Path
-    target_file: Path
-    applied: tuple[str, ...]
-    skipped: tuple[str, ...]
+    hub = open_hub(stack_root)
+    gone = []
+    for space in (apps_space(name), name):
+        if hub.space_exists(space):
+            hub.delete_space(space, recursive=True)
+            gone.append(space)
+    return gone
 
 
 def apply_wiring(kube: KubeClient, docs: list[dict[str, Any]]) -> list[str]:

@@ -390,19 +390,16 @@ def enroll_cluster_cmd(
         )
     if kubeconfig is not None and kubeconfig.resolve() != target_kubeconfig.resolve():
         write_kubeconfig(target_kubeconfig, yaml.safe_load(kubeconfig.read_text()))
-    applied = enroll.apply_wiring(kube, docs)
+    applied = enroll.apply_wiring(
+        kube, docs
+    )  # the cluster first: a refused apply leaves no hub half
     server = kube.server if kube else read_kubeconfig(target_kubeconfig).server
-    target_file = stack.root / ".eksinf" / "targets" / f"{name}.json"
-    enroll.write_json(
-        target_file,
-        enroll.target_record(
-            name, scope.cluster, scope.region, server, target_kubeconfig, registry
-        ),
-    )
+    target = enroll.hub_target(stack.root, name, registry)
     wiring = {
         "kubeconfig": str(target_kubeconfig),
-        "target": str(target_file),
-        "targetStore": "json-file (no hub module yet)",
+        "server": server,
+        "target": target,
+        "appsSpace": enroll.apps_space(name),
         "applied": applied,
         "skipped": skipped,
     }
@@ -413,7 +410,7 @@ def enroll_cluster_cmd(
         warn(f"skipped {item}")
     typer.echo(f"cluster {scope.cluster} meets the contract; enrolled as {name}")
     typer.echo(f"kubeconfig: {target_kubeconfig}")
-    typer.echo(f"target record: {target_file} (no hub module yet: a JSON file)")
+    typer.echo(f"hub target: {target} (apps space {enroll.apps_space(name)})")
     for item in applied:
         typer.echo(f"applied {item}")
 
@@ -426,18 +423,21 @@ def enroll_remove_cmd(
         None, "--kubeconfig", help="Default: .eksinf/clusters/<name>.kubeconfig."
     ),
     argocd_namespace: str = ARGOCD_NS_OPTION,
+    delete_spaces: bool = typer.Option(
+        False, "--delete-spaces", help="Also delete the hub's target and apps spaces."
+    ),
     aws_profile: str = AWS_PROFILE_OPTION,
     yes: bool = YES_OPTION,
 ) -> None:
-    """Detach a cluster: remove the root app (orphaning workloads) and the target record."""
+    """Detach a cluster: remove the root app (orphaning workloads); optionally its hub spaces."""
     from ..aws import enroll
 
     stack = state(ctx).stack()
     path = kubeconfig or stack.root / ".eksinf" / "clusters" / f"{name}.kubeconfig"
-    target_file = stack.root / ".eksinf" / "targets" / f"{name}.json"
+    spaces = f"; hub spaces {enroll.apps_space(name)} and {name}" if delete_spaces else ""
     typer.echo(
         f"plan: delete Application {argocd_namespace}/{enroll.apps_space(name)} without "
-        f"cascading (workloads and child apps stay), its repo-creds Secret, and {target_file}. "
+        f"cascading (workloads and child apps stay) and its repo-creds Secret{spaces}. "
         "The cluster, Argo CD and any access entry are left alone."
     )
     if not yes:
@@ -453,9 +453,9 @@ def enroll_remove_cmd(
     else:
         for item in enroll.detach(kube, name, argocd_namespace):
             typer.echo(f"removed {item}")
-    if target_file.exists():
-        target_file.unlink()
-        typer.echo(f"removed {target_file}")
+    if delete_spaces:
+        for space in enroll.delete_hub_spaces(stack.root, name):
+            typer.echo(f"deleted hub space {space}")
 
 
 # ---- teardown --------------------------------------------------------------------------------
