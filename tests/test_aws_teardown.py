@@ -238,3 +238,63 @@ def test_ack_objects_come_from_configs_in_reverse_wave_order(stack_dir):
     kinds = [o.kind for o in objects]
     assert kinds.index("PodIdentityAssociation") < kinds.index("Cluster") < kinds.index("VPC")
     assert kinds[-1] == "VPC"
+
+
+def test_workload_drain_goes_through_the_hub(eksinf, stack_dir, scope, aws_env):
+    from eksinf.hub import open_hub
+    from eksinf.yamlio import load_docs
+
+    assert eksinf("sandbox", "up", cwd=stack_dir).code == 0  # a real hub with both planes
+    hub = open_hub(stack_dir)
+    before = {u.slug: len(hub.list_releases(u.space)) for u in hub.list_units("karpenter-sandbox")}
+    result = eksinf(
+        "teardown", "--plane", "workload", "--variant", "sandbox", "--yes", "--json", cwd=stack_dir
+    )
+    assert result.code == 0, result.err
+    body = json.loads(result.out)
+    drain = body["planes"][0]["steps"][0]
+    assert drain["step"] == "drain" and "inference-workloads-sandbox" in drain["detail"]
+    assert "karpenter-sandbox" not in drain["detail"]  # Karpenter keeps running to drain nodes
+    replicas = [
+        doc["spec"]["replicas"]
+        for unit in hub.list_units("inference-workloads-sandbox")
+        for doc in load_docs(hub.unit_data("inference-workloads-sandbox", unit.slug))
+        if doc.get("kind") == "Deployment"
+    ]
+    assert replicas and set(replicas) == {0}
+    after = {u.slug: len(hub.list_releases(u.space)) for u in hub.list_units("karpenter-sandbox")}
+    assert before == after
+    assert len(hub.list_releases("inference-workloads-sandbox")) == 2
+
+
+def test_mgmt_deletion_is_authorised_through_the_hub(eksinf, stack_dir, scope, mgmt, aws_env):
+    from eksinf.hub import open_hub
+    from eksinf.yamlio import load_docs
+
+    assert eksinf("sandbox", "up", cwd=stack_dir).code == 0
+    creds = {"AccessKeyId": "AKIAX", "SecretAccessKey": "s"}
+    secret = creds_mod.credentials_secret(creds, "ack-system", "x", None)
+    mgmt.put(f"/api/v1/namespaces/ack-system/secrets/{creds_mod.SECRET_NAME}", secret)
+    result = eksinf(
+        "teardown",
+        "--plane",
+        "mgmt",
+        "--variant",
+        "sandbox",
+        "--yes",
+        "--kubeconfig",
+        str(mgmt.config),
+        "--poll",
+        "0",
+        cwd=stack_dir,
+    )
+    assert result.code == 0, result.err
+    hub = open_hub(stack_dir)
+    docs = [
+        doc
+        for unit in hub.list_units("aws-network-sandbox")
+        for doc in load_docs(hub.unit_data("aws-network-sandbox", unit.slug))
+        if ".services.k8s.aws/" in str(doc.get("apiVersion"))
+    ]
+    assert docs and all(d["metadata"]["annotations"][td.DELETION_POLICY] == "delete" for d in docs)
+    assert "deletion-policy=delete published on" in result.err
