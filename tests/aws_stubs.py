@@ -153,6 +153,7 @@ class FakeKubeApi:
 
     def __exit__(self, *exc: Any) -> None:
         self._server.shutdown()
+        self._server.server_close()  # refuse connections from now on, instead of hanging
 
     def kubeconfig(self, path: Any, token: str | None = None) -> Any:
         path.write_text(

@@ -139,3 +139,53 @@ def test_unknown_region_prices_are_unknown_not_zero(scope):
     body = to_json(report)
     assert body["cost"]["hourly"] is None and body["cost"]["unknownItems"] == 2
     assert body["fixed"] == [{"kind": "eks-control-plane", "id": scope.cluster, "hourly": None}]
+
+
+def nodeclass(name: str, subnets: int, sgs: int, amis: int, ready: str = "True") -> dict:
+    return {
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": name},
+        "status": {
+            "subnets": [{"id": f"subnet-{i}"} for i in range(subnets)],
+            "securityGroups": [{"id": f"sg-{i}"} for i in range(sgs)],
+            "amis": [{"id": f"ami-{i}"} for i in range(amis)],
+            "capacityReservations": [],
+            "conditions": [{"type": "Ready", "status": ready}],
+        },
+    }
+
+
+def test_status_shows_nodeclass_resolution_from_the_workload_cluster(
+    eksinf, stack_dir, scope, tmp_path, aws_env
+):
+    # FakeKubeApi stands in for the workload cluster's API (tests/aws_stubs.py).
+    from aws_stubs import FakeKubeApi
+
+    from eksinf.aws.status import NODECLASS_PATH
+
+    with FakeKubeApi(token="w") as api:
+        api.put(f"{NODECLASS_PATH}/general", nodeclass("general", 3, 2, 1))
+        api.put(f"{NODECLASS_PATH}/gpu", nodeclass("gpu", 0, 2, 1, ready="False"))
+        config = api.kubeconfig(tmp_path / "workload.kubeconfig")
+        result = eksinf("status", "--json", "--kubeconfig", str(config), cwd=stack_dir)
+        text = eksinf("status", "--kubeconfig", str(config), cwd=stack_dir)
+    assert result.code == 0, result.err
+    body = json.loads(result.out)
+    by_name = {nc["name"]: nc for nc in body["nodeClasses"]}
+    assert by_name["general"]["subnets"] == 3 and by_name["gpu"]["ready"] == "False"
+    assert "EC2NodeClass gpu resolves no subnets" in result.err
+    assert "EC2NodeClass general" not in result.err
+    assert "nodeclass gpu: ready=False subnets=0" in text.out
+
+
+def test_unreachable_workload_cluster_is_unknown_not_empty(eksinf, stack_dir, tmp_path, aws_env):
+    from aws_stubs import FakeKubeApi
+
+    with FakeKubeApi() as api:
+        config = api.kubeconfig(tmp_path / "workload.kubeconfig")
+    # the server is shut down now: nothing listens there
+    result = eksinf("status", "--json", "--kubeconfig", str(config), cwd=stack_dir)
+    assert result.code == 0  # billing is still known; the node-class part says UNKNOWN
+    body = json.loads(result.out)
+    assert body["nodeClasses"] is None and body["nodeClassError"].startswith("UNKNOWN")

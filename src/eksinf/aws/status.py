@@ -14,6 +14,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from ..errors import EksinfError
 from .scope import StackScope
 from .session import AWS_FAILURES, AwsSession, aws_errors, error_code, paginate, tags_of, translate
 
@@ -324,4 +325,88 @@ def unknown_json(scope: StackScope, reason: str) -> dict[str, Any]:
         "instances": None,
         "cost": "UNKNOWN",
         "billingError": reason,
+    }
+
+
+# ---- EC2NodeClass resolution on a reachable workload cluster ---------------------------------
+
+NODECLASS_PATH = "/apis/karpenter.k8s.aws/v1/ec2nodeclasses"
+
+
+@dataclass(frozen=True)
+class NodeClassRow:
+    name: str
+    ready: str  # the Ready condition's status: True | False | Unknown
+    subnets: int
+    security_groups: int
+    amis: int
+    capacity_reservations: int
+
+    @property
+    def resolves_nothing(self) -> list[str]:
+        empty = [("subnets", self.subnets), ("securityGroups", self.security_groups)]
+        empty.append(("amis", self.amis))
+        return [name for name, count in empty if count == 0]
+
+
+def node_class_rows(items: list[dict[str, Any]]) -> list[NodeClassRow]:
+    rows = []
+    for item in sorted(items, key=lambda i: i["metadata"]["name"]):
+        st = item.get("status") or {}
+        ready = next(
+            (
+                c.get("status", "Unknown")
+                for c in st.get("conditions") or []
+                if c.get("type") == "Ready"
+            ),
+            "Unknown",
+        )
+        rows.append(
+            NodeClassRow(
+                name=item["metadata"]["name"],
+                ready=ready,
+                subnets=len(st.get("subnets") or []),
+                security_groups=len(st.get("securityGroups") or []),
+                amis=len(st.get("amis") or []),
+                capacity_reservations=len(st.get("capacityReservations") or []),
+            )
+        )
+    return rows
+
+
+def node_class_section(kube: Any, network: str) -> dict[str, Any]:
+    """What Karpenter resolved from the discovery selectors, or why it is unknown."""
+    try:
+        found = kube.get(NODECLASS_PATH)
+    except EksinfError as exc:
+        return {"nodeClasses": None, "nodeClassError": f"UNKNOWN: {exc.message}", "warnings": []}
+    if found is None:
+        return {
+            "nodeClasses": None,
+            "nodeClassError": "no EC2NodeClass API on this cluster: the karpenter component is "
+            "not deployed there",
+            "warnings": [],
+        }
+    rows = node_class_rows(found.get("items") or [])
+    warnings = [
+        f"EC2NodeClass {r.name} resolves no {', '.join(r.resolves_nothing)}: the "
+        f"karpenter.sh/discovery={network} tags no longer agree with aws-network, or the AMI "
+        "alias does not resolve; Karpenter will launch nothing for it"
+        for r in rows
+        if r.resolves_nothing
+    ]
+    return {
+        "nodeClasses": [
+            {
+                "name": r.name,
+                "ready": r.ready,
+                "subnets": r.subnets,
+                "securityGroups": r.security_groups,
+                "amis": r.amis,
+                "capacityReservations": r.capacity_reservations,
+            }
+            for r in rows
+        ],
+        "nodeClassError": None,
+        "warnings": warnings,
     }

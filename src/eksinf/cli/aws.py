@@ -64,6 +64,12 @@ def status_cmd(
     ctx: typer.Context,
     region: str = REGION_OPTION,
     aws_profile: str = AWS_PROFILE_OPTION,
+    workload_kubeconfig: Path = typer.Option(
+        None,
+        "--kubeconfig",
+        help="Workload cluster kubeconfig: adds EC2NodeClass resolution (subnets, security "
+        "groups, AMIs, reservations) to the report.",
+    ),
     json_out: bool = JSON_OPTION,
 ) -> None:
     """What this stack runs on EC2 and what it costs (scoped to the stack's tags)."""
@@ -83,13 +89,43 @@ def status_cmd(
             exit_code=exc.exit_code if exc.exit_code == ENVIRONMENT else ENVIRONMENT,
         ) from exc
     report = status_mod.build_status(scope, raw, status_mod.load_prices())
-    for message in report.warnings:
+    section = None
+    if workload_kubeconfig is not None:
+        try:
+            kube = KubeClient.from_kubeconfig(workload_kubeconfig, session)
+        except EksinfError as exc:
+            section = {
+                "nodeClasses": None,
+                "nodeClassError": f"UNKNOWN: {exc.message}",
+                "warnings": [],
+            }
+        else:
+            section = status_mod.node_class_section(kube, scope.network)
+    for message in [*report.warnings, *((section or {}).get("warnings") or [])]:
         warn(message)  # stderr in both modes, so --json stays clean
+    if section and section["nodeClassError"]:
+        warn(f"node classes: {section['nodeClassError']}")
     if json_out:
-        emit_json(status_mod.to_json(report))
+        body = status_mod.to_json(report)
+        if section is not None:
+            body.update(
+                nodeClasses=section["nodeClasses"], nodeClassError=section["nodeClassError"]
+            )
+        emit_json(body)
         return
     for line in status_mod.format_text(report):
         typer.echo(line)
+    if section is None:
+        typer.echo("node classes: no workload cluster given (--kubeconfig); not checked")
+    elif section["nodeClasses"] is None:
+        typer.echo(f"node classes: {section['nodeClassError']}")
+    else:
+        for nc in section["nodeClasses"]:
+            typer.echo(
+                f"nodeclass {nc['name']}: ready={nc['ready']} subnets={nc['subnets']} "
+                f"securityGroups={nc['securityGroups']} amis={nc['amis']} "
+                f"reservations={nc['capacityReservations']}"
+            )
     progress(f"prices: src/eksinf/data/prices.json (as of {report.prices_as_of})")
 
 
