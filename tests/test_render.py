@@ -337,3 +337,16 @@ def test_write_tree_without_exchange_support(tmp_path, monkeypatch):
     render.write_tree(target, {"a/y.yaml": "two\n"})
     assert read_tree(target) == {"a/y.yaml": "two\n"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["configs"]
+
+
+@pytest.mark.parametrize("out", [".", "..", "render", "render/apps"])
+def test_out_never_replaces_the_stack_or_its_sources(tmp_path, registry, eksinf, out):
+    from eksinf.errors import USAGE
+
+    chart = ChartSource("outguard", templates={"cm.yaml": CONFIGMAP}, values={"greeting": "x"})
+    root = publish_stack(tmp_path, registry, [("app", chart)])
+    before = snapshot(root)
+    result = eksinf("render", "--out", out, cwd=root)
+    assert result.code == USAGE
+    assert "refusing to replace" in result.err and "it holds the stack's sources" in result.err
+    assert snapshot(root) == before

@@ -23,7 +23,7 @@ import yaml
 
 from . import __version__
 from .charts import ResolvedChart, atomic_write, read_lock, render_records_dir, resolve
-from .errors import CONTRACT, FAILURE, EksinfError
+from .errors import CONTRACT, FAILURE, USAGE, EksinfError
 from .faults import checkpoint
 from .helm import HelmEngine, RenderedChart, RenderOptions, default_engine
 from .stack import ChartSpec, Component, Stack
@@ -472,7 +472,15 @@ def write_configs(result: RenderResult, out: Path | None = None) -> Path:
     """Write the whole render into configs/ (or `out`): a clean rebuild, so no stale unit stays."""
     if result.partial:
         raise ValueError("a partial render cannot replace configs/")  # a caller bug, not input
-    target = out or result.stack.configs_dir
+    target = (out or result.stack.configs_dir).resolve()
+    root = result.stack.root.resolve()
+    # the whole target is replaced: never let that be the stack, a folder holding it, or its inputs
+    if target == root or root.is_relative_to(target) or target.is_relative_to(root / "render"):
+        raise EksinfError(
+            f"refusing to replace {target}: it holds the stack's sources",
+            hint="--out names a folder that render replaces entirely; pick a new or scratch one.",
+            exit_code=USAGE,
+        )
     write_tree(target, result.files())
     return target
 

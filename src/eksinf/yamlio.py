@@ -31,7 +31,20 @@ def _location(path: str, mark: Any) -> str:
 
 # libyaml loader that keeps timestamps as strings: a date in a label must not turn into a datetime.
 class _Loader(yaml.CSafeLoader):
-    pass
+    # Resolving a plain scalar's type runs Python regexes for every scalar; CRD schemas repeat
+    # the same few hundred values thousands of times, so short values are resolved once.
+    _resolved: dict[tuple[str, tuple[bool, bool]], str] = {}
+
+    def resolve(self, kind: type, value: Any, implicit: Any) -> str:
+        if kind is not yaml.ScalarNode or len(value) > 64:
+            return super().resolve(kind, value, implicit)
+        key = (value, implicit)
+        tag = self._resolved.get(key)
+        if tag is None:
+            tag = super().resolve(kind, value, implicit)
+            if len(self._resolved) < 100_000:
+                self._resolved[key] = tag
+        return tag
 
 
 _Loader.yaml_implicit_resolvers = {
