@@ -219,3 +219,50 @@ def test_show_policy_refuses_an_unconditioned_passrole(eksinf, stack):
     result = eksinf("creds", "show-policy", cwd=stack)
     assert result.code == 3
     assert "without an iam:PassedToService condition" in result.err
+
+
+def test_delete_user_that_does_not_exist_is_exit_1(eksinf, stack, kube, aws_env):
+    result = eksinf("creds", "delete-user", "--user-name", "nobody", "--yes", cwd=stack)
+    assert result.code == 1
+    assert "no IAM user named nobody" in result.err
+
+
+def test_missing_policy_is_exit_3(eksinf, stack):
+    for f in (stack / "iam").glob("*.json"):
+        f.unlink()
+    result = eksinf("creds", "show-policy", cwd=stack)
+    assert result.code == 3
+    assert "expected one IAM policy document" in result.err
+
+
+def test_probe_gives_up_after_the_bound(scope, aws_env):
+    # moto answers any key as its default user, never as the new user: the probe must give up.
+    naps = []
+    with pytest.raises(EksinfError) as err:
+        creds_mod.probe_key(
+            AwsIdentity.resolve(scope.region),
+            {"AccessKeyId": "AKIANEW", "SecretAccessKey": "x"},
+            "arn:aws:iam::123456789012:user/expected",
+            attempts=3,
+            delay=5,
+            sleep=naps.append,
+        )
+    assert err.value.exit_code == 4 and "never became usable after 3 tries" in err.value.message
+    assert naps == [5, 5]
+
+
+def test_garbage_kubeconfig_is_exit_4(eksinf, stack, tmp_path, aws_env):
+    bad = tmp_path / "bad.kubeconfig"
+    bad.write_text("clusters: [\n")
+    result = eksinf("creds", "status", "--kubeconfig", str(bad), cwd=stack)
+    assert result.code == 4
+    assert "not a usable kubeconfig" in result.err
+
+
+def test_eks_token_is_a_presigned_caller_identity_for_the_cluster(scope, aws_env):
+    token = AwsSession(AwsIdentity.resolve(scope.region)).eks_token("my-cluster")
+    assert token.startswith("k8s-aws-v1.")
+    body = token.removeprefix("k8s-aws-v1.")
+    url = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)).decode()
+    assert "Action=GetCallerIdentity" in url and "x-k8s-aws-id" in url
+    assert "X-Amz-Expires=60" in url

@@ -298,3 +298,9 @@ def test_mgmt_deletion_is_authorised_through_the_hub(eksinf, stack_dir, scope, m
     ]
     assert docs and all(d["metadata"]["annotations"][td.DELETION_POLICY] == "delete" for d in docs)
     assert "deletion-policy=delete published on" in result.err
+
+
+def test_hub_plane_is_a_usage_error(eksinf, stack_dir, aws_env):
+    result = eksinf("teardown", "--plane", "hub", cwd=stack_dir)
+    assert result.code == 2
+    assert "the hub plane creates nothing to tear down" in result.err

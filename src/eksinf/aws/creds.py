@@ -171,6 +171,16 @@ def restart_patch(when: str) -> dict[str, Any]:
     return {"spec": {"template": {"metadata": {"annotations": {RESTART_ANNOTATION: when}}}}}
 
 
+def minutes_left(expires_at: str | None) -> int | None:
+    if not expires_at:
+        return None
+    try:
+        end = dt.datetime.fromisoformat(expires_at.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return int((end - dt.datetime.now(dt.UTC)).total_seconds() // 60)
+
+
 def _now() -> str:
     return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 

@@ -2,7 +2,7 @@
 
 A command builds one `AwsSession` from an `AwsIdentity` (AWS profile, region, optional endpoint
 URL) and takes every client from it. Anything handed to an external tool (a kubeconfig's exec
-plugin env, a subprocess env) is derived from the same identity, so an ambient `AWS_PROFILE`
+plugin env) is derived from the same identity, so an ambient `AWS_PROFILE`
 can never make one call in a command act as someone else (DESIGN §1 principle 6).
 """
 
@@ -61,19 +61,6 @@ class AwsIdentity:
         chosen = profile or os.environ.get("AWS_PROFILE") or None
         endpoint = os.environ.get(ENDPOINT_ENV) or None
         return cls(profile=chosen, region=region, endpoint_url=endpoint)
-
-    def tool_env(self) -> dict[str, str]:
-        """Environment for kubectl/Helm/aws subprocesses: the same profile and region, no other."""
-        env = {
-            k: v for k, v in os.environ.items() if k not in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE")
-        }
-        env["AWS_REGION"] = self.region
-        env["AWS_DEFAULT_REGION"] = self.region
-        if self.profile:
-            env["AWS_PROFILE"] = self.profile
-        if self.endpoint_url:
-            env["AWS_ENDPOINT_URL"] = self.endpoint_url
-        return env
 
     def exec_env(self) -> list[dict[str, str]]:
         """The `env` list of a kubeconfig exec plugin, pinning this identity for kubectl."""
@@ -219,6 +206,8 @@ class AwsSession:
         out = {"AccessKeyId": frozen.access_key, "SecretAccessKey": frozen.secret_key}
         if frozen.token:
             out["SessionToken"] = frozen.token
+        # Refreshable (SSO, assumed-role) credentials know when they end; botocore keeps that
+        # on a private attribute and offers no public accessor.
         expiry = getattr(creds, "_expiry_time", None)
         if expiry is not None:
             out["Expiration"] = expiry.isoformat()

@@ -319,6 +319,28 @@ class ArgoHalt:
         self.kube.patch(self.path, {"spec": {"replicas": 0}})
         return True
 
+    def wait_stopped(
+        self,
+        timeout: float,
+        poll: float,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """Scaling to 0 is a request: wait until no controller pod remains (bounded)."""
+        pods = (
+            f"/api/v1/namespaces/{self.namespace}/pods"
+            f"?labelSelector=app.kubernetes.io/name%3D{ARGO_CONTROLLER[2]}"
+        )
+        deadline = clock() + timeout
+        while self.kube.items(pods):
+            if clock() >= deadline:
+                raise EksinfError(
+                    f"Argo CD's application controller still has pods after {int(timeout)} s",
+                    hint="Nothing was deleted. Check the StatefulSet, then re-run.",
+                    exit_code=FAILURE,
+                )
+            sleep(poll)
+
     def restore(self) -> None:
         if self.replicas is not None:
             self.kube.patch(self.path, {"spec": {"replicas": self.replicas}})

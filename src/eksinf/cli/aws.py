@@ -212,6 +212,12 @@ def _write_own_credentials(
     typer.echo(f"account {caller.account}, identity {caller.arn}, key {creds['AccessKeyId']}")
     if creds.get("SessionToken"):
         typer.echo(f"temporary credentials; expire at {creds.get('Expiration', 'unknown')}")
+        left = creds_mod.minutes_left(creds.get("Expiration"))
+        if left is not None and left < 30:
+            warn(
+                f"these credentials expire in {left} min; provisioning takes ~25 min and the "
+                "controllers stop when they expire (refresh with `eksinf creds refresh`)"
+            )
     restarted = creds_mod.write_secret(kube, ack_namespace(ctx), creds, f"caller/{caller.arn}")
     _report_restart(restarted)
 
@@ -675,6 +681,8 @@ def teardown_cmd(
             )
             deleted = False
             try:
+                if stopped:
+                    halt.wait_stopped(180, min(poll, 10))
                 swept = td.delete_ack_objects(
                     kube, objects, session, scope, wait_timeout * 2.3, poll, say
                 )
