@@ -457,3 +457,45 @@ def test_unconditioned_passrole_in_inline_policy(eksinf, stack_dir):
         "PassNodeRoleToEC2",
         "Role aws-inference/karpenter-controller",
     )
+
+
+# ---- freshness --------------------------------------------------------------------------------
+
+
+def test_edited_source_is_linted_and_reported_stale(eksinf, stack_dir):
+    """A handwritten unit edited under render/ but not re-rendered: both problems are named."""
+    edit(stack_dir, "render/inference-workloads/smoke-gpu.yaml", GPU_TOLERATION, "")
+    failing(
+        eksinf,
+        stack_dir,
+        "configs-stale",
+        "render/inference-workloads/smoke-gpu.yaml",
+        "configs/inference-workloads/smoke-gpu.yaml",
+    )
+    failing(
+        eksinf,
+        stack_dir,
+        "taint-gpu",
+        "render/inference-workloads/smoke-gpu.yaml Deployment inference/smoke-gpu",
+        "NodePool /quantized-gpu",
+    )
+
+
+def test_changed_chart_values_without_render(eksinf, stack_dir):
+    edit(stack_dir, "render/karpenter/values/karpenter.yaml", "replicas: 2", "replicas: 1")
+    failing(eksinf, stack_dir, "configs-stale", "configs/provenance.json inputsSha256")
+
+
+def test_discovery_tag_key_removed_from_security_group(eksinf, stack_dir):
+    text = (stack_dir / NETWORK).read_text()
+    head, tail = text.split("kind: SecurityGroup\n", 1)
+    tail = tail.replace("key: karpenter.sh/discovery", "key: karpenter.sh/discover", 1)
+    (stack_dir / NETWORK).write_text(head + "kind: SecurityGroup\n" + tail)
+    failing(
+        eksinf,
+        stack_dir,
+        "discovery-tag",
+        "no security group carries that tag",
+        "EC2NodeClass /gpu spec.securityGroupSelectorTerms.0",
+        "SecurityGroup aws-inference/cluster-nodes spec.tags",
+    )

@@ -17,10 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from . import links, paths
 from .errors import EksinfError
 from .profile import STACK_TAG_KEY, load_profile
+from .render import PROVENANCE_FILE, inputs_digest, source_files
 from .stack import Stack
+from .yamlio import load_docs
 
 DISCOVERY_KEY = "karpenter.sh/discovery"
 POOL_LABEL = "karpenter.sh/nodepool"
@@ -314,9 +318,12 @@ def check_identity(report: Report, resources: list[Res]) -> None:
     have = {(r.namespace, r.name): r for r in accounts}
 
     def missing(ns: Any, name: Any, here: str, what: str) -> None:
-        same_name = [r for r in accounts if r.name == name]
-        there = same_name[0].at("metadata") if same_name else "no workload unit renders it"
-        hint = f"; the rendered chart creates {same_name[0].namespace}/{name}" if same_name else ""
+        # The closest real account: same name in another namespace, else one in the namespace.
+        near = [r for r in accounts if r.name == name] or [r for r in accounts if r.namespace == ns]
+        there = (
+            near[0].at("metadata") if near else "no workload-plane unit renders a ServiceAccount"
+        )
+        hint = f"; the rendered chart creates {near[0].namespace}/{near[0].name}" if near else ""
         report.add(
             "identity-trust",
             f"{what} names ServiceAccount {ns}/{name}, which no workload-plane unit creates"
@@ -402,20 +409,22 @@ def check_discovery(report: Report, resources: list[Res]) -> None:
             terms = spec.get(field_name) or []
             for index, term in enumerate(terms):
                 want = (term.get("tags") or {}).get(DISCOVERY_KEY)
-                if want is None:
-                    continue
+                if want is None or want == links.PLACEHOLDER:
+                    continue  # unresolved: already reported by the link checks
                 here = r.at(f"spec.{field_name}.{index}.tags.{paths.escape(DISCOVERY_KEY)}")
                 carriers = tagged[kind]
                 if not carriers:
                     report.add(
                         "discovery-tag",
-                        f"selects {kind}s by {DISCOVERY_KEY}={want}, but no "
+                        f"selects {'subnets' if kind == 'subnet' else 'security groups'} by "
+                        f"{DISCOVERY_KEY}={want}, but no "
                         f"{'private subnet' if kind == 'subnet' else 'security group'} carries "
                         "that tag: Karpenter launches nothing and names no error",
                         here,
+                        *[c.at("spec.tags") for c in (subnets if kind == "subnet" else groups)][:1],
                     )
                 for carrier, value in carriers:
-                    if value != want:
+                    if value not in (want, links.PLACEHOLDER):
                         report.add(
                             "discovery-tag",
                             f"{DISCOVERY_KEY} differs: the selector wants {want!r}, the "
@@ -431,10 +440,15 @@ def check_network(report: Report, resources: list[Res]) -> None:
     report.checks.append("network")
     vpcs = _of(resources, "VPC", "ec2.services.k8s.aws")
     cidrs = {c for v in vpcs for c in (v.doc.get("spec") or {}).get("cidrBlocks") or []}
+    if links.PLACEHOLDER in cidrs:
+        cidrs = set()  # unresolved: already reported by the link checks
     for r in _of(resources, "SecurityGroup", "ec2.services.k8s.aws"):
         for ri, rule in enumerate((r.doc.get("spec") or {}).get("ingressRules") or []):
             for ni, rng in enumerate(rule.get("ipRanges") or []):
-                if rng.get("description") == "intra-VPC" and rng.get("cidrIP") not in cidrs:
+                cidr = rng.get("cidrIP")
+                if not cidrs or cidr == links.PLACEHOLDER:
+                    continue
+                if rng.get("description") == "intra-VPC" and cidr not in cidrs:
                     report.add(
                         "vpc-cidr",
                         f"intra-VPC ingress allows {rng.get('cidrIP')}, but the VPC is "
@@ -471,6 +485,8 @@ def check_node_role(report: Report, resources: list[Res]) -> None:
         role_name = (role.doc.get("spec") or {}).get("name")
         for nc in _of(resources, "EC2NodeClass"):
             value = (nc.doc.get("spec") or {}).get("role")
+            if links.PLACEHOLDER in (value, role_name):
+                continue
             if value != role_name:
                 report.add(
                     "node-role",
@@ -493,7 +509,7 @@ def check_cluster_name(report: Report, resources: list[Res]) -> None:
         if r.kind != "Deployment" or r.plane != "workload":
             continue
         for path, value in _env_values(r.doc, "CLUSTER_NAME"):
-            if value != name:
+            if value != name and links.PLACEHOLDER not in (value, name):
                 report.add(
                     "cluster-name",
                     f"CLUSTER_NAME is {value!r} but the EKS cluster is {name!r}",
@@ -505,7 +521,7 @@ def check_cluster_name(report: Report, resources: list[Res]) -> None:
             (nc.doc.get("spec") or {}).get("securityGroupSelectorTerms") or []
         ):
             value = (term.get("tags") or {}).get("aws:eks:cluster-name")
-            if value is not None and value != name:
+            if value not in (None, name, links.PLACEHOLDER) and name != links.PLACEHOLDER:
                 report.add(
                     "cluster-name",
                     f"selects the cluster security group of {value!r}, but the cluster is {name!r}",
@@ -538,7 +554,7 @@ def check_model_id(report: Report, resources: list[Res]) -> None:
         return
     first, first_path, first_value = seen[0]
     for r, path, value in seen[1:]:
-        if value != first_value:
+        if value != first_value and links.PLACEHOLDER not in (value, first_value):
             report.add(
                 "model-id",
                 f"VLLM_MODEL {value!r} differs from {first_value!r}: the server rejects "
@@ -927,7 +943,81 @@ def check_iam_policies(report: Report, resources: list[Res], iam_dir: Path) -> N
                 )
 
 
+# ---- freshness ---------------------------------------------------------------------------------
+
+
+def check_fresh(report: Report, stack: Stack) -> dict[str, tuple[str, list[dict]]]:
+    """Flag configs/ rendered from other sources; return the handwritten units whose source differs.
+
+    Handwritten units are copied byte for byte, so a differing source means configs/ is stale.
+    The caller lints those sources too, so the real problem is reported, not only "run render".
+    Returns `component/unit` -> (source file, documents).
+    """
+    report.checks.append("fresh")
+    sources: dict[str, tuple[str, list[dict]]] = {}
+    stale = False
+    for comp in stack.components:
+        for path in source_files(stack, comp):
+            committed = stack.configs_dir / comp.name / path.name
+            text = path.read_text(encoding="utf-8")
+            if committed.is_file() and committed.read_text(encoding="utf-8") == text:
+                continue
+            stale = True
+            source = str(path.relative_to(stack.root))
+            report.add(
+                "configs-stale",
+                "the source differs from the committed unit (configs/ ships the old text; "
+                "findings below are about the source): run `eksinf render` and commit configs/",
+                source,
+                str(committed.relative_to(stack.root)),
+            )
+            try:
+                docs = load_docs(text)
+            except yaml.YAMLError as exc:
+                report.add("configs-stale", f"not valid YAML: {str(exc).splitlines()[0]}", source)
+                continue
+            key = f"{comp.name}/{path.stem}"
+            sources[key] = (source, [d for d in docs if isinstance(d, dict)])
+    provenance = stack.configs_dir / PROVENANCE_FILE
+    if stale or not provenance.is_file():
+        return sources
+    try:
+        recorded = json.loads(provenance.read_text(encoding="utf-8")).get("inputsSha256")
+    except json.JSONDecodeError:
+        recorded = None
+    if recorded != inputs_digest(stack):
+        report.add(
+            "configs-stale",
+            "render inputs (chart values, bindings, versions or components) changed since "
+            "configs/ was rendered: run `eksinf render` (`eksinf verify` shows the difference)",
+            f"configs/{PROVENANCE_FILE} inputsSha256",
+        )
+    return sources
+
+
 # ---- entry point -----------------------------------------------------------------------------
+
+
+def _lint_units(
+    report: Report,
+    stack: Stack,
+    units: dict[str, list[dict]],
+    spec: dict | None,
+    bindings: list[links.Binding],
+) -> None:
+    valid = check_links(report, units, spec, bindings)
+    if spec is None:
+        return  # nothing to resolve with: invariants would compare placeholders
+    resources = _resources(stack, links.resolve_units(units, spec, valid))
+    check_identity(report, resources)
+    check_discovery(report, resources)
+    check_network(report, resources)
+    check_node_role(report, resources)
+    check_cluster_name(report, resources)
+    check_model_id(report, resources)
+    check_scheduling(report, resources)
+    check_accelerators(report, resources)
+    check_iam_policies(report, resources, stack.root / "iam")
 
 
 def lint_stack(stack: Stack) -> Report:
@@ -945,18 +1035,23 @@ def lint_stack(stack: Stack) -> Report:
         return report
     report.bindings = len(bindings)
     units = links.read_units(stack.configs_dir)
-    valid = check_links(report, units, spec, bindings)
-    if spec is None:
-        return report  # nothing to resolve with: invariants would compare placeholders
-    resolved = links.resolve_units(units, spec, valid)
-    resources = _resources(stack, resolved)
-    check_identity(report, resources)
-    check_discovery(report, resources)
-    check_network(report, resources)
-    check_node_role(report, resources)
-    check_cluster_name(report, resources)
-    check_model_id(report, resources)
-    check_scheduling(report, resources)
-    check_accelerators(report, resources)
-    check_iam_policies(report, resources, stack.root / "iam")
+    sources = check_fresh(report, stack)
+    _lint_units(report, stack, units, spec, bindings)  # what ships: the committed configs/
+    if not sources:
+        return report
+    # Stale handwritten units: lint their sources as well, and add what only they break.
+    second = Report()
+    _lint_units(second, stack, {**units, **{k: d for k, (_, d) in sources.items()}}, spec, bindings)
+    seen = {(f.check, f.message, f.places) for f in report.findings}
+    renames = {f"configs/{key}.yaml": label for key, (label, _) in sources.items()}
+    for finding in second.findings:
+        if (finding.check, finding.message, finding.places) in seen:
+            continue
+        places = tuple(_rename(p, renames) for p in finding.places)
+        report.findings.append(Finding(finding.check, finding.message, places))
     return report
+
+
+def _rename(where: str, renames: dict[str, str]) -> str:
+    head, sep, rest = where.partition(" ")
+    return renames.get(head, head) + sep + rest
