@@ -53,7 +53,9 @@ def version_cmd(json_out: bool = JSON_OPTION) -> None:
 
 def components_cmd(
     ctx: typer.Context,
-    plane: str = typer.Option(None, "--plane", help="Only this plane: hub, mgmt or workload."),
+    plane: str = typer.Option(
+        None, "--plane", metavar="PLANE", help="Only this plane: hub, mgmt or workload."
+    ),
     json_out: bool = JSON_OPTION,
 ) -> None:
     """List the stack's components in apply order."""
@@ -261,7 +263,11 @@ def verify_cmd(
 
 @charts_app.command("lock")
 def charts_lock_cmd(ctx: typer.Context, mirror: Path = MIRROR_OPTION) -> None:
-    """Pin every chart's archive sha256 in charts.lock (review the diff before committing)."""
+    """Pin every chart's archive sha256 in charts.lock.
+
+    Fetches each chart (mirror first, then its repository) and rewrites charts.lock; review the
+    diff before committing it.
+    """
     stack = state(ctx).stack()
     for entry in charts.lock(stack, charts.mirror_dir(mirror)):
         typer.echo(f"{entry.chart} {entry.version}  sha256:{entry.sha256}  ({entry.pinned_from})")
