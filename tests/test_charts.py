@@ -326,3 +326,18 @@ def test_http_repository_without_an_index(tmp_path, http_repo, cache, eksinf):
     result = eksinf("charts", "lock", cwd=root)
     assert result.code == ENVIRONMENT
     assert f"HTTPError: 404 Client Error: File not found for url: {url}/index.yaml" in result.err
+
+
+def test_engine_template_list_equals_the_archive_walk(stack_dir, chart_mirror):
+    """The SDK's own template list is used for charts without subcharts: it must be complete."""
+    from eksinf.helm import RenderOptions, SdkEngine
+    from eksinf.render import chart_values
+
+    stack = load_stack(stack_dir)
+    engine = SdkEngine()
+    for comp in stack.components:
+        for spec in comp.charts:
+            archive = charts.resolve(stack, spec, chart_mirror).archive
+            opts = RenderOptions(spec.release, spec.namespace, stack.kube_version)
+            rendered = engine.render(archive, chart_values(stack, comp, spec), opts)
+            assert rendered.templates == chart_templates(archive), spec.chart

@@ -77,6 +77,17 @@ class SdkEngine:
             options["api_versions"] = list(opts.api_versions)
         try:
             with self._helm.Chart.load_archive(archive) as chart:
+                # The SDK lists the top chart's templates only: read the archive when there are
+                # subcharts (that costs more than the render). Asked before rendering, because
+                # rendering drops disabled subcharts from the loaded chart, and the guard reads
+                # every template in the archive, whichever engine renders it.
+                if chart.dependencies:
+                    templates = chart_templates(archive)
+                else:
+                    name = chart.name
+                    templates = tuple(
+                        sorted((f"{name}/{t['name']}", t["data"]) for t in chart.templates)
+                    )
                 # Chart.render() does not expose kube_version/api_versions; the native call does.
                 raw = _native.call_string(
                     "helm_render", chart._raw(), json.dumps(values), json.dumps(options)
@@ -93,7 +104,7 @@ class SdkEngine:
             path: text for path, text in json.loads(raw).items() if not path.endswith("/NOTES.txt")
         }
         return RenderedChart(
-            manifests=dict(sorted(manifests.items())), crds=crds, templates=chart_templates(archive)
+            manifests=dict(sorted(manifests.items())), crds=crds, templates=templates
         )
 
 
