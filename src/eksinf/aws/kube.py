@@ -100,7 +100,7 @@ def _exec_cluster(exec_spec: dict[str, Any]) -> str | None:
 
 
 def read_kubeconfig(path: Path) -> KubeAuth:
-    """Parse the current context of a kubeconfig into what the client needs."""
+    """Parse the current context of a kubeconfig file into what the client needs."""
     if not path.is_file():
         raise EksinfError(
             f"no kubeconfig at {path}",
@@ -109,6 +109,15 @@ def read_kubeconfig(path: Path) -> KubeAuth:
         )
     try:
         config = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise EksinfError(
+            f"{path}: not a usable kubeconfig (YAMLError: {exc})", exit_code=ENVIRONMENT
+        ) from exc
+    return parse_kubeconfig(config, path.parent, str(path))
+
+
+def parse_kubeconfig(config: Any, base: Path, label: str) -> KubeAuth:
+    try:
         ctx_name = config.get("current-context")
         contexts = {c["name"]: c["context"] for c in config.get("contexts") or []}
         context = contexts[ctx_name] if ctx_name else next(iter(contexts.values()))
@@ -116,18 +125,18 @@ def read_kubeconfig(path: Path) -> KubeAuth:
         user = {u["name"]: u.get("user") or {} for u in config.get("users") or []}.get(
             context.get("user"), {}
         )
-    except (yaml.YAMLError, KeyError, TypeError, StopIteration) as exc:
+    except (AttributeError, KeyError, TypeError, StopIteration) as exc:
         raise EksinfError(
-            f"{path}: not a usable kubeconfig ({type(exc).__name__}: {exc})",
+            f"{label}: not a usable kubeconfig ({type(exc).__name__}: {exc})",
             hint="It needs current-context, and that context's cluster and user.",
             exit_code=ENVIRONMENT,
         ) from exc
-    cert = _material(user, "client-certificate", path.parent)
-    key = _material(user, "client-key", path.parent)
+    cert = _material(user, "client-certificate", base)
+    key = _material(user, "client-key", base)
     return KubeAuth(
         server=str(cluster["server"]).rstrip("/"),
         token=user.get("token"),
-        ca_file=_material(cluster, "certificate-authority", path.parent),
+        ca_file=_material(cluster, "certificate-authority", base),
         cert=(cert, key) if cert and key else None,
         insecure=bool(cluster.get("insecure-skip-tls-verify")),
         eks_cluster=_exec_cluster(user.get("exec") or {}),
@@ -149,7 +158,10 @@ class KubeClient:
 
     @classmethod
     def from_kubeconfig(cls, path: Path, session: Any = None) -> KubeClient:
-        auth = read_kubeconfig(path)
+        return cls.from_auth(read_kubeconfig(path), session)
+
+    @classmethod
+    def from_auth(cls, auth: KubeAuth, session: Any = None) -> KubeClient:
         token = None
         if auth.eks_cluster and session is not None:
             token = session.eks_token(auth.eks_cluster)

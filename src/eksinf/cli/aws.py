@@ -373,7 +373,7 @@ def enroll_cluster_cmd(
     import yaml
 
     from ..aws import contract, enroll
-    from ..aws.kube import eks_kubeconfig, read_kubeconfig, write_kubeconfig
+    from ..aws.kube import eks_kubeconfig, parse_kubeconfig, write_kubeconfig
 
     stack = state(ctx).stack()
     scope = contract.with_cluster(stack_scope(ctx, region), eks_cluster, region)
@@ -393,11 +393,10 @@ def enroll_cluster_cmd(
                 scope.cluster,
                 session.identity,
             )
-    clusters_dir = stack.root / ".eksinf" / "clusters"
-    target_kubeconfig = clusters_dir / f"{name}.kubeconfig"
-    if generated is not None:
-        write_kubeconfig(target_kubeconfig, generated)
-        kube = KubeClient.from_kubeconfig(target_kubeconfig, session)
+    target_kubeconfig = stack.root / ".eksinf" / "clusters" / f"{name}.kubeconfig"
+    if generated is not None:  # used in memory; written only once the contract holds
+        auth = parse_kubeconfig(generated, target_kubeconfig.parent, "generated kubeconfig")
+        kube = KubeClient.from_auth(auth, session)
     report = contract.check_cluster(
         session, scope, needs, kube, grant=grant_access, argocd_namespace=argocd_namespace
     )
@@ -419,6 +418,12 @@ def enroll_cluster_cmd(
             hint="Apply the fixes above and re-run; see docs/contract.md.",
             exit_code=3,
         )
+    if kube is None:
+        raise EksinfError(
+            f"cluster {scope.cluster} has no API endpoint yet: nothing to wire",
+            hint="Wait until it is ACTIVE, or pass --kubeconfig.",
+            exit_code=4,
+        )
     registry = oci_registry or stack.versions.get("REGISTRY", "")
     docs = [enroll.root_application(name, registry, argocd_namespace)]
     skipped = []
@@ -430,12 +435,13 @@ def enroll_cluster_cmd(
             "repo-creds Secret (EKSINF_OCI_USERNAME/EKSINF_OCI_PASSWORD not set: "
             "the registry must allow anonymous pulls)"
         )
-    if kubeconfig is not None and kubeconfig.resolve() != target_kubeconfig.resolve():
+    # The cluster first: a refused apply leaves no hub half and no kubeconfig behind.
+    applied = enroll.apply_wiring(kube, docs)
+    if generated is not None:
+        write_kubeconfig(target_kubeconfig, generated)
+    elif kubeconfig.resolve() != target_kubeconfig.resolve():
         write_kubeconfig(target_kubeconfig, yaml.safe_load(kubeconfig.read_text()))
-    applied = enroll.apply_wiring(
-        kube, docs
-    )  # the cluster first: a refused apply leaves no hub half
-    server = kube.server if kube else read_kubeconfig(target_kubeconfig).server
+    server = kube.server
     target = enroll.hub_target(stack.root, name, registry)
     wiring = {
         "kubeconfig": str(target_kubeconfig),
