@@ -304,3 +304,27 @@ def test_hub_plane_is_a_usage_error(eksinf, stack_dir, aws_env):
     result = eksinf("teardown", "--plane", "hub", cwd=stack_dir)
     assert result.code == 2
     assert "the hub plane creates nothing to tear down" in result.err
+
+
+def test_mgmt_alone_refuses_while_karpenter_nodes_run(eksinf, stack_dir, scope, aws_env):
+    seeded = seed_orphans(scope)
+    session_for(scope).client("ec2").run_instances(
+        ImageId="ami-12345678",
+        InstanceType="g6.xlarge",
+        MinCount=1,
+        MaxCount=1,
+        TagSpecifications=[
+            {
+                "ResourceType": "instance",
+                "Tags": [
+                    {"Key": scope.cluster_tag, "Value": "owned"},
+                    {"Key": "karpenter.sh/nodepool", "Value": "quantized-gpu"},
+                ],
+            }
+        ],
+    )
+    before = snapshot(scope)
+    result = eksinf("teardown", "--plane", "mgmt", "--yes", cwd=stack_dir)
+    assert result.code == 3
+    assert "Tear the workload plane down first" in result.err
+    assert snapshot(scope) == before and seeded["swept"]

@@ -415,3 +415,230 @@ def through_config(
             hub.publish(space)
         done.append(space)
     return done, absent
+
+
+# ---- the whole run -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TeardownPlan:
+    planes: tuple[str, ...]
+    variant: str
+    components: dict[str, tuple[str, ...]]  # plane -> component names
+    objects: tuple[AckObject, ...]  # the mgmt plane's ACK objects, in deletion order
+    spaces: dict[str, tuple[str, ...]]  # plane -> variant spaces the config steps act on
+    kube_path: Path
+    argocd_namespace: str
+    ack_namespace: str
+
+
+@dataclass(frozen=True)
+class Timing:
+    wait_timeout: float  # instances; ACK objects get 2.3x (the control plane takes longest)
+    poll: float
+
+
+def make_plan(
+    stack: Any,
+    planes: list[str],
+    variant: str,
+    kube_path: Path,
+    argocd_namespace: str,
+    ack_namespace: str,
+) -> TeardownPlan:
+    configs = stack.configs_dir
+    components = {p: tuple(c.name for c in stack.select(plane=p)) for p in planes}
+    mgmt = list(components.get("mgmt", ()))
+    return TeardownPlan(
+        planes=tuple(planes),
+        variant=variant,
+        components=components,
+        objects=tuple(ack_objects(configs, mgmt)),
+        spaces={
+            # Karpenter's own space keeps running: it is what removes the nodes.
+            "workload": tuple(
+                f"{c}-{variant}"
+                for c in components.get("workload", ())
+                if not owns_nodepools(configs, c)
+            ),
+            "mgmt": tuple(f"{c}-{variant}" for c in mgmt if ack_objects(configs, [c])),
+        },
+        kube_path=kube_path,
+        argocd_namespace=argocd_namespace,
+        ack_namespace=ack_namespace,
+    )
+
+
+def plan_lines(plan: TeardownPlan, scope: StackScope) -> list[str]:
+    lines: list[str] = []
+    if "workload" in plan.planes:
+        lines += [
+            "workload: preflight: caller identity and account "
+            f"(profile account: {scope.account or 'not recorded'})",
+            "workload: drain through config: set-replicas 0 and publish on "
+            f"{', '.join(plan.spaces['workload']) or '(no workload spaces)'} "
+            "(the space running Karpenter keeps running so it can remove its nodes)",
+            "workload: wait until EC2 shows no pending/running instance tagged "
+            f"{scope.tag_key}={scope.stack}, {scope.cluster_tag} or eks:cluster-name={scope.cluster}",
+        ]
+    if "mgmt" in plan.planes:
+        lines += [
+            f"mgmt: preflight: caller identity, account, no Karpenter node left, and the "
+            f"controllers' Secret on {plan.kube_path} (present, not expired) before anything "
+            "is deleted",
+            "mgmt: authorise deletion through config: set-annotation "
+            f"{DELETION_POLICY}=delete on {', '.join(plan.spaces['mgmt']) or '(no mgmt spaces)'}",
+            "mgmt: stop Argo CD's application controller (scale to 0) so nothing is recreated",
+            f"mgmt: delete {len(plan.objects)} ACK object(s), dependents first:",
+            *[f"  wave {o.wave:>3}: {o.label}" for o in plan.objects],
+            f"mgmt: release IAM instance profiles tagged {scope.tag_key}={scope.stack}, "
+            f"{scope.cluster_tag} or karpenter.sh/managed-by={scope.cluster}",
+            f"mgmt: sweep detached ENIs and security groups named {cluster_sg_prefix(scope)}* "
+            f"only inside VPCs tagged {scope.tag_key}={scope.stack}",
+            "mgmt: verify against EC2 (scoped to the stack) that nothing billing is left; "
+            "list idle Elastic IPs",
+        ]
+    return lines
+
+
+def karpenter_nodes(session: AwsSession, scope: StackScope) -> list[str]:
+    return [
+        i["InstanceId"]
+        for i in stack_instances(session, scope)
+        if "karpenter.sh/nodepool" in tags_of(i)
+    ]
+
+
+def run(
+    plan: TeardownPlan,
+    session: AwsSession,
+    scope: StackScope,
+    kube: KubeClient | None,
+    hub: Any,
+    timing: Timing,
+    delete_config: bool,
+    say: Say = _quiet,
+) -> list[Outcome]:
+    for note in preflight(session, scope, kube, plan.ack_namespace):
+        say(f"preflight: {note}")
+    if plan.planes == ("mgmt",):
+        nodes = karpenter_nodes(session, scope)
+        if nodes:
+            raise EksinfError(
+                f"Karpenter nodes of stack {scope.stack} are still running: {', '.join(nodes)}",
+                hint="Tear the workload plane down first (eksinf teardown --plane workload "
+                "--yes): deleting the cluster does not terminate them.",
+                exit_code=CONTRACT,
+            )
+    outcomes = []
+    for plane in plan.planes:
+        out = Outcome(plane)
+        outcomes.append(out)
+        if plane == "workload":
+            _drain(plan, session, scope, hub, timing, out, say)
+        else:
+            _mgmt(plan, session, scope, kube, hub, timing, out, say)
+    if delete_config:
+        for out in outcomes:
+            if hub is None:
+                out.record("config", "skipped", "no hub in this stack", say)
+                continue
+            removed = []
+            for comp in plan.components[out.plane]:
+                space = f"{comp}-{plan.variant}"
+                if hub.space_exists(space):
+                    hub.delete_space(space, recursive=True)
+                    removed.append(space)
+            out.record("config", "done", f"deleted {', '.join(removed) or 'no spaces'}", say)
+    return outcomes
+
+
+def _drain(plan, session, scope, hub, timing, out: Outcome, say: Say) -> None:
+    if hub is None:
+        out.record(
+            "drain", "skipped", "no hub in this stack: scale the workloads to 0 in your config", say
+        )
+    else:
+        done, absent = through_config(hub, list(plan.spaces["workload"]), "set-replicas", ["0"])
+        missing = f"; absent: {', '.join(absent)}" if absent else ""
+        out.record(
+            "drain",
+            "done",
+            f"set-replicas 0 published on {', '.join(done) or 'none'}{missing}",
+            say,
+        )
+    wait_for_no_instances(session, scope, timing.wait_timeout, timing.poll, say)
+    out.record("instances", "done", "EC2 shows no instance of the stack", say)
+
+
+def _mgmt(plan, session, scope, kube, hub, timing, out: Outcome, say: Say) -> None:
+    if kube is None:
+        out.record(
+            "ack-objects",
+            "skipped",
+            f"no management cluster ({plan.kube_path} not found): ACK objects were not "
+            "deleted; only what this run can see in AWS is cleaned",
+            say,
+        )
+    else:
+        _delete_through_ack(plan, session, scope, kube, hub, timing, out, say)
+    profiles = release_instance_profiles(session, scope)
+    out.record("instance-profiles", "done", ", ".join(profiles) or "none of the stack's", say)
+    done, failed = sweep_orphans(session, scope)
+    out.record(
+        "sweep",
+        "partial" if failed else "done",
+        "; ".join(done + failed) or "no orphans in the stack VPC",
+        say,
+    )
+    out.final = leftovers(session, scope)
+
+
+def _delete_through_ack(plan, session, scope, kube, hub, timing, out: Outcome, say: Say) -> None:
+    if hub is not None:
+        done, _ = through_config(
+            hub, list(plan.spaces["mgmt"]), "set-annotation", [DELETION_POLICY, "delete"]
+        )
+        out.record(
+            "authorise",
+            "done",
+            f"deletion-policy=delete published on {', '.join(done) or 'none'}",
+            say,
+        )
+    else:
+        out.record(
+            "authorise", "direct", "no hub: each object is annotated once Argo CD is stopped", say
+        )
+    halt = ArgoHalt(kube, plan.argocd_namespace)
+    stopped = halt.stop()
+    out.record(
+        "argocd",
+        "stopped" if stopped else "absent",
+        f"application controller replicas {halt.replicas} -> 0"
+        if stopped
+        else "no application controller found",
+        say,
+    )
+    deleted = False
+    try:
+        if stopped:
+            halt.wait_stopped(180, min(timing.poll, 10))
+        swept = delete_ack_objects(
+            kube, list(plan.objects), session, scope, timing.wait_timeout * 2.3, timing.poll, say
+        )
+        deleted = True
+        extra = f"; swept {', '.join(swept)}" if swept else ""
+        out.record("ack-objects", "done", f"{len(plan.objects)} deleted{extra}", say)
+    finally:
+        if stopped and not deleted:
+            halt.restore()
+            out.record("argocd", "restored", "nothing was deleted, so the controller is back", say)
+    if stopped:
+        out.record(
+            "argocd",
+            "left stopped",
+            "restoring it now would recreate what was just deleted from the published config; "
+            "after deleting the mgmt config, scale statefulset/argocd-application-controller in "
+            f"{plan.argocd_namespace} back to {halt.replicas}",
+            say,
+        )

@@ -522,33 +522,6 @@ def _config_hub(root: Path):
     return open_hub(root)
 
 
-def _plan_lines(
-    plane: str, scope: StackScope, objects, spaces: list[str], kube_path: Path
-) -> list[str]:
-    if plane == "workload":
-        return [
-            f"workload: preflight: caller identity and account (profile account: {scope.account or 'not recorded'})",
-            f"workload: drain through config: set-replicas 0 and publish on {', '.join(spaces) or '(no workload spaces)'} "
-            "(the space running Karpenter keeps running so it can remove its nodes)",
-            f"workload: wait until EC2 shows no pending/running instance tagged {scope.tag_key}={scope.stack}, "
-            f"{scope.cluster_tag} or eks:cluster-name={scope.cluster}",
-        ]
-    lines = [
-        f"mgmt: preflight: caller identity, account, and the controllers' Secret on {kube_path} "
-        "(present, not expired) before anything is deleted",
-        f"mgmt: authorise deletion through config: set-annotation services.k8s.aws/deletion-policy=delete on {', '.join(spaces) or '(no mgmt spaces)'}",
-        "mgmt: stop Argo CD's application controller (scale to 0) so nothing is recreated",
-        f"mgmt: delete {len(objects)} ACK object(s), dependents first:",
-        *[f"  wave {o.wave:>3}: {o.label}" for o in objects],
-        f"mgmt: release IAM instance profiles tagged {scope.tag_key}={scope.stack}, {scope.cluster_tag} "
-        f"or karpenter.sh/managed-by={scope.cluster}",
-        f"mgmt: sweep detached ENIs and security groups named eks-cluster-sg-{scope.cluster}-* "
-        f"only inside VPCs tagged {scope.tag_key}={scope.stack}",
-        "mgmt: verify against EC2 (scoped to the stack) that nothing billing is left; list idle Elastic IPs",
-    ]
-    return lines
-
-
 def teardown_cmd(
     ctx: typer.Context,
     plane: str = typer.Option(
@@ -579,186 +552,68 @@ def teardown_cmd(
             hint="Use --plane workload or --plane mgmt (default: both).",
             exit_code=2,
         )
-    planes = [plane] if plane else ["workload", "mgmt"]
     stack = state(ctx).stack()
     scope = stack_scope(ctx, region)
-    kube_path = Path(kubeconfig or stack.root / ".eksinf" / "clusters" / "mgmt.kubeconfig")
-    by_plane = {p: [c.name for c in stack.select(plane=p)] for p in planes}
-    objects = td.ack_objects(stack.configs_dir, by_plane.get("mgmt", []))
-    ack_components = sorted(
-        {c for c in by_plane.get("mgmt", []) if td.ack_objects(stack.configs_dir, [c])}
+    plan = td.make_plan(
+        stack,
+        [plane] if plane else ["workload", "mgmt"],
+        variant,
+        Path(kubeconfig or stack.root / ".eksinf" / "clusters" / "mgmt.kubeconfig"),
+        argocd_namespace,
+        ack_namespace(ctx),
     )
-    spaces = {
-        "workload": [
-            f"{c}-{variant}"
-            for c in by_plane.get("workload", [])
-            if not td.owns_nodepools(stack.configs_dir, c)
-        ],
-        "mgmt": [f"{c}-{variant}" for c in ack_components],
-    }
-    plan = [
-        line
-        for p in planes
-        for line in _plan_lines(p, scope, objects, spaces.get(p, []), kube_path)
-    ]
+    session = aws_session(scope, aws_profile)
     if not yes:
+        lines = td.plan_lines(plan, scope)
         current = None
-        session = aws_session(scope, aws_profile)
         try:
             current = td.leftovers(session, scope).as_json()
         except EksinfError as exc:
             warn(f"current state UNKNOWN: {exc.message}")
         if json_out:
-            emit_json({"plan": plan, "current": current, "changed": False})
+            emit_json({"plan": lines, "current": current, "changed": False})
         else:
-            for line in plan:
+            for line in lines:
                 typer.echo(line)
             if current is not None:
                 typer.echo(f"now billing: {', '.join(current['billing']) or 'nothing'}")
             typer.echo("This destroys real AWS infrastructure.")
         nothing_changed()
         return
-
-    session = aws_session(scope, aws_profile)
-    kube = KubeClient.from_kubeconfig(kube_path, session) if kube_path.is_file() else None
-    say = progress
-    for note in td.preflight(session, scope, kube, ack_namespace(ctx)):
-        say(f"preflight: {note}")
-    hub = _config_hub(stack.root)
-    outcomes = []
-    for p in planes:
-        out = td.Outcome(p)
-        outcomes.append(out)
-        if p == "workload":
-            if hub is None:
-                out.record(
-                    "drain",
-                    "skipped",
-                    "no hub in this stack: scale the workloads to 0 in your config",
-                    say,
-                )
-            else:
-                done, absent = td.through_config(hub, spaces["workload"], "set-replicas", ["0"])
-                out.record(
-                    "drain",
-                    "done",
-                    f"set-replicas 0 published on {', '.join(done) or 'none'}"
-                    + (f"; absent: {', '.join(absent)}" if absent else ""),
-                    say,
-                )
-            td.wait_for_no_instances(session, scope, wait_timeout, poll, say)
-            out.record("instances", "done", "EC2 shows no instance of the stack", say)
-            continue
-        if kube is None:
-            out.record(
-                "ack-objects",
-                "skipped",
-                f"no management cluster ({kube_path} not found): "
-                "ACK objects were not deleted; only what this run can see in AWS is cleaned",
-                say,
-            )
-        else:
-            if hub is not None:
-                done, absent = td.through_config(
-                    hub, spaces["mgmt"], "set-annotation", [td.DELETION_POLICY, "delete"]
-                )
-                out.record(
-                    "authorise",
-                    "done",
-                    f"deletion-policy=delete published on {', '.join(done) or 'none'}",
-                    say,
-                )
-            else:
-                out.record(
-                    "authorise",
-                    "direct",
-                    "no hub: annotating each object after Argo CD is stopped",
-                    say,
-                )
-            halt = td.ArgoHalt(kube, argocd_namespace)
-            stopped = halt.stop()
-            out.record(
-                "argocd",
-                "stopped" if stopped else "absent",
-                f"application controller replicas {halt.replicas} -> 0"
-                if stopped
-                else "no application controller found",
-                say,
-            )
-            deleted = False
-            try:
-                if stopped:
-                    halt.wait_stopped(180, min(poll, 10))
-                swept = td.delete_ack_objects(
-                    kube, objects, session, scope, wait_timeout * 2.3, poll, say
-                )
-                deleted = True
-                out.record(
-                    "ack-objects",
-                    "done",
-                    f"{len(objects)} deleted" + (f"; swept {', '.join(swept)}" if swept else ""),
-                    say,
-                )
-            finally:
-                if stopped and not deleted:
-                    halt.restore()
-                    out.record(
-                        "argocd", "restored", "nothing was deleted, so the controller is back", say
-                    )
-            if stopped and deleted:
-                out.record(
-                    "argocd",
-                    "left stopped",
-                    "restoring it now would recreate what was just deleted from the published config; "
-                    f"after deleting the mgmt config, scale statefulset/argocd-application-controller in {argocd_namespace} back to {halt.replicas}",
-                    say,
-                )
-        profiles = td.release_instance_profiles(session, scope)
-        out.record("instance-profiles", "done", ", ".join(profiles) or "none of the stack's", say)
-        done, failed = td.sweep_orphans(session, scope)
-        out.record(
-            "sweep",
-            "done" if not failed else "partial",
-            "; ".join(done + failed) or "no orphans in the stack VPC",
-            say,
-        )
-        out.final = td.leftovers(session, scope)
-        for eip in out.final.idle_eips:
+    kube = KubeClient.from_kubeconfig(plan.kube_path, session) if plan.kube_path.is_file() else None
+    outcomes = td.run(
+        plan,
+        session,
+        scope,
+        kube,
+        _config_hub(stack.root),
+        td.Timing(wait_timeout, poll),
+        delete_config,
+        say=progress,
+    )
+    finals = [o.final for o in outcomes if o.final is not None]
+    for final in finals:
+        for eip in final.idle_eips:
             warn(
                 f"idle Elastic IP {eip['publicIp']} ({eip['allocationId']}) bills while unattached"
                 + (" (carries the stack tag)" if eip["stack"] else "")
             )
-    if delete_config:
-        if hub is None:
-            for out in outcomes:
-                out.record("config", "skipped", "no hub in this stack", say)
-        else:
-            for out in outcomes:
-                removed = []
-                for comp in by_plane[out.plane]:
-                    space = f"{comp}-{variant}"
-                    if hub.space_exists(space):
-                        hub.delete_space(space, recursive=True)
-                        removed.append(space)
-                out.record("config", "done", f"deleted {', '.join(removed) or 'no spaces'}", say)
-    body = {"changed": True, "planes": [o.as_json() for o in outcomes]}
-    finals = [o.final for o in outcomes if o.final is not None]
     clean = all(f.clean for f in finals)
     if json_out:
-        emit_json({**body, "clean": clean})
+        emit_json({"changed": True, "planes": [o.as_json() for o in outcomes], "clean": clean})
     else:
         for final in finals:
-            if final.clean:
-                typer.echo(
-                    f"clean: nothing billing left for stack {scope.stack} in {scope.region}"
-                    + (
-                        f" (non-billing VPC(s) still present: {', '.join(final.vpcs)})"
-                        if final.vpcs
-                        else ""
-                    )
-                )
-            else:
+            if not final.clean:
                 typer.echo("left: " + ", ".join(final.billing + final.blockers))
+                continue
+            vpcs = (
+                f" (non-billing VPC(s) still present: {', '.join(final.vpcs)})"
+                if final.vpcs
+                else ""
+            )
+            typer.echo(
+                f"clean: nothing billing left for stack {scope.stack} in {scope.region}{vpcs}"
+            )
         if not finals:
             typer.echo("workload plane drained: no instance of the stack left")
     if not clean:
