@@ -9,14 +9,24 @@ is the very unit the hub stores in the apps space.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+import yaml
 
-from ..errors import CONTRACT, EksinfError
+from ..errors import CONTRACT, ENVIRONMENT, EksinfError
 from ..yamlio import load_docs
-from .kube import KubeClient, object_path, resource_path
+from .kube import (
+    KubeClient,
+    eks_kubeconfig,
+    object_path,
+    parse_kubeconfig,
+    resource_path,
+    write_kubeconfig,
+)
+from .status import describe_cluster
 
 REPO_CREDS_LABEL = "argocd.argoproj.io/secret-type"
 
@@ -196,3 +206,76 @@ def detach(kube: KubeClient, name: str, namespace: str) -> list[str]:
     if kube.delete(secret):
         done.append(f"Secret {namespace}/{repo_creds_name(name)}")
     return done
+
+
+@dataclass(frozen=True)
+class ClusterAccess:
+    """How this command reaches the cluster, and what kubeconfig enroll leaves behind."""
+
+    kube: KubeClient | None
+    target_kubeconfig: Path
+    generated: dict[str, Any] | None  # written only once the contract holds
+    given: Path | None
+
+
+def cluster_access(
+    stack_root: Path, name: str, scope: Any, session: Any, kubeconfig: Path | None
+) -> ClusterAccess:
+    target = stack_root / ".eksinf" / "clusters" / f"{name}.kubeconfig"
+    if kubeconfig is not None:
+        return ClusterAccess(
+            KubeClient.from_kubeconfig(kubeconfig, session), target, None, kubeconfig
+        )
+    found = describe_cluster(session, scope.cluster)
+    if found is None or not found.get("endpoint"):
+        return ClusterAccess(None, target, None, None)
+    generated = eks_kubeconfig(
+        name,
+        found["endpoint"],
+        found.get("certificateAuthority", {}).get("data", ""),
+        scope.cluster,
+        session.identity,
+    )
+    auth = parse_kubeconfig(generated, target.parent, "generated kubeconfig")
+    return ClusterAccess(KubeClient.from_auth(auth, session), target, generated, None)
+
+
+def wire(
+    stack_root: Path,
+    name: str,
+    access: ClusterAccess,
+    registry: str,
+    argocd_namespace: str,
+    oci_credentials: tuple[str, str] | None,
+) -> dict[str, Any]:
+    """Apply the cluster half, then keep the kubeconfig, then the hub half. Idempotent."""
+    if access.kube is None:
+        raise EksinfError(
+            f"cluster of {name} has no API endpoint yet: nothing to wire",
+            hint="Wait until it is ACTIVE, or pass --kubeconfig.",
+            exit_code=ENVIRONMENT,
+        )
+    docs = [root_application(name, registry, argocd_namespace)]
+    skipped = []
+    if oci_credentials:
+        user, password = oci_credentials
+        docs.insert(0, repo_creds_secret(name, registry, user, password, argocd_namespace))
+    else:
+        skipped.append(
+            "repo-creds Secret (EKSINF_OCI_USERNAME/EKSINF_OCI_PASSWORD not set: "
+            "the registry must allow anonymous pulls)"
+        )
+    # The cluster first: a refused apply leaves no hub half and no kubeconfig behind.
+    applied = apply_wiring(access.kube, docs)
+    if access.generated is not None:
+        write_kubeconfig(access.target_kubeconfig, access.generated)
+    elif access.given is not None and access.given.resolve() != access.target_kubeconfig.resolve():
+        write_kubeconfig(access.target_kubeconfig, yaml.safe_load(access.given.read_text()))
+    return {
+        "kubeconfig": str(access.target_kubeconfig),
+        "server": access.kube.server,
+        "target": hub_target(stack_root, name, registry),
+        "appsSpace": apps_space(name),
+        "applied": applied,
+        "skipped": skipped,
+    }

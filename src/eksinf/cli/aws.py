@@ -370,45 +370,28 @@ def enroll_cluster_cmd(
     """Check the cluster contract; when it holds, wire the cluster (idempotent)."""
     import os
 
-    import yaml
-
     from ..aws import contract, enroll
-    from ..aws.kube import eks_kubeconfig, parse_kubeconfig, write_kubeconfig
 
     stack = state(ctx).stack()
     scope = contract.with_cluster(stack_scope(ctx, region), eks_cluster, region)
     session = aws_session(scope, aws_profile)
-    needs = contract.stack_needs(stack.configs_dir)
-    generated = None
-    if kubeconfig is not None:
-        kube = KubeClient.from_kubeconfig(kubeconfig, session)
-    else:
-        found = status_mod.describe_cluster(session, scope.cluster)
-        kube = None
-        if found is not None and found.get("endpoint"):
-            generated = eks_kubeconfig(
-                name,
-                found["endpoint"],
-                found.get("certificateAuthority", {}).get("data", ""),
-                scope.cluster,
-                session.identity,
-            )
-    target_kubeconfig = stack.root / ".eksinf" / "clusters" / f"{name}.kubeconfig"
-    if generated is not None:  # used in memory; written only once the contract holds
-        auth = parse_kubeconfig(generated, target_kubeconfig.parent, "generated kubeconfig")
-        kube = KubeClient.from_auth(auth, session)
+    access = enroll.cluster_access(stack.root, name, scope, session, kubeconfig)
     report = contract.check_cluster(
-        session, scope, needs, kube, grant=grant_access, argocd_namespace=argocd_namespace
+        session,
+        scope,
+        contract.stack_needs(stack.configs_dir),
+        access.kube,
+        grant=grant_access,
+        argocd_namespace=argocd_namespace,
     )
-    body = report.as_json()
-    lines = contract.missing_lines(report)
     if not json_out:
         _print_checks(report)
     for check in report.warnings:
         warn(f"{check.name}: {check.detail}" + (f" (fix: {check.fix})" if check.fix else ""))
+    lines = contract.missing_lines(report)
     if lines:
         if json_out:
-            emit_json({**body, "wiring": None})
+            emit_json({**report.as_json(), "wiring": None})
         else:
             for line in lines:
                 typer.echo(line)
@@ -418,48 +401,24 @@ def enroll_cluster_cmd(
             hint="Apply the fixes above and re-run; see docs/contract.md.",
             exit_code=3,
         )
-    if kube is None:
-        raise EksinfError(
-            f"cluster {scope.cluster} has no API endpoint yet: nothing to wire",
-            hint="Wait until it is ACTIVE, or pass --kubeconfig.",
-            exit_code=4,
-        )
-    registry = oci_registry or stack.versions.get("REGISTRY", "")
-    docs = [enroll.root_application(name, registry, argocd_namespace)]
-    skipped = []
     user, password = os.environ.get("EKSINF_OCI_USERNAME"), os.environ.get("EKSINF_OCI_PASSWORD")
-    if user and password:
-        docs.insert(0, enroll.repo_creds_secret(name, registry, user, password, argocd_namespace))
-    else:
-        skipped.append(
-            "repo-creds Secret (EKSINF_OCI_USERNAME/EKSINF_OCI_PASSWORD not set: "
-            "the registry must allow anonymous pulls)"
-        )
-    # The cluster first: a refused apply leaves no hub half and no kubeconfig behind.
-    applied = enroll.apply_wiring(kube, docs)
-    if generated is not None:
-        write_kubeconfig(target_kubeconfig, generated)
-    elif kubeconfig.resolve() != target_kubeconfig.resolve():
-        write_kubeconfig(target_kubeconfig, yaml.safe_load(kubeconfig.read_text()))
-    server = kube.server
-    target = enroll.hub_target(stack.root, name, registry)
-    wiring = {
-        "kubeconfig": str(target_kubeconfig),
-        "server": server,
-        "target": target,
-        "appsSpace": enroll.apps_space(name),
-        "applied": applied,
-        "skipped": skipped,
-    }
+    wiring = enroll.wire(
+        stack.root,
+        name,
+        access,
+        oci_registry or stack.versions.get("REGISTRY", ""),
+        argocd_namespace,
+        (user, password) if user and password else None,
+    )
     if json_out:
-        emit_json({**body, "wiring": wiring})
+        emit_json({**report.as_json(), "wiring": wiring})
         return
-    for item in skipped:
+    for item in wiring["skipped"]:
         warn(f"skipped {item}")
     typer.echo(f"cluster {scope.cluster} meets the contract; enrolled as {name}")
-    typer.echo(f"kubeconfig: {target_kubeconfig}")
-    typer.echo(f"hub target: {target} (apps space {enroll.apps_space(name)})")
-    for item in applied:
+    typer.echo(f"kubeconfig: {wiring['kubeconfig']}")
+    typer.echo(f"hub target: {wiring['target']} (apps space {wiring['appsSpace']})")
+    for item in wiring["applied"]:
         typer.echo(f"applied {item}")
 
 
