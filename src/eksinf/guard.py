@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from .errors import CONTRACT, EksinfError
 from .render import ComponentOutput, RenderResult, output_digests, resource_id
@@ -260,7 +259,3 @@ def check(result: RenderResult) -> GuardReport:
             findings.append(finding)
         unused += [a for a in allows if a not in used]
     return GuardReport(tuple(findings), tuple(unused))
-
-
-def allow_file(stack: Stack, component: str) -> Path:
-    return stack.render_dir / component / ALLOW_FILE
