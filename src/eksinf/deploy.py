@@ -243,6 +243,25 @@ class LinkResult:
         return dict(self.__dict__)
 
 
+_BINDINGS_CACHE: dict[tuple, list[Any]] = {}
+
+
+def load_bindings(stack: Stack) -> list[Any]:
+    """links.load_bindings, parsed once per content of the binding files: the strict parse
+    (with line numbers) costs ~0.1 s a file and deploy asks once per plane."""
+    from . import links
+
+    key = tuple(
+        (str(p), st.st_mtime_ns, st.st_size)
+        for p in (links.bindings_path(stack, c.name) for c in stack.components)
+        if p.is_file() and (st := p.stat())
+    )
+    if key not in _BINDINGS_CACHE:
+        _BINDINGS_CACHE.clear()
+        _BINDINGS_CACHE[key] = links.load_bindings(stack)
+    return _BINDINGS_CACHE[key]
+
+
 def profile_space(variant: str) -> str:
     return f"{PROFILE_COMPONENT}-{variant}"
 
@@ -271,11 +290,9 @@ def link_profile(
     say: Say = _quiet,
 ) -> list[LinkResult]:
     """One TransformPaths link per (unit, profile) pair, then resolve each linked unit."""
-    from . import links
-
     profile_doc = _profile_doc(hub, variant)
     groups: dict[tuple[str, str], list[Any]] = {}
-    for b in links.load_bindings(stack):
+    for b in load_bindings(stack):
         if components is None or b.component in components:
             groups.setdefault((b.component, b.unit), []).append(b)
     results = []
