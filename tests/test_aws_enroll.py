@@ -239,3 +239,22 @@ def test_principal_of_an_assumed_role_is_its_role():
     arn = "arn:aws:sts::111122223333:assumed-role/Admin/alice"
     assert principal_arn(arn) == "arn:aws:iam::111122223333:role/Admin"
     assert principal_arn(CALLER) == CALLER
+
+
+def test_written_kubeconfig_pins_the_commands_identity(tmp_path, monkeypatch):
+    from eksinf.aws.kube import eks_kubeconfig, read_kubeconfig, write_kubeconfig
+
+    monkeypatch.setenv("AWS_PROFILE", "ops")
+    identity = AwsIdentity.resolve("eu-west-1")
+    monkeypatch.setenv("AWS_PROFILE", "someone-else")  # later ambient changes do not leak in
+    config = eks_kubeconfig("prod", "https://127.0.0.1:6443", "", "c1", identity)
+    path = tmp_path / "prod.kubeconfig"
+    write_kubeconfig(path, config)
+    user = config["users"][0]["user"]["exec"]
+    assert user["env"] == [
+        {"name": "AWS_PROFILE", "value": "ops"},
+        {"name": "AWS_REGION", "value": "eu-west-1"},
+    ]
+    assert user["args"][-2:] == ["--profile", "ops"] and "c1" in user["args"]
+    assert read_kubeconfig(path).eks_cluster == "c1"  # eksinf signs its own token for it
+    assert path.stat().st_mode & 0o777 == 0o600
