@@ -6,7 +6,10 @@ import gzip
 import hashlib
 import io
 import json
+import os
 import shutil
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -198,3 +201,36 @@ def test_unpack_replaces_previous_contents(tmp_path):
     assert names == ["new.yaml", "sub/x.yaml"]
     assert tree(out) == {"new.yaml": b"n: 1\n", "sub/x.yaml": b"x: 1\n"}
     assert json.dumps(sorted(p.name for p in tmp_path.iterdir())) == '["out"]'
+
+
+def _pull_in_subprocess(ref: str, out: Path, fault: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "EKSINF_FAULT": fault}
+    code = "import sys; from eksinf.cli import run; sys.exit(run(sys.argv[1:]))"
+    return subprocess.run(
+        [sys.executable, "-c", code, "pull", ref, "--out", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_a_crash_during_pull_leaves_the_output_whole(tmp_path):
+    from eksinf.oci import push
+
+    layout = tmp_path / "layout"
+    old = bundle_bytes({"old.yaml": b"o: 1\n"})
+    new = bundle_bytes({"new.yaml": b"n: 1\n"})
+    for blob, tag in ((old, "v1"), (new, "v2")):
+        push(f"oci-layout:{layout}", blob, title="x.tar.gz", annotations={}, tags=[tag])
+    out = tmp_path / "work" / "out"
+    safe_unpack(old, out)
+
+    crashed = _pull_in_subprocess(f"oci-layout:{layout}:v2", out, "unpack-swap")
+    assert crashed.returncode == 137, crashed.stderr  # killed just before the swap
+    assert tree(out) == {"old.yaml": b"o: 1\n"}
+
+    after = _pull_in_subprocess(f"oci-layout:{layout}:v2", out, "none")
+    assert after.returncode == 0, after.stderr
+    assert tree(out) == {"new.yaml": b"n: 1\n"}
+    assert sorted(p.name for p in out.parent.iterdir()) == ["out"]  # staging leftover cleared

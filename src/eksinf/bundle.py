@@ -28,7 +28,15 @@ from . import __version__, oci
 from .errors import CONTRACT, FAILURE, USAGE, EksinfError
 from .faults import checkpoint
 from .gitinfo import commit_of
-from .render import PROVENANCE_FILE, ComponentOutput, RenderResult, Unit
+from .render import (  # the swap helpers are shared so configs/ and pulls recover alike
+    PROVENANCE_FILE,
+    ComponentOutput,
+    RenderResult,
+    Unit,
+    _exchange,
+    _swap_paths,
+    recover_interrupted_swap,
+)
 from .stack import Stack
 from .yamlio import load_docs
 
@@ -399,8 +407,9 @@ def safe_unpack(
 ) -> list[str]:
     """Unpack a bundle into `out`, replacing its contents; returns the file names written.
 
-    Everything is unpacked into a staging directory beside `out` first and swapped in only when
-    the whole archive passed, so a refusal leaves `out` exactly as it was.
+    Everything is unpacked into a staging directory beside `out` and swapped in only when the
+    whole archive passed, with the same crash-safe exchange `render` uses for configs/: a
+    refusal or a crash leaves `out` exactly as it was.
     """
     out = Path(out).absolute()
     if out.exists() and not out.is_dir():
@@ -410,21 +419,22 @@ def safe_unpack(
             exit_code=FAILURE,
         )
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.unpack-"))
+    recover_interrupted_swap(out)
+    staging, old = _swap_paths(out)
+    staging.mkdir()
     try:
         names = _stage(blob, staging, max_member, max_total)
-        checkpoint("unpack-staged")
-        if out.exists():
-            old = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.old-"))
-            os.rmdir(old)
-            out.rename(old)
-            staging.rename(out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            staging.rename(out)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    checkpoint("unpack-swap")
+    if out.exists() and _exchange(staging, out):
+        shutil.rmtree(staging)  # it now holds the previous contents
+        return names
+    if out.exists():
+        out.rename(old)
+    staging.rename(out)
+    shutil.rmtree(old, ignore_errors=True)
     return names
 
 
