@@ -303,6 +303,7 @@ def test_hub_show_diff_history(eksinf, stack_dir):
 @pytest.mark.parametrize(
     "fault",
     [
+        "hub.before-commit",
         "deploy.variant-created",
         "hub.variant-create",
         "link.linked",
@@ -327,3 +328,38 @@ def test_killed_sandbox_up_leaves_a_consistent_hub_and_rerun_completes(stack_dir
     assert bound and not [u for u in bound if u.placeholders]
     assert all(hub.list_releases(s) for s in ("karpenter-sandbox", "aws-network-sandbox"))
     hub.close()
+
+
+def test_link_profile_without_profile_variant_names_the_command(eksinf, stack_dir):
+    assert eksinf("install", cwd=stack_dir).code == 0
+    result = eksinf("link-profile", "--variant", "qa", cwd=stack_dir)
+    assert result.code == 3
+    assert "no profile variant platform-profile-qa" in result.err
+    assert "eksinf hub create-variant qa platform-profile-base" in result.err
+
+
+def test_fn_unit_and_where_exclude_each_other(eksinf, stack_dir):
+    result = eksinf(
+        "fn",
+        "set-replicas",
+        "1",
+        "--space",
+        "s",
+        "--unit",
+        "u",
+        "--where",
+        "Slug = 'u'",
+        cwd=stack_dir,
+    )
+    assert result.code == 2 and "--unit and --where exclude each other" in result.err
+
+
+def test_binding_naming_a_missing_resource_is_refused_with_its_file_and_line(eksinf, stack_dir):
+    path = stack_dir / "render" / "karpenter" / "links" / "bindings.yaml"
+    path.write_text(path.read_text().replace("name: /general", "name: /generall", 1))
+    result = eksinf("sandbox", "up", cwd=stack_dir)
+    assert result.code == 3
+    assert (
+        "render/karpenter/links/bindings.yaml:" in result.err
+        and "EC2NodeClass /generall" in result.err
+    )

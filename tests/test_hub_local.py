@@ -6,6 +6,7 @@ import sqlite3
 
 import pytest
 
+from eksinf.errors import EksinfError
 from eksinf.hub.local import LocalHub
 from eksinf.hub.protocol import (
     AlreadyExists,
@@ -310,3 +311,65 @@ def test_schema_version_mismatch_is_refused(tmp_path):
     with pytest.raises(HubError) as err:
         LocalHub(tmp_path / "hub.db")
     assert err.value.exit_code == 4 and "schema version 99" in str(err.value)
+
+
+def test_function_argument_errors_are_usage_errors(local_hub):
+    upload(local_hub, files())
+    with pytest.raises(EksinfError) as unknown:
+        local_hub.invoke("app-base", "set-colour", ["red"])
+    assert unknown.value.exit_code == 2 and "Known functions: set-annotation" in unknown.value.hint
+    with pytest.raises(EksinfError) as bad:
+        local_hub.invoke("app-base", "set-replicas", ["many"], unit="web")
+    assert bad.value.exit_code == 2 and "'many' is not an integer" in str(bad.value)
+    with pytest.raises(EksinfError) as trigger:
+        local_hub.create_trigger("app-base", "t", "vet-cel", "x")
+    assert trigger.value.exit_code == 2 and "vet-cel" in str(trigger.value)
+
+
+def test_publish_without_release_target_and_conflicting_target(local_hub, tmp_path):
+    upload(local_hub, files())
+    with pytest.raises(HubError) as err:
+        local_hub.publish("app-base")
+    assert err.value.exit_code == 3 and "app-base has no release target" in str(err.value)
+    with_target(local_hub, tmp_path)
+    with pytest.raises(AlreadyExists) as dup:
+        local_hub.create_target("cluster", "target", "127.0.0.1:5000/other")
+    assert dup.value.exit_code == 3 and "already exists with registry oci-layout:" in str(dup.value)
+
+
+def test_resolve_names_the_link_when_its_resource_is_gone(local_hub):
+    upload(local_hub, files())
+    local_hub.variant_upload("prof", "base", UploadSource("t", {"profile.yaml": b"kind: P\n"}))
+    body = {
+        "DownstreamPaths": [
+            {
+                "Path": "spec.replicas",
+                "Resource": {"ResourceType": "apps/v1/Deployment", "ResourceName": "app/gone"},
+                "Expression": "1",
+            }
+        ]
+    }
+    link = local_hub.set_link("app-base", "web", "prof-base", "profile", body)
+    with pytest.raises(EksinfError) as err:
+        local_hub.resolve("app-base", "web")
+    assert err.value.exit_code == 3
+    assert f"link app-base/{link.slug}" in str(err.value) and "apps/v1/Deployment app/gone" in str(
+        err.value
+    )
+
+
+def test_release_to_a_real_registry_pulls_back_byte_identical(local_hub, registry):
+    from eksinf import bundle, oci
+
+    upload(local_hub, files())
+    local_hub.create_space("c1")
+    local_hub.create_target("c1", "target", f"{registry}/hub")
+    local_hub.variant_create("dev", "app-base", target="c1/target")
+    release = local_hub.publish("app-dev")  # no trigger in c1: nothing gates
+    assert release.ref == f"{registry}/hub/space/app-dev"
+    pulled = oci.pull(f"{release.ref}:release-1", expect_digest=release.manifest_digest)
+    expected = {
+        f"{s}.yaml": local_hub.unit_data("app-dev", s).encode() for s in ("namespace", "web")
+    }
+    assert pulled.blob == bundle.bundle_bytes(expected)
+    assert pulled.annotations["com.confighub.target"] == "c1/target"
