@@ -112,13 +112,24 @@ def test_status_endpoint_down_is_unknown_exit_4(eksinf, stack_dir, monkeypatch, 
     assert "unreachable" in report["billingError"]
 
 
-def test_account_mismatch_warns_on_stderr_and_json_stays_valid(scope):
-    other = StackScope(**{**scope.__dict__, "account": "999999999999"})
-    raw = RawStatus(account="123456789012", instances=(), nat_gateways=(), cluster=None)
-    prices = PriceTable("test", "2026-12-01", 730, {})
-    report = build_status(other, raw, prices)
-    assert any("account mismatch" in w and "999999999999" in w for w in report.warnings)
-    json.dumps(to_json(report))
+def test_account_mismatch_with_ack_goes_to_stderr_and_json_stays_valid(
+    eksinf, stack_dir, tmp_path, aws_env
+):
+    # FakeKubeApi stands in for the management cluster (tests/aws_stubs.py).
+    from aws_stubs import FakeKubeApi
+
+    from eksinf.aws.ack import ack_objects
+
+    mgmt = [c.name for c in load_stack(stack_dir).select(plane="mgmt")]
+    vpc = next(o for o in ack_objects(stack_dir / "configs", mgmt) if o.kind == "VPC")
+    with FakeKubeApi(token="m") as api:
+        api.put(vpc.path, {"status": {"ackResourceMetadata": {"ownerAccountID": "999999999999"}}})
+        config = api.kubeconfig(tmp_path / "mgmt.kubeconfig")
+        result = eksinf("status", "--json", "--mgmt-kubeconfig", str(config), cwd=stack_dir)
+    assert result.code == 0, result.err
+    body = json.loads(result.out)  # the warning did not leak into the JSON
+    assert "account mismatch" in result.err and "999999999999" in result.err
+    assert any("account mismatch" in w for w in body["warnings"])
 
 
 def test_unknown_region_prices_are_unknown_not_zero(scope):

@@ -226,13 +226,6 @@ def test_mgmt_preflight_blocks_before_anything_is_deleted(eksinf, stack_dir, sco
     assert snapshot(scope) == before and seeded["swept"]
 
 
-def test_account_mismatch_refuses(scope, aws_env):
-    other = StackScope(**{**scope.__dict__, "account": "999999999999"})
-    with pytest.raises(Exception, match="account mismatch") as err:
-        td.preflight(session_for(scope), other, None, "ack-system")
-    assert err.value.exit_code == 3
-
-
 def test_ack_objects_come_from_configs_in_reverse_wave_order(stack_dir):
     objects = td.ack_objects(stack_dir / "configs", ["aws-network", "eks-cluster", "karpenter-aws"])
     kinds = [o.kind for o in objects]
@@ -328,3 +321,21 @@ def test_mgmt_alone_refuses_while_karpenter_nodes_run(eksinf, stack_dir, scope, 
     assert result.code == 3
     assert "Tear the workload plane down first" in result.err
     assert snapshot(scope) == before and seeded["swept"]
+
+
+def test_ack_objects_from_another_account_block_the_teardown(
+    eksinf, stack_dir, scope, mgmt, aws_env
+):
+    creds = {"AccessKeyId": "AKIAX", "SecretAccessKey": "s"}
+    secret = creds_mod.credentials_secret(creds, "ack-system", "x", None)
+    mgmt.put(f"/api/v1/namespaces/ack-system/secrets/{creds_mod.SECRET_NAME}", secret)
+    vpc = next(o for o in mgmt.objects_seeded if o.kind == "VPC")
+    mgmt.objects[vpc.path]["status"] = {
+        "ackResourceMetadata": {"arn": "arn:aws:ec2:us-west-2:999999999999:vpc/vpc-1"}
+    }
+    result = eksinf(
+        "teardown", "--plane", "mgmt", "--yes", "--kubeconfig", str(mgmt.config), cwd=stack_dir
+    )
+    assert result.code == 3
+    assert "account mismatch" in result.err and "999999999999" in result.err
+    assert mgmt.deletes == [] and not [m for m, _ in mgmt.log if m == "PATCH"]

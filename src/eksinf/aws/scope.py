@@ -21,7 +21,6 @@ class StackScope:
     node_role: str
     gpu_ami_alias: str
     karpenter_role: str = ""
-    account: str | None = None  # the account the profile says the stack lives in, if it says
     gpu_root_volume_gib: int | None = None
     model_cache_gib: int | None = None
 
@@ -37,7 +36,6 @@ class StackScope:
             node_role=profile.node_role_name,
             gpu_ami_alias=profile.gpu_ami_alias,
             karpenter_role=str(spec.get("karpenterRoleName", "")),
-            account=str(spec["accountID"]) if spec.get("accountID") else None,
             gpu_root_volume_gib=_gib(spec.get("gpuRootVolumeSize")),
             model_cache_gib=_gib(spec.get("modelCacheSize")),
         )

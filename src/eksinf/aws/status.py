@@ -177,7 +177,13 @@ def collect(session: AwsSession, scope: StackScope) -> RawStatus:
     )
 
 
-def build_status(scope: StackScope, raw: RawStatus, prices: PriceTable) -> Status:
+def build_status(
+    scope: StackScope,
+    raw: RawStatus,
+    prices: PriceTable,
+    stack_accounts: dict[str, list[str]] | None = None,
+) -> Status:
+    """`stack_accounts`: the account(s) ACK recorded building the stack in, when known."""
     region = scope.region
     rows = []
     for inst in raw.instances:
@@ -208,12 +214,13 @@ def build_status(scope: StackScope, raw: RawStatus, prices: PriceTable) -> Statu
             )
         )
     warnings = []
-    if scope.account and scope.account != raw.account:
-        warnings.append(
-            f"account mismatch: the profile places stack {scope.stack} in account "
-            f"{scope.account}, but these credentials are account {raw.account}; "
-            "this report describes the wrong account"
-        )
+    for account, labels in sorted((stack_accounts or {}).items()):
+        if account != raw.account:
+            warnings.append(
+                f"account mismatch: ACK built {', '.join(labels[:3])} of stack {scope.stack} in "
+                f"account {account}, but these credentials are account {raw.account}; this "
+                "report describes the wrong account"
+            )
     gpus = [r for r in rows if r.gpu]
     if gpus:
         warnings.append(

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CONTRACT, ENVIRONMENT, FAILURE, EksinfError
-from ..yamlio import load_docs
 from . import creds as creds_mod
+from .ack import AckObject, ack_accounts, ack_objects
 from .kube import KubeClient, resource_path
 from .scope import StackScope
 from .session import AWS_FAILURES, AwsSession, aws_errors, paginate, tags_of, translate
@@ -36,44 +36,6 @@ def _quiet(_msg: str) -> None:
 
 
 # ---- what the mgmt plane owns (from configs/, never a fixed list) -----------------------------
-
-
-@dataclass(frozen=True)
-class AckObject:
-    api_version: str
-    kind: str
-    namespace: str
-    name: str
-    wave: int
-
-    @property
-    def path(self) -> str:
-        return resource_path(self.api_version, self.kind, self.namespace, self.name)
-
-    @property
-    def label(self) -> str:
-        return f"{self.kind} {self.namespace}/{self.name}"
-
-
-def ack_objects(configs: Path, components: list[str]) -> list[AckObject]:
-    """ACK objects of the given mgmt components, in deletion order: highest sync wave first
-    (dependents before what they depend on), then kind and name for a stable order."""
-    found = []
-    for comp in components:
-        for path in sorted((configs / comp).glob("*.yaml")):
-            for doc in load_docs(path.read_text(encoding="utf-8")):
-                if not isinstance(doc, dict):
-                    continue
-                api = str(doc.get("apiVersion", ""))
-                if ".services.k8s.aws/" not in api:
-                    continue
-                meta = doc.get("metadata") or {}
-                ann = meta.get("annotations") or {}
-                wave = int(str(ann.get("argocd.argoproj.io/sync-wave", "0")))
-                found.append(
-                    AckObject(api, doc["kind"], meta.get("namespace", ""), meta["name"], wave)
-                )
-    return sorted(found, key=lambda o: (-o.wave, o.kind, o.name))
 
 
 # ---- checks scoped to the stack ---------------------------------------------------------------
@@ -195,18 +157,14 @@ class Outcome:
 
 
 def preflight(
-    session: AwsSession, scope: StackScope, kube: KubeClient | None, namespace: str
+    session: AwsSession,
+    scope: StackScope,
+    kube: KubeClient | None,
+    namespace: str,
+    objects: list[AckObject] | None = None,
 ) -> list[str]:
     """Data-protecting checks, run before anything is deleted. Raises on any failure."""
     notes = [f"caller {session.caller.arn} (account {session.caller.account})"]
-    if scope.account and scope.account != session.caller.account:
-        raise EksinfError(
-            f"account mismatch: the profile places stack {scope.stack} in account "
-            f"{scope.account}, but these credentials are account {session.caller.account}",
-            hint="Use the right identity (--aws-profile or AWS_PROFILE); deleting from the "
-            "wrong account would report clean and leave everything billing.",
-            exit_code=CONTRACT,
-        )
     if kube is not None:
         kube.version()
         info = creds_mod.read_secret(kube, namespace)
@@ -224,6 +182,19 @@ def preflight(
                 exit_code=ENVIRONMENT,
             )
         notes.append(f"controllers' key {info.access_key_id} present, not expired")
+        accounts = ack_accounts(kube, objects or [])
+        other = {a: labels for a, labels in accounts.items() if a != session.caller.account}
+        if other:
+            account, labels = sorted(other.items())[0]
+            raise EksinfError(
+                f"account mismatch: ACK built {', '.join(labels[:3])} in account {account}, "
+                f"but these credentials are account {session.caller.account}",
+                hint="Use the identity of the stack's account (--aws-profile or AWS_PROFILE); "
+                "a teardown from another account deletes nothing there and would report clean.",
+                exit_code=CONTRACT,
+            )
+        if accounts:
+            notes.append(f"ACK objects built in account {session.caller.account}, as the caller")
     return notes
 
 
@@ -473,8 +444,7 @@ def plan_lines(plan: TeardownPlan, scope: StackScope) -> list[str]:
     lines: list[str] = []
     if "workload" in plan.planes:
         lines += [
-            "workload: preflight: caller identity and account "
-            f"(profile account: {scope.account or 'not recorded'})",
+            "workload: preflight: caller identity",
             "workload: drain through config: set-replicas 0 and publish on "
             f"{', '.join(plan.spaces['workload']) or '(no workload spaces)'} "
             "(the space running Karpenter keeps running so it can remove its nodes)",
@@ -483,7 +453,8 @@ def plan_lines(plan: TeardownPlan, scope: StackScope) -> list[str]:
         ]
     if "mgmt" in plan.planes:
         lines += [
-            f"mgmt: preflight: caller identity, account, no Karpenter node left, and the "
+            "mgmt: preflight: caller identity, the account ACK built the stack in (from the "
+            "ACK objects' status), no Karpenter node left, and the "
             f"controllers' Secret on {plan.kube_path} (present, not expired) before anything "
             "is deleted",
             "mgmt: authorise deletion through config: set-annotation "
@@ -519,7 +490,7 @@ def run(
     delete_config: bool,
     say: Say = _quiet,
 ) -> list[Outcome]:
-    for note in preflight(session, scope, kube, plan.ack_namespace):
+    for note in preflight(session, scope, kube, plan.ack_namespace, list(plan.objects)):
         say(f"preflight: {note}")
     if plan.planes == ("mgmt",):
         nodes = karpenter_nodes(session, scope)

@@ -70,6 +70,12 @@ def status_cmd(
         help="Workload cluster kubeconfig: adds EC2NodeClass resolution (subnets, security "
         "groups, AMIs, reservations) to the report.",
     ),
+    mgmt_kubeconfig: Path = typer.Option(
+        None,
+        "--mgmt-kubeconfig",
+        help="Management cluster kubeconfig, to compare the account ACK built the stack in "
+        "with the caller's. Default: .eksinf/clusters/mgmt.kubeconfig when it exists.",
+    ),
     json_out: bool = JSON_OPTION,
 ) -> None:
     """What this stack runs on EC2 and what it costs (scoped to the stack's tags)."""
@@ -88,7 +94,8 @@ def status_cmd(
             hint=exc.hint or "Fix the AWS access above and re-run.",
             exit_code=exc.exit_code if exc.exit_code == ENVIRONMENT else ENVIRONMENT,
         ) from exc
-    report = status_mod.build_status(scope, raw, status_mod.load_prices())
+    stack_accounts = _stack_accounts(ctx, mgmt_kubeconfig, session)
+    report = status_mod.build_status(scope, raw, status_mod.load_prices(), stack_accounts)
     section = None
     if workload_kubeconfig is not None:
         try:
@@ -127,6 +134,25 @@ def status_cmd(
                 f"reservations={nc['capacityReservations']}"
             )
     progress(f"prices: src/eksinf/data/prices.json (as of {report.prices_as_of})")
+
+
+def _stack_accounts(
+    ctx: typer.Context, kubeconfig: Path | None, session: AwsSession
+) -> dict[str, list[str]] | None:
+    """The account(s) the stack's ACK objects record, or None when there is no way to know."""
+    from ..aws.ack import ack_accounts, ack_objects
+
+    stack = state(ctx).stack()
+    path = kubeconfig or stack.root / ".eksinf" / "clusters" / "mgmt.kubeconfig"
+    if kubeconfig is None and not path.is_file():
+        return None
+    mgmt = [c.name for c in stack.select(plane="mgmt")]
+    try:
+        kube = KubeClient.from_kubeconfig(path, session)
+        return ack_accounts(kube, ack_objects(stack.configs_dir, mgmt))
+    except EksinfError as exc:
+        warn(f"the stack's account is unknown (management cluster: {exc.message})")
+        return None
 
 
 # ---- creds -----------------------------------------------------------------------------------

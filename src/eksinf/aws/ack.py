@@ -1,0 +1,66 @@
+"""The ACK objects the mgmt plane owns, read from configs/, and what their status records.
+
+Shared by teardown (what to delete, in which order) and by status and teardown's account check
+(the account ACK built the stack in, from each object's `status.ackResourceMetadata`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..yamlio import load_docs
+from .kube import KubeClient, resource_path
+
+
+@dataclass(frozen=True)
+class AckObject:
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    wave: int
+
+    @property
+    def path(self) -> str:
+        return resource_path(self.api_version, self.kind, self.namespace, self.name)
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"
+
+
+def ack_objects(configs: Path, components: list[str]) -> list[AckObject]:
+    """ACK objects of the given mgmt components, in deletion order: highest sync wave first
+    (dependents before what they depend on), then kind and name for a stable order."""
+    found = []
+    for comp in components:
+        for path in sorted((configs / comp).glob("*.yaml")):
+            for doc in load_docs(path.read_text(encoding="utf-8")):
+                if not isinstance(doc, dict):
+                    continue
+                api = str(doc.get("apiVersion", ""))
+                if ".services.k8s.aws/" not in api:
+                    continue
+                meta = doc.get("metadata") or {}
+                ann = meta.get("annotations") or {}
+                wave = int(str(ann.get("argocd.argoproj.io/sync-wave", "0")))
+                found.append(
+                    AckObject(api, doc["kind"], meta.get("namespace", ""), meta["name"], wave)
+                )
+    return sorted(found, key=lambda o: (-o.wave, o.kind, o.name))
+
+
+def ack_accounts(kube: KubeClient, objects: list[AckObject]) -> dict[str, list[str]]:
+    """The AWS account each existing ACK object was built in (from its status), by account."""
+    found: dict[str, list[str]] = {}
+    for obj in objects:
+        live = kube.get(obj.path)
+        meta = ((live or {}).get("status") or {}).get("ackResourceMetadata") or {}
+        account = str(meta.get("ownerAccountID") or "")
+        if not account and meta.get("arn"):
+            parts = str(meta["arn"]).split(":")
+            account = parts[4] if len(parts) > 4 else ""
+        if account:
+            found.setdefault(account, []).append(obj.label)
+    return found
