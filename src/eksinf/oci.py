@@ -288,9 +288,10 @@ class RegistryStore:
             response = requests.get(realm, params=fields, auth=self.credentials, timeout=TIMEOUT)
         except requests.RequestException as exc:
             raise self._unreachable(exc) from exc
-        if response.status_code != 200:
+        try:
+            body = response.json() if response.status_code == 200 else {}
+        except ValueError:  # a token endpoint that answers with something other than JSON
             return False
-        body = response.json()
         self.token = body.get("token") or body.get("access_token")
         return bool(self.token)
 
