@@ -223,3 +223,14 @@ def test_links_resolve_rejects_invalid_profile(stack_dir, eksinf, tmp_path):
     assert result.code == CONTRACT
     assert "spec.publicSubnetCIDRs.0" in result.err and "outside the VPC CIDR" in result.err
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("out", ["configs", ".", "render/karpenter", ".."])
+def test_links_resolve_never_replaces_the_stack(stack_dir, eksinf, out):
+    before = (stack_dir / "configs/karpenter/nodeclasses.yaml").read_text()
+    profile = stack_dir / "render/platform-profile/profile.yaml"
+    result = eksinf("links", "resolve", "--profile", str(profile), "--out", out, cwd=stack_dir)
+    assert result.code == 2
+    assert "refusing to replace" in result.err
+    assert (stack_dir / "configs/karpenter/nodeclasses.yaml").read_text() == before
+    assert (stack_dir / "render/karpenter/nodeclasses.yaml").is_file()

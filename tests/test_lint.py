@@ -499,3 +499,14 @@ def test_discovery_tag_key_removed_from_security_group(eksinf, stack_dir):
         "EC2NodeClass /gpu spec.securityGroupSelectorTerms.0",
         "SecurityGroup aws-inference/cluster-nodes spec.tags",
     )
+
+
+def test_malformed_committed_unit(eksinf, stack_dir):
+    edit(stack_dir, SMOKE_CPU, "  replicas: 0\n", "  replicas: [0\n")
+    failing(
+        eksinf,
+        stack_dir,
+        "configs-yaml",
+        "configs/inference-workloads/smoke-cpu.yaml:",
+        "not valid YAML",
+    )

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
 from ruamel.yaml import YAML
 
 from . import paths
@@ -336,7 +337,17 @@ def read_units(configs: Path) -> dict[str, list[dict]]:
     if not configs.is_dir():
         return out
     for path in sorted(configs.glob("*/*.yaml")):
-        docs = load_docs(path.read_text(encoding="utf-8"))
+        try:
+            docs = load_docs(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+            raise EksinfError(
+                f"configs/{path.parent.name}/{path.name}{where}: not valid YAML "
+                f"({getattr(exc, 'problem', None) or exc})",
+                hint="configs/ is written by `eksinf render`; re-render instead of editing it.",
+                exit_code=CONTRACT,
+            ) from exc
         out[f"{path.parent.name}/{path.stem}"] = [d for d in docs if isinstance(d, dict)]
     return out
 

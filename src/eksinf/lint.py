@@ -1034,7 +1034,11 @@ def lint_stack(stack: Stack) -> Report:
         report.add("bindings", exc.message)
         return report
     report.bindings = len(bindings)
-    units = links.read_units(stack.configs_dir)
+    try:
+        units = links.read_units(stack.configs_dir)
+    except EksinfError as exc:
+        report.add("configs-yaml", exc.message)
+        return report
     sources = check_fresh(report, stack)
     _lint_units(report, stack, units, spec, bindings)  # what ships: the committed configs/
     if not sources:

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from .. import links as links_mod
-from ..errors import CONTRACT, EksinfError
+from ..errors import CONTRACT, USAGE, EksinfError
 from ..profile import check_profile
 from ..render import write_tree
 from ..yamlio import dump_docs, load_mapping_docs
@@ -83,6 +83,19 @@ def links_resolve_cmd(
         raise EksinfError(
             f"{profile}: expected one PlatformProfile document, found {len(docs)}",
             exit_code=CONTRACT,
+        )
+    target = out.resolve()
+    root = stack.root.resolve()
+    # the whole target is replaced: never the stack, a folder holding it, or what it commits
+    if (
+        target == root
+        or root.is_relative_to(target)
+        or any(target.is_relative_to(root / part) for part in ("render", "configs", "iam"))
+    ):
+        raise EksinfError(
+            f"refusing to replace {target}: it holds the stack's sources or committed units",
+            hint="--out names a folder that is replaced entirely; pick a new or scratch one.",
+            exit_code=USAGE,
         )
     checked = check_profile(docs[0], str(profile))
     bindings = links_mod.load_bindings(stack)
