@@ -86,6 +86,7 @@ def test_without_yes_prints_the_plan_and_changes_nothing(eksinf, stack_dir, scop
     assert result.code == 0, result.err
     assert "nothing changed; re-run with --yes" in result.err
     assert "delete" in result.out and f"eks-cluster-sg-{scope.cluster}-*" in result.out
+    assert "now blocking a VPC delete: detached ENI eni-" in result.out
     assert snapshot(scope) == before
     as_json = eksinf("teardown", "--plane", "mgmt", "--json", cwd=stack_dir)
     body = json.loads(as_json.out)

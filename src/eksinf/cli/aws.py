@@ -562,6 +562,9 @@ def teardown_cmd(
                 typer.echo(line)
             if current is not None:
                 typer.echo(f"now billing: {', '.join(current['billing']) or 'nothing'}")
+                typer.echo(
+                    f"now blocking a VPC delete: {', '.join(current['blockers']) or 'nothing'}"
+                )
             typer.echo("This destroys real AWS infrastructure.")
         nothing_changed()
         return
