@@ -363,3 +363,42 @@ def test_binding_naming_a_missing_resource_is_refused_with_its_file_and_line(eks
         "render/karpenter/links/bindings.yaml:" in result.err
         and "EC2NodeClass /generall" in result.err
     )
+
+
+def test_hub_upload_from_bundle_file_directory_and_oci(eksinf, stack_dir, tmp_path):
+    files = bundle.component_files(
+        __import__("eksinf.stack", fromlist=["x"]).load_stack(stack_dir), "karpenter"
+    )
+    blob = bundle.bundle_bytes(files)
+    archive = tmp_path / "karpenter.tar.gz"
+    archive.write_bytes(blob)
+    oci.push(
+        f"oci-layout:{tmp_path / 'layout'}",
+        blob,
+        title="karpenter.tar.gz",
+        annotations={},
+        tags=["latest"],
+    )
+    first = eksinf("hub", "upload", "karpenter", str(archive), "--json", cwd=stack_dir)
+    assert first.code == 0, first.err
+    created = json.loads(first.out)
+    assert created["space_created"] and sorted(created["created"]) == sorted(n[:-5] for n in files)
+    for source in (str(stack_dir / "configs" / "karpenter"), f"oci-layout:{tmp_path / 'layout'}"):
+        again = eksinf("hub", "upload", "karpenter", source, "--json", cwd=stack_dir)
+        assert again.code == 0, again.err
+        assert json.loads(again.out)["updated"] == []
+    missing = eksinf(
+        "hub", "upload", "karpenter", f"oci-layout:{tmp_path / 'nothing'}", cwd=stack_dir
+    )
+    assert missing.code != 0 and "not found" in missing.err
+
+
+def test_sandbox_up_renders_configs_when_missing(eksinf, stack_dir, chart_mirror):
+    import shutil
+
+    shutil.rmtree(stack_dir / "configs")
+    result = eksinf("sandbox", "up", "--chart-mirror", str(chart_mirror), cwd=stack_dir)
+    assert result.code == 0, result.err
+    assert "configs is missing: rendering it" in result.err
+    assert (stack_dir / "configs" / "karpenter").is_dir()
+    assert eksinf("verify", "--chart-mirror", str(chart_mirror), cwd=stack_dir).code == 0

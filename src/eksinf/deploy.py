@@ -63,6 +63,19 @@ def _unpacked(blob: bytes) -> dict[str, bytes]:
         }
 
 
+def read_source(ref: str) -> UploadSource:
+    """One component's upload source: a directory of unit files, a bundle file (.tar.gz), or an
+    OCI reference (`host:port/repo[:tag]`, `oci-layout:DIR[:tag]`, `oci://` tolerated)."""
+    path = Path(ref)
+    if path.is_dir():
+        return UploadSource(ref, _dir_files(path))
+    if path.is_file():
+        blob = path.read_bytes()
+        return UploadSource(ref, _unpacked(blob), oci.digest_of(blob))
+    pulled = oci.pull(ref.removeprefix("oci://"))
+    return UploadSource(ref, _unpacked(pulled.blob), pulled.manifest_digest)
+
+
 def source_for(component: str, where: str | None, stack: Stack) -> UploadSource | None:
     """The upload source of one component. `where` is a configs-like directory (one subfolder
     per component), a directory of `<component>.tar.gz` bundles, or an OCI prefix
@@ -74,19 +87,16 @@ def source_for(component: str, where: str | None, stack: Stack) -> UploadSource 
     path = Path(where)
     if path.is_dir():
         if (path / component).is_dir():
-            return UploadSource(str(path / component), _dir_files(path / component))
+            return read_source(str(path / component))
         archive = path / f"{component}{bundle.BUNDLE_SUFFIX}"
-        if archive.is_file():
-            return UploadSource(str(archive), _unpacked(archive.read_bytes()))
-        return None
+        return read_source(str(archive)) if archive.is_file() else None
     if path.is_file():
         raise EksinfError(
             f"--from {where}: a single file; name a directory of bundles or a registry prefix",
-            exit_code=USAGE,
+            "To load one component from one bundle: eksinf hub upload COMPONENT FILE.",
+            USAGE,
         )
-    ref = f"{where.removeprefix('oci://').rstrip('/')}/{component}"
-    pulled = oci.pull(ref)
-    return UploadSource(f"oci://{ref}", _unpacked(pulled.blob), pulled.manifest_digest)
+    return read_source(f"{where.removeprefix('oci://').rstrip('/')}/{component}")
 
 
 # ---- install ----------------------------------------------------------------------------
@@ -546,15 +556,34 @@ def ensure_target_space(hub: Hub, space: str, registry: str, labels: dict[str, s
     return created
 
 
-def sandbox_up(
-    hub: Hub, stack: Stack, *, name: str = "sandbox", variant: str = "sandbox", say: Say = _quiet
-) -> SandboxReport:
-    if not stack.configs_dir.is_dir():
-        raise NotFound(
-            f"{stack.configs_dir} is missing",
-            "Render the stack first: eksinf render --chart-mirror ../shared/charts",
+def render_configs(stack: Stack, mirror: Path | None, say: Say) -> None:
+    """Render configs/ (a fresh clone has none until `eksinf render`), guarded as render is."""
+    from . import charts, guard
+    from .render import render_stack, write_configs
+
+    say(f"{stack.configs_dir} is missing: rendering it")
+    result = render_stack(stack, charts.mirror_dir(mirror), progress=say)
+    report = guard.check(result)
+    if not report.ok:
+        raise EksinfError(
+            "the render has hazards the guard refuses; configs/ was not written",
+            "Run `eksinf render` to see them.",
             CONTRACT,
         )
+    write_configs(result)
+
+
+def sandbox_up(
+    hub: Hub,
+    stack: Stack,
+    *,
+    name: str = "sandbox",
+    variant: str = "sandbox",
+    mirror: Path | None = None,
+    say: Say = _quiet,
+) -> SandboxReport:
+    if not stack.configs_dir.is_dir():
+        render_configs(stack, mirror, say)
     sources = bundled_sources(stack)
     installed = install(hub, stack, sources=sources, say=say)
     checkpoint("sandbox.installed")

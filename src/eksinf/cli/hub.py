@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import typer
 
@@ -14,7 +15,7 @@ from .. import links as links_mod
 from ..errors import USAGE, EksinfError
 from ..hub import open_hub
 from ..hub.protocol import Hub
-from .common import JSON_OPTION, emit_json, progress, state
+from .common import JSON_OPTION, MIRROR_OPTION, emit_json, progress, state
 from .links import binding_rows, print_binding_table
 
 HUB_OPTION = typer.Option(
@@ -362,13 +363,16 @@ def sandbox_up(
     ctx: typer.Context,
     name: str = typer.Option("sandbox", "--name", help="Prefix of the stand-in target spaces."),
     variant: str = typer.Option("sandbox", "--variant"),
+    mirror: Path = MIRROR_OPTION,
     hub_choice: str = HUB_OPTION,
     json_out: bool = JSON_OPTION,
 ) -> None:
-    """Install bases, create the profile and both planes' variants on stand-in targets, link,
+    """Render configs/ if missing, install bases, create the profile and both planes' variants on stand-in targets, link,
     resolve and publish (to an OCI layout under .eksinf/). Creates no infrastructure."""
     with _hub(ctx, hub_choice) as (hub, stack):
-        report = flow.sandbox_up(hub, stack, name=name, variant=variant, say=progress)
+        report = flow.sandbox_up(
+            hub, stack, name=name, variant=variant, mirror=mirror, say=progress
+        )
     if json_out:
         emit_json(report.to_json())
         return
@@ -538,6 +542,41 @@ def hub_history(
         return
     for r in revisions:
         typer.echo(f"{r.num}\t{r.data_hash[:12]}\t{r.description}")
+
+
+@hub_app.command("upload")
+def hub_upload(
+    ctx: typer.Context,
+    component: str = typer.Argument(
+        ..., help="Component name: the space is <component>-<variant>."
+    ),
+    source: str = typer.Argument(..., help="Unit directory, bundle .tar.gz, or OCI reference."),
+    variant: str = typer.Option("base", "--variant"),
+    prune: bool = typer.Option(False, "--prune", help="Empty units whose file is gone."),
+    dry_run: bool = typer.Option(False, "--dry-run"),
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Upload one component per file (re-upload merges; unit IDs are kept)."""
+    with _hub(ctx, hub_choice) as (hub, _stack):
+        report = hub.variant_upload(
+            component,
+            variant,
+            flow.read_source(source),
+            labels=flow.UPLOAD_LABELS,
+            prune=prune,
+            dry_run=dry_run,
+        )
+    if json_out:
+        emit_json(report.to_json())
+        return
+    typer.echo(
+        f"{report.space}: {'created' if report.space_created else 'uploaded'}: "
+        f"{len(report.created)} created, {len(report.updated)} updated, "
+        f"{len(report.unchanged)} unchanged, {len(report.emptied)} emptied"
+    )
+    if report.revert_hint:
+        typer.echo(f"  revert: {report.revert_hint}")
 
 
 @hub_app.command("restore")
