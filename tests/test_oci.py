@@ -398,3 +398,18 @@ def test_wrong_password_is_an_environment_error(auth_registry, no_credentials, m
     with pytest.raises(EksinfError) as err:
         list_tags(f"{auth_registry}/secure/env")
     assert err.value.exit_code == ENVIRONMENT and "refused" in err.value.message
+
+
+def test_cli_version_tag_is_immutable(eksinf, stack_dir, registry):
+    base = f"{registry}/cli/immutable"
+    args = ("push", "--registry", base, "-c", "gpu-runtime", "--version", "1.0.0", "--json")
+    first = eksinf(*args, cwd=stack_dir)
+    assert first.code == 0, first.err
+    unit = sorted((stack_dir / "configs" / "gpu-runtime").glob("*.yaml"))[0]
+    unit.write_text(unit.read_text() + "# a change\n")
+    second = eksinf(*args, cwd=stack_dir)
+    assert second.code == FAILURE
+    assert f"{base}/gpu-runtime:1.0.0 already holds different content" in second.err
+    assert second.out == ""
+    latest = pull(f"{base}/gpu-runtime")
+    assert latest.manifest_digest == json.loads(first.out)["pushed"][0]["manifestDigest"]
