@@ -510,3 +510,27 @@ def test_malformed_committed_unit(eksinf, stack_dir):
         "configs/inference-workloads/smoke-cpu.yaml:",
         "not valid YAML",
     )
+
+
+def test_dangling_ack_reference_across_components(eksinf, stack_dir):
+    edit(
+        stack_dir,
+        IDENTITY,
+        "  clusterRef:\n    from:\n      name: cluster\n",
+        "  clusterRef:\n    from:\n      name: eks\n",
+    )
+    failing(
+        eksinf,
+        stack_dir,
+        "ack-ref",
+        "Cluster aws-inference/eks",
+        "PodIdentityAssociation aws-inference/karpenter spec.clusterRef.from.name",
+        "configs/eks-cluster/cluster.yaml Cluster aws-inference/cluster metadata.name",
+    )
+
+
+def test_dangling_ack_reference_to_renamed_subnet(eksinf, stack_dir):
+    edit(stack_dir, "configs/eks-cluster/nodegroup.yaml", "name: private-c", "name: private-d")
+    failing(
+        eksinf, stack_dir, "ack-ref", "Subnet aws-inference/private-d", "subnetRefs.2.from.name"
+    )

@@ -899,6 +899,71 @@ def check_accelerators(report: Report, resources: list[Res]) -> None:
             )
 
 
+# The kind an ACK reference field points at (the field name without Ref/Refs decides).
+REF_KINDS = {
+    "vpc": "VPC",
+    "subnet": "Subnet",
+    "routeTable": "RouteTable",
+    "gateway": "InternetGateway",
+    "natGateway": "NATGateway",
+    "allocation": "ElasticIPAddress",
+    "securityGroup": "SecurityGroup",
+    "group": "SecurityGroup",
+    "role": "Role",
+    "nodeRole": "Role",
+    "targetRole": "Role",
+    "serviceAccountRole": "Role",
+    "cluster": "Cluster",
+    "policy": "Policy",
+}
+
+
+def _refs(node: Any, prefix: str = "") -> Iterator[tuple[str, str, dict]]:
+    """(path, field stem, from-block) of every ACK `*Ref`/`*Refs` in a spec."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            path = f"{prefix}.{paths.escape(str(key))}" if prefix else paths.escape(str(key))
+            stem = str(key).removesuffix("s").removesuffix("Ref")
+            if str(key).endswith(("Ref", "Refs")):
+                items = value if isinstance(value, list) else [value]
+                for index, item in enumerate(items):
+                    where = f"{path}.{index}" if isinstance(value, list) else path
+                    block = (item or {}).get("from") if isinstance(item, dict) else None
+                    if isinstance(block, dict):
+                        yield f"{where}.from.name", stem, block
+            else:
+                yield from _refs(value, path)
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _refs(value, f"{prefix}.{index}")
+
+
+def check_ack_refs(report: Report, resources: list[Res]) -> None:
+    """Every ACK reference names a resource some mgmt-plane unit defines, of the right kind.
+
+    A dangling reference is not an apply error: ACK waits for it forever, and the cluster (or
+    nodegroup, or identity) that depends on it never appears.
+    """
+    report.checks.append("ack-refs")
+    mgmt = [r for r in resources if r.plane == "mgmt" and r.group.endswith("services.k8s.aws")]
+    index = {(r.namespace, r.name, r.kind) for r in mgmt}
+    for r in mgmt:
+        for path, stem, block in _refs(r.doc.get("spec") or {}, "spec"):
+            name = block.get("name")
+            ns = block.get("namespace") or r.namespace
+            kind = REF_KINDS.get(stem)
+            if kind is None or (ns, name, kind) in index:
+                continue
+            same = [x for x in mgmt if x.kind == kind and x.namespace == ns]
+            report.add(
+                "ack-ref",
+                f"references {kind} {ns}/{name}, which no mgmt-plane unit defines: ACK waits for "
+                f"it forever (the namespace defines {kind}: {', '.join(x.name for x in same) or 'none'})",
+                r.at(path),
+                same[0].at("metadata.name") if same else f"no {kind} in namespace {ns}",
+            )
+
+
 def check_iam_policies(report: Report, resources: list[Res], iam_dir: Path) -> None:
     """No IAM policy allows iam:PassRole without an iam:PassedToService condition."""
     report.checks.append("passrole")
@@ -1018,6 +1083,7 @@ def _lint_units(
     check_scheduling(report, resources)
     check_accelerators(report, resources)
     check_iam_policies(report, resources, stack.root / "iam")
+    check_ack_refs(report, resources)
 
 
 def lint_stack(stack: Stack) -> Report:
