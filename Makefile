@@ -3,12 +3,14 @@ EKSINF ?= .venv/bin/eksinf
 PYTEST ?= .venv/bin/pytest
 RUFF ?= .venv/bin/ruff
 
-.PHONY: help render guard verify lint test check
+.PHONY: help render guard verify lint bundles push test check
 
 help:
 	@echo "render  render configs/ from components.yaml, versions.env and render/"
 	@echo "guard   check a fresh render for Helm features that do not survive flattening"
 	@echo "verify  fail if configs/ differs from a fresh render"
+	@echo "bundles write bundles/<component>.tar.gz (reproducible)"
+	@echo "push    push each bundle to \$$EKSINF_REGISTRY (default: oci-layout:.eksinf/oci)"
 	@echo "test    run the test suite"
 	@echo "lint    check profile links and cross-component invariants on configs/"
 	@echo "check   lint, format check, tests, verify and eksinf lint"
@@ -24,6 +26,12 @@ verify:
 
 lint:
 	$(EKSINF) lint
+
+bundles:
+	$(EKSINF) bundle
+
+push:
+	$(EKSINF) push
 
 test:
 	$(PYTEST) -q

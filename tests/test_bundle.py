@@ -143,6 +143,21 @@ def huge_member_archive(size: int) -> bytes:
     return gzip.compress(header + bytes(64 * 1024), mtime=0)
 
 
+def gnu_sparse_archive(real_size: int) -> bytes:
+    """A GNU sparse member (type 'S') whose real size is `real_size` and whose data is empty.
+
+    tarfile cannot write sparse members, so the header is patched by hand: the real size lives
+    at offset 483, and the checksum is recomputed.
+    """
+    info = tarfile.TarInfo("sparse.bin")
+    info.type = tarfile.GNUTYPE_SPARSE
+    header = bytearray(info.tobuf(format=tarfile.GNU_FORMAT))
+    header[483:495] = b"%011o\0" % real_size
+    header[148:156] = b" " * 8
+    header[148:156] = b"%06o\0 " % sum(header[:512])
+    return gzip.compress(bytes(header) + bytes(1024), mtime=0)
+
+
 CASES = {
     "parent": (craft(regular("ok.yaml"), regular("../x")), "../x", "parent-traversal"),
     "nested-parent": (craft(regular("a/../../x")), "a/../../x", "parent-traversal"),
@@ -154,6 +169,7 @@ CASES = {
     "duplicate": (craft(regular("a.yaml"), regular("./a.yaml")), "./a.yaml", "duplicate"),
     "file-then-dir": (craft(regular("a"), regular("a/b")), "a/b", "duplicate"),
     "2GiB": (huge_member_archive(2**31), "huge.bin", "member-too-large"),
+    "2GiB-sparse": (gnu_sparse_archive(2**31), "sparse.bin", "member-too-large"),
 }
 
 
