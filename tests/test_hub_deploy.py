@@ -172,7 +172,7 @@ def test_edits_survive_reinstall_and_upstream_change_arrives(eksinf, stack_dir):
 
 def test_install_recreate_refused_while_variants_exist(eksinf, stack_dir):
     assert eksinf("sandbox", "up", cwd=stack_dir).code == 0
-    result = eksinf("install", "--recreate", cwd=stack_dir)
+    result = eksinf("install", "--recreate", "--yes", cwd=stack_dir)
     assert result.code == 3
     assert "--recreate refused" in result.err and "ack-controllers-sandbox" in result.err
 
@@ -183,7 +183,10 @@ def test_install_recreate_mints_new_ids_without_variants(eksinf, stack_dir):
     dry = eksinf("install", "--recreate", "--dry-run", cwd=stack_dir)
     assert dry.code == 0 and "would DELETE karpenter-base" in dry.err
     assert {u["UnitID"] for u in units(eksinf, stack_dir, "--space", "karpenter-base")} == before
-    assert eksinf("install", "--recreate", cwd=stack_dir).code == 0
+    plan = eksinf("install", "--recreate", cwd=stack_dir)
+    assert plan.code == 0 and "re-run with --yes" in plan.err and "would DELETE" in plan.err
+    assert {u["UnitID"] for u in units(eksinf, stack_dir, "--space", "karpenter-base")} == before
+    assert eksinf("install", "--recreate", "--yes", cwd=stack_dir).code == 0
     after = {u["UnitID"] for u in units(eksinf, stack_dir, "--space", "karpenter-base")}
     assert after and not (after & before)
 

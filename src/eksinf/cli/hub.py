@@ -74,10 +74,14 @@ def install_cmd(
         "--recreate",
         help="Delete and rebuild each base (new unit IDs); refused while variants exist.",
     ),
+    yes: bool = typer.Option(False, "--yes", help="Confirm --recreate (it deletes the bases)."),
     hub_choice: str = HUB_OPTION,
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Create or refresh the <component>-base spaces (re-install merges: edits survive)."""
+    if recreate and not yes and not dry_run:
+        dry_run = True  # destructive: show the plan, change nothing
+        progress("--recreate deletes and rebuilds the bases: showing the plan; re-run with --yes")
     with _hub(ctx, hub_choice) as (hub, stack):
         report = flow.install(
             hub, stack, source=source, dry_run=dry_run, prune=prune, recreate=recreate, say=progress
