@@ -69,7 +69,10 @@ def test_committed_bindings_load_with_lines(stack_dir):
     bindings = load_bindings(load_stack(stack_dir))
     assert len(bindings) >= 60
     first = bindings[0]
-    assert first.file.endswith("links/bindings.yaml") and first.line > 0
+    assert first.file.endswith("links/bindings.yaml")
+    for b in bindings:  # each binding's line is its `- source:` line
+        lines = (stack_dir / b.file).read_text().splitlines()
+        assert lines[b.line - 1].strip() == f"- source: {b.source}", b
     escaped = [b for b in bindings if b.path and "~1" in b.path]
     assert any("karpenter~1sh/discovery" in b.path for b in escaped)
 

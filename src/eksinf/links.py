@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from ruamel.yaml import YAML
 
 from . import paths
 from .errors import CONTRACT, EksinfError
@@ -113,12 +112,14 @@ def _bad(where: str, why: str, hint: str = "") -> EksinfError:
 
 
 def _item_lines(text: str) -> list[int]:
-    """1-based line of each item of the top-level `bindings:` list (ruamel keeps positions)."""
-    doc = YAML(typ="rt").load(text)
-    items = doc.get("bindings") if hasattr(doc, "get") else None
-    if not items or not hasattr(items, "lc"):
+    """1-based line of each item of the top-level `bindings:` list (libyaml's composer keeps marks)."""
+    root = yaml.compose(text, Loader=yaml.CSafeLoader)
+    if not isinstance(root, yaml.MappingNode):
         return []
-    return [items.lc.item(i)[0] + 1 for i in range(len(items))]
+    for key, value in root.value:
+        if key.value == "bindings" and isinstance(value, yaml.SequenceNode):
+            return [item.start_mark.line + 1 for item in value.value]
+    return []
 
 
 def _parse_file(component: str, path: Path, label: str) -> list[Binding]:
@@ -301,9 +302,11 @@ def resolve_units(
     """Return copies of `units` (keyed `component/unit`) with every binding's value written in.
 
     Bindings whose unit is not in `units` are skipped, so a caller may resolve one component.
-    Pure: the inputs are not modified.
+    Pure: the inputs are not modified. Units that no binding touches are returned as new lists of
+    the same (unmodified) documents; bound units are deep copies.
     """
-    out = {key: copy.deepcopy(docs) for key, docs in units.items()}
+    bound = {b.unit_key for b in bindings}
+    out = {key: copy.deepcopy(docs) if key in bound else list(docs) for key, docs in units.items()}
     for binding in bindings:
         docs = out.get(binding.unit_key)
         if docs is None:
