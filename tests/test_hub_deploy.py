@@ -405,3 +405,34 @@ def test_sandbox_up_renders_configs_when_missing(eksinf, stack_dir, chart_mirror
     assert "configs is missing: rendering it" in result.err
     assert (stack_dir / "configs" / "karpenter").is_dir()
     assert eksinf("verify", "--chart-mirror", str(chart_mirror), cwd=stack_dir).code == 0
+
+
+def test_profile_change_reaches_the_variants_on_the_next_deploy(eksinf, stack_dir):
+    assert eksinf("sandbox", "up", cwd=stack_dir).code == 0
+    hub = open_hub(stack_dir)
+    profile = hub.unit_data("platform-profile-sandbox", "profile")
+    assert "region: us-west-2" in profile
+    hub.update_unit(
+        "platform-profile-sandbox",
+        "profile",
+        profile.replace("region: us-west-2", "region: eu-west-1"),
+        "move",
+    )
+    hub.close()
+    result = eksinf(
+        "deploy",
+        "--plane",
+        "workload",
+        "--target",
+        "sandbox-workload/target",
+        "--variant",
+        "sandbox",
+        "--json",
+        cwd=stack_dir,
+    )
+    assert result.code == 0, result.err
+    assert "karpenter-sandbox" in json.loads(result.out)["published"]
+    hub = open_hub(stack_dir)
+    assert "value: eu-west-1" in hub.unit_data("karpenter-sandbox", "karpenter-controller")
+    assert [r.release_num for r in hub.list_releases("karpenter-sandbox")] == [1, 2]
+    hub.close()

@@ -373,3 +373,17 @@ def test_release_to_a_real_registry_pulls_back_byte_identical(local_hub, registr
     }
     assert pulled.blob == bundle.bundle_bytes(expected)
     assert pulled.annotations["com.confighub.target"] == "c1/target"
+
+
+def test_variant_copies_links_within_the_space_but_not_links_leaving_it(local_hub):
+    upload(local_hub, files())
+    local_hub.variant_upload("prof", "base", UploadSource("t", {"profile.yaml": b"kind: P\n"}))
+    local_hub.set_link("app-base", "web", "app-base", "namespace", {"DownstreamPaths": []})
+    local_hub.set_link("app-base", "web", "prof-base", "profile", {"DownstreamPaths": []})
+    local_hub.variant_create("dev", "app-base")
+    copied = [
+        (lk.from_unit, lk.to_space, lk.to_unit)
+        for lk in local_hub.list_links("app-dev")
+        if lk.update_type == "TransformPaths"
+    ]
+    assert copied == [("web", "app-dev", "namespace")]

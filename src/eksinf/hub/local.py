@@ -692,6 +692,7 @@ class LocalHub:
             if target_id:
                 self._set_release_target(sid, target_id)
             ships_namespace, namespaces = False, {}
+            clones: dict[str, str] = {}  # upstream unit id -> clone id
             for unit in db.execute(
                 "SELECT * FROM units WHERE space_id=? ORDER BY slug", (up["id"],)
             ).fetchall():
@@ -704,11 +705,26 @@ class LocalHub:
                     upstream=(unit["id"], unit["head"]),
                     placeholders=json.loads(unit["placeholders"]),
                 )
+                clones[unit["id"]] = clone_id
                 self._insert_link(sid, clone_id, unit["id"], "UpgradeUnit", {})
                 if target_row and target_row["apps_space"]:
                     ships_namespace |= "kind: Namespace" in unit["data"]
                     for ns in re.findall(r"^  namespace: (\S+)$", unit["data"], re.MULTILINE):
                         namespaces[ns] = namespaces.get(ns, 0) + 1
+            # Links between the upstream's own units are copied onto the clones; links leaving
+            # the space (to the profile) are not: the variant gets its own.
+            for link in db.execute(
+                "SELECT * FROM links WHERE space_id=? AND update_type!='UpgradeUnit' ORDER BY slug",
+                (up["id"],),
+            ).fetchall():
+                if link["from_unit_id"] in clones and link["to_unit_id"] in clones:
+                    self._insert_link(
+                        sid,
+                        clones[link["from_unit_id"]],
+                        clones[link["to_unit_id"]],
+                        link["update_type"],
+                        json.loads(link["body"]),
+                    )
             if target_row and target_row["apps_space"]:
                 namespace = max(sorted(namespaces), key=namespaces.get) if namespaces else "default"
                 app = argo.child_application(
