@@ -234,21 +234,46 @@ def test_ack_objects_come_from_configs_in_reverse_wave_order(stack_dir):
     assert kinds[-1] == "VPC"
 
 
+def released_docs(hub, space: str) -> list[dict]:
+    """The documents of the space's latest release, as pulled back from the registry."""
+    import io
+    import tarfile
+
+    from eksinf import oci
+    from eksinf.yamlio import load_docs
+
+    release = hub.list_releases(space)[-1]
+    blob = oci.pull(release.ref, expect_digest=release.manifest_digest).blob
+    docs = []
+    with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
+        for member in sorted(tar.getmembers(), key=lambda m: m.name):
+            text = tar.extractfile(member).read().decode("utf-8")
+            docs += [d for d in load_docs(text) if isinstance(d, dict)]
+    return docs
+
+
 def test_workload_drain_goes_through_the_hub(eksinf, stack_dir, scope, aws_env):
     from eksinf.hub import open_hub
     from eksinf.yamlio import load_docs
 
     assert eksinf("sandbox", "up", cwd=stack_dir).code == 0  # a real hub with both planes
     hub = open_hub(stack_dir)
-    before = {u.slug: len(hub.list_releases(u.space)) for u in hub.list_units("karpenter-sandbox")}
+    before_releases = len(hub.list_releases("karpenter-sandbox"))
+    assert not [
+        d
+        for d in released_docs(hub, "karpenter-sandbox")
+        if d.get("kind") == "NodePool" and d["spec"]["limits"].get("cpu") == "0"
+    ]
     result = eksinf(
         "teardown", "--plane", "workload", "--variant", "sandbox", "--yes", "--json", cwd=stack_dir
     )
     assert result.code == 0, result.err
     body = json.loads(result.out)
-    drain = body["planes"][0]["steps"][0]
+    limits, drain, instances = body["planes"][0]["steps"]
+    assert limits["step"] == "limits" and "karpenter-sandbox" in limits["detail"]
     assert drain["step"] == "drain" and "inference-workloads-sandbox" in drain["detail"]
     assert "karpenter-sandbox" not in drain["detail"]  # Karpenter keeps running to drain nodes
+    assert instances["step"] == "instances"
     replicas = [
         doc["spec"]["replicas"]
         for unit in hub.list_units("inference-workloads-sandbox")
@@ -256,9 +281,16 @@ def test_workload_drain_goes_through_the_hub(eksinf, stack_dir, scope, aws_env):
         if doc.get("kind") == "Deployment"
     ]
     assert replicas and set(replicas) == {0}
-    after = {u.slug: len(hub.list_releases(u.space)) for u in hub.list_units("karpenter-sandbox")}
-    assert before == after
     assert len(hub.list_releases("inference-workloads-sandbox")) == 2
+    # Karpenter's space got one new release: every NodePool limited to zero cpu, nothing else
+    # (its controller Deployment keeps its replicas, so it can remove the emptied nodes).
+    assert len(hub.list_releases("karpenter-sandbox")) == before_releases + 1
+    released = released_docs(hub, "karpenter-sandbox")
+    pools = [d for d in released if d.get("kind") == "NodePool"]
+    assert {p["metadata"]["name"] for p in pools} == {"general", "quantized-gpu", "h200"}
+    assert all(p["spec"]["limits"]["cpu"] == "0" for p in pools)
+    controllers = [d for d in released if d.get("kind") == "Deployment"]
+    assert controllers and all(d["spec"].get("replicas") != 0 for d in controllers)
 
 
 def test_mgmt_deletion_is_authorised_through_the_hub(eksinf, stack_dir, scope, mgmt, aws_env):
@@ -340,3 +372,22 @@ def test_ack_objects_from_another_account_block_the_teardown(
     assert result.code == 3
     assert "account mismatch" in result.err and "999999999999" in result.err
     assert mgmt.deletes == [] and not [m for m, _ in mgmt.log if m == "PATCH"]
+
+
+def test_set_string_path_writes_only_the_named_type_and_checks_its_arguments():
+    from eksinf.errors import EksinfError
+    from eksinf.hub import functions
+
+    pool = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "spec": {}}
+    other = {"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"replicas": 1}}
+    args = ["karpenter.sh/v1/NodePool", "spec.limits.cpu", "0"]
+    assert functions.function_for("set-string-path")([pool, other], args) is True
+    assert pool["spec"]["limits"] == {"cpu": "0"} and other == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "spec": {"replicas": 1},
+    }
+    assert functions.set_string_path([pool], args) is False  # already zero: no new revision
+    with pytest.raises(EksinfError) as err:
+        functions.set_string_path([pool], args[:2])
+    assert err.value.exit_code == 2 and "RESOURCE-TYPE PATH VALUE" in err.value.message

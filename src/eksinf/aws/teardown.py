@@ -1,6 +1,7 @@
 """Tear a stack down so that nothing billing is left, and prove it against EC2.
 
-Order: workload (drain Karpenter through config, wait until EC2 shows no instance of the stack),
+Order: workload (drain Karpenter through config: zero its NodePool limits, scale the other
+workloads to 0, then wait until EC2 shows no instance of the stack),
 then mgmt (preflights that protect data, stop Argo CD from recreating things, authorise and
 delete the ACK objects in reverse sync-wave order, release Karpenter's instance profiles, sweep
 the orphans that block a VPC delete inside the stack's VPC only, verify, restore Argo CD).
@@ -28,6 +29,9 @@ from .status import describe_cluster, stack_instances, stack_nat_gateways, stack
 
 DELETION_POLICY = "services.k8s.aws/deletion-policy"
 ARGO_CONTROLLER = ("apps/v1", "StatefulSet", "argocd-application-controller")
+# A zero cpu limit stops Karpenter launching any node from the pool; the controller keeps
+# running, so the nodes the scaled-down workloads leave empty are consolidated away.
+ZERO_LIMITS = ("set-string-path", ["karpenter.sh/v1/NodePool", "spec.limits.cpu", "0"])
 Say = Callable[[str], None]
 
 
@@ -398,6 +402,7 @@ class TeardownPlan:
     components: dict[str, tuple[str, ...]]  # plane -> component names
     objects: tuple[AckObject, ...]  # the mgmt plane's ACK objects, in deletion order
     spaces: dict[str, tuple[str, ...]]  # plane -> variant spaces the config steps act on
+    nodepool_spaces: tuple[str, ...]  # the workload spaces holding Karpenter's NodePools
     kube_path: Path
     argocd_namespace: str
     ack_namespace: str
@@ -434,6 +439,9 @@ def make_plan(
             ),
             "mgmt": tuple(f"{c}-{variant}" for c in mgmt if ack_objects(configs, [c])),
         },
+        nodepool_spaces=tuple(
+            f"{c}-{variant}" for c in components.get("workload", ()) if owns_nodepools(configs, c)
+        ),
         kube_path=kube_path,
         argocd_namespace=argocd_namespace,
         ack_namespace=ack_namespace,
@@ -445,9 +453,12 @@ def plan_lines(plan: TeardownPlan, scope: StackScope) -> list[str]:
     if "workload" in plan.planes:
         lines += [
             "workload: preflight: caller identity",
+            "workload: stop Karpenter launching through config: set-string-path "
+            f"{' '.join(ZERO_LIMITS[1])} and publish on "
+            f"{', '.join(plan.nodepool_spaces) or '(no NodePool spaces)'}",
             "workload: drain through config: set-replicas 0 and publish on "
             f"{', '.join(plan.spaces['workload']) or '(no workload spaces)'} "
-            "(the space running Karpenter keeps running so it can remove its nodes)",
+            "(the space running Karpenter keeps running so it can remove the emptied nodes)",
             "workload: wait until EC2 shows no pending/running instance tagged "
             f"{scope.tag_key}={scope.stack}, {scope.cluster_tag} or eks:cluster-name={scope.cluster}",
         ]
@@ -527,9 +538,22 @@ def run(
 def _drain(plan, session, scope, hub, timing, out: Outcome, say: Say) -> None:
     if hub is None:
         out.record(
-            "drain", "skipped", "no hub in this stack: scale the workloads to 0 in your config", say
+            "drain",
+            "skipped",
+            "no hub in this stack: zero the NodePool limits and scale the workloads to 0 in "
+            "your config",
+            say,
         )
     else:
+        function, args = ZERO_LIMITS
+        done, absent = through_config(hub, list(plan.nodepool_spaces), function, args)
+        missing = f"; absent: {', '.join(absent)}" if absent else ""
+        out.record(
+            "limits",
+            "done",
+            f"NodePool spec.limits.cpu=0 published on {', '.join(done) or 'none'}{missing}",
+            say,
+        )
         done, absent = through_config(hub, list(plan.spaces["workload"]), "set-replicas", ["0"])
         missing = f"; absent: {', '.join(absent)}" if absent else ""
         out.record(

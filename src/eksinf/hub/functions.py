@@ -195,6 +195,18 @@ def set_bool_path(docs: list[dict], args: list[str]) -> bool:
     return changed
 
 
+def set_string_path(docs: list[dict], args: list[str]) -> bool:
+    """ConfigHub's set-string-path: a string at a path of every resource of one type
+    (teardown zeroes NodePool limits with it)."""
+    _want(args, 3, "RESOURCE-TYPE PATH VALUE")
+    rtype, path, value = args
+    changed = False
+    for doc in docs:
+        if resource_type(doc) == rtype:
+            changed |= set_path(doc, path, value)
+    return changed
+
+
 def set_image(docs: list[dict], args: list[str]) -> bool:
     _want(args, 2, "CONTAINER IMAGE")
     container_name, image = args
@@ -213,6 +225,7 @@ MUTATING: dict[str, Callable[[list[dict], list[str]], bool]] = {
     "set-env-var": set_env_var,
     "set-annotation": set_annotation,
     "set-bool-path": set_bool_path,
+    "set-string-path": set_string_path,
     "set-image": set_image,
 }
 
