@@ -3,6 +3,7 @@
 1. `EksExtrasFake`: moto 5.2.5 does not implement EKS add-ons, access entries or Pod Identity
    associations (its server answers 404 HTML). Exactly those operations are served from memory;
    every other EKS call (describe-cluster, ...) still goes to moto through the session factory.
+   The IAM roles an association names are real moto roles (iam:GetRole goes to moto).
 2. `FakeKubeApi`: no Kubernetes API server exists on these machines. This is a small werkzeug app
    on 127.0.0.1 that serves only the REST paths `eksinf.aws.kube` calls (GET object/list,
    server-side-apply PATCH, merge PATCH, DELETE, /version), storing objects in memory.
@@ -32,6 +33,7 @@ FAKED_EKS_OPERATIONS = (
     "associate_access_policy",
     "list_associated_access_policies",
     "list_pod_identity_associations",
+    "describe_pod_identity_association",
 )
 
 
@@ -47,6 +49,7 @@ class EksExtrasFake:
     addons: dict[str, dict[str, str]] = field(default_factory=dict)  # cluster -> name -> status
     access_entries: dict[str, list[str]] = field(default_factory=dict)  # cluster -> principals
     policies: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    # cluster -> [{namespace, serviceAccount, roleArn?}]; the id is the index, as "a-<n>"
     associations: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
 
@@ -117,7 +120,25 @@ class EksExtrasFake:
         return {"associatedAccessPolicies": [{"policyArn": a} for a in arns]}
 
     def _list_pod_identity_associations(self, clusterName: str, **_: Any) -> dict:
-        return {"associations": list(self.associations.get(clusterName, []))}
+        # The real summary carries no roleArn: only DescribePodIdentityAssociation does.
+        return {
+            "associations": [
+                {
+                    "clusterName": clusterName,
+                    "namespace": a["namespace"],
+                    "serviceAccount": a["serviceAccount"],
+                    "associationId": f"a-{index}",
+                }
+                for index, a in enumerate(self.associations.get(clusterName, []))
+            ]
+        }
+
+    def _describe_pod_identity_association(self, clusterName: str, associationId: str) -> dict:
+        found = self.associations.get(clusterName, [])
+        index = int(associationId.removeprefix("a-"))
+        if index >= len(found):
+            raise _not_found("DescribePodIdentityAssociation", f"association {associationId}")
+        return {"association": {**found[index], "associationId": associationId}}
 
 
 # ---- 2. Kubernetes API ---------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import urllib.parse
 
 import kubernetes_validate
 import pytest
@@ -108,11 +109,32 @@ def kube(tmp_path):
         yield api
 
 
+def seed_pod_role(scope: StackScope, actions: list[str], name: str = "karpenter-pods") -> str:
+    """A real (moto) IAM role whose trust lets the Pod Identity agent do `actions`."""
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "pods.eks.amazonaws.com"},
+                "Action": actions,
+            }
+        ],
+    }
+    iam = AwsSession(AwsIdentity.resolve(scope.region)).client("iam")
+    return iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+
+
+def karpenter_association(role_arn: str) -> dict[str, str]:
+    return {"namespace": "kube-system", "serviceAccount": "karpenter", "roleArn": role_arn}
+
+
 def conforming_extras(scope: StackScope, monkeypatch) -> EksExtrasFake:
+    role = seed_pod_role(scope, ["sts:AssumeRole", "sts:TagSession"])
     fake = EksExtrasFake(
         addons={scope.cluster: {"eks-pod-identity-agent": "ACTIVE"}},
         access_entries={scope.cluster: [CALLER]},
-        associations={scope.cluster: [{"namespace": "kube-system", "serviceAccount": "karpenter"}]},
+        associations={scope.cluster: [karpenter_association(role)]},
     )
     return fake.install(monkeypatch)
 
@@ -121,9 +143,8 @@ def test_cluster_missing_three_elements_prints_exactly_three_lines(
     eksinf, stack_dir, scope, kube, monkeypatch, aws_env
 ):
     seed_cluster(scope, tagged=False)
-    EksExtrasFake(
-        associations={scope.cluster: [{"namespace": "kube-system", "serviceAccount": "karpenter"}]}
-    ).install(monkeypatch)
+    role = seed_pod_role(scope, ["sts:AssumeRole", "sts:TagSession"])
+    EksExtrasFake(associations={scope.cluster: [karpenter_association(role)]}).install(monkeypatch)
     result = eksinf(
         "enroll", "cluster", "--name", "prod", "--kubeconfig", str(kube.config), cwd=stack_dir
     )
@@ -154,6 +175,10 @@ def test_conforming_cluster_passes_and_is_wired_idempotently(
     assert report["conforms"] and report["violations"] == []
     statuses = {c["name"]: c["status"] for c in report["checks"]}
     assert statuses["gpu-ami"] == "pass" and statuses["discovery-tags"] == "pass"
+    assert statuses["pod-identity-trust"] == "pass"
+    trust = next(c for c in report["checks"] if c["name"] == "pod-identity-trust")
+    assert "kube-system/karpenter -> arn:aws:iam::" in trust["detail"]
+    assert "iam:GetRole" in trust["call"]
     assert statuses["capacity-reservation"] in ("warn", "unknown")  # advisory only
     app_path = "/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/prod-argo-apps"
     app = kube.objects[app_path]
@@ -258,3 +283,55 @@ def test_written_kubeconfig_pins_the_commands_identity(tmp_path, monkeypatch):
     assert user["args"][-2:] == ["--profile", "ops"] and "c1" in user["args"]
     assert read_kubeconfig(path).eks_cluster == "c1"  # eksinf signs its own token for it
     assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_association_role_without_tag_session_is_missing(
+    eksinf, stack_dir, scope, kube, monkeypatch, aws_env
+):
+    seed_cluster(scope)
+    fake = conforming_extras(scope, monkeypatch)
+    role = seed_pod_role(scope, ["sts:AssumeRole"], name="assume-only")
+    fake.associations[scope.cluster] = [karpenter_association(role)]
+    result = eksinf(
+        "enroll", "cluster", "--name", "prod", "--kubeconfig", str(kube.config), cwd=stack_dir
+    )
+    assert result.code == 3, result.err
+    lines = result.out.splitlines()
+    (missing,) = [ln for ln in lines if ln.startswith("cluster is missing")]
+    assert missing.startswith("cluster is missing a role trusting pods.eks.amazonaws.com")
+    assert f"kube-system/karpenter -> {role}" in missing and "with sts:TagSession" in missing
+    fix = lines[lines.index(missing) + 1]
+    assert fix.startswith("  fix: ") and "assume-only" in fix and "sts:TagSession" in fix
+    assert not [m for m, _ in kube.log if m != "GET"]  # nothing was wired
+
+
+def test_association_naming_an_absent_role_is_missing(
+    eksinf, stack_dir, scope, monkeypatch, aws_env
+):
+    seed_cluster(scope)
+    fake = conforming_extras(scope, monkeypatch)
+    gone = f"arn:aws:iam::{ACCOUNT}:role/deleted-role"
+    fake.associations[scope.cluster] = [karpenter_association(gone)]
+    result = eksinf("enroll", "cluster", "--name", "prod", "--json", cwd=stack_dir)
+    assert result.code == 3
+    check = next(c for c in json.loads(result.out)["checks"] if c["name"] == "pod-identity-trust")
+    assert check["status"] == "fail" and "deleted-role: no such role" in check["detail"]
+
+
+def test_trusted_actions_reads_encoded_documents_and_wildcards():
+    doc = {
+        "Statement": [
+            {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "*"},
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": ["pods.eks.amazonaws.com"]},
+                "Action": "sts:AssumeRole",
+            },
+        ]
+    }
+    assert contract.trusted_actions(doc, "pods.eks.amazonaws.com") == ("sts:AssumeRole",)
+    encoded = urllib.parse.quote(json.dumps(doc))
+    assert contract.trusted_actions(encoded, "ec2.amazonaws.com") == (
+        "sts:AssumeRole",
+        "sts:TagSession",
+    )

@@ -7,8 +7,10 @@ warns. A check whose query failed is `unknown`, never passed (unknown is not zer
 
 from __future__ import annotations
 
+import json
 import re
 import time
+import urllib.parse
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,10 @@ ROOT_OVERHEAD_GIB = (
     30  # OS, container images and logs on a GPU node's root volume, besides the cache
 )
 ARGOCD_FLOOR = (3, 1)  # older Argo CD cannot resolve oci:// plain-manifest sources
+POD_IDENTITY_SERVICE = "pods.eks.amazonaws.com"
+# The Pod Identity agent assumes the role and tags the session; a trust without TagSession
+# fails at credential time, long after the association looked fine.
+POD_IDENTITY_ACTIONS = ("sts:AssumeRole", "sts:TagSession")
 
 
 @dataclass(frozen=True)
@@ -91,6 +97,43 @@ def _reserved_only(spec: dict[str, Any]) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class AssociationRole:
+    """The role behind one Pod Identity association and what its trust grants the agent."""
+
+    service_account: str  # namespace/name
+    role_arn: str
+    granted: tuple[str, ...] | None  # actions trusted for POD_IDENTITY_SERVICE; None = unread
+    error: str = ""  # why it could not be read ("" when read, "no such role" when absent)
+
+
+def _statement_list(document: Any) -> list[dict[str, Any]]:
+    if isinstance(document, str):  # IAM returns the document URL-encoded
+        document = json.loads(urllib.parse.unquote(document))
+    statements = (document or {}).get("Statement") or []
+    return [statements] if isinstance(statements, dict) else list(statements)
+
+
+def _as_list(value: Any) -> list[str]:
+    return [value] if isinstance(value, str) else list(value or [])
+
+
+def trusted_actions(document: Any, service: str) -> tuple[str, ...]:
+    """The actions an assume-role policy allows `service` (wildcards expanded to what we need)."""
+    granted: set[str] = set()
+    for statement in _statement_list(document):
+        principal = statement.get("Principal") or {}
+        services = _as_list(principal.get("Service")) if isinstance(principal, dict) else []
+        if statement.get("Effect") != "Allow" or service not in services:
+            continue
+        for action in _as_list(statement.get("Action")):
+            if action in ("*", "sts:*"):
+                granted.update(POD_IDENTITY_ACTIONS)
+            else:
+                granted.add(action)
+    return tuple(sorted(granted))
+
+
 @dataclass
 class Facts:
     """Everything the checks look at, gathered once (I/O in `gather`, judgement in `evaluate`)."""
@@ -107,6 +150,7 @@ class Facts:
     addon_error: str = ""
     associations: list[tuple[str, str]] | None = None
     associations_error: str = ""
+    association_roles: list[AssociationRole] = field(default_factory=list)
     oidc_providers: list[str] | None = None
     oidc_error: str = ""
     discovery_subnets: list[dict[str, Any]] | None = None
@@ -211,6 +255,12 @@ def gather(
         )
         if assoc is not None:
             facts.associations = sorted((a["namespace"], a["serviceAccount"]) for a in assoc)
+            wanted = [
+                a for a in assoc if (a["namespace"], a["serviceAccount"]) in needs.pod_identities
+            ]
+            facts.association_roles = [
+                _association_role(eks, iam, name, a) for a in sorted(wanted, key=_sa_of)
+            ]
     if needs.irsa_accounts:
         providers, facts.oidc_error = _aws(
             "iam list-open-id-connect-providers",
@@ -256,6 +306,34 @@ def gather(
             if facts.endpoint_status not in (401, 403):
                 break
     return facts
+
+
+def _sa_of(association: dict[str, Any]) -> str:
+    return f"{association['namespace']}/{association['serviceAccount']}"
+
+
+def _association_role(eks: Any, iam: Any, cluster: str, summary: dict[str, Any]) -> AssociationRole:
+    """ListPodIdentityAssociations names no role: describe the association, then read the
+    role's trust policy."""
+    sa = _sa_of(summary)
+    try:
+        association = eks.describe_pod_identity_association(
+            clusterName=cluster, associationId=summary["associationId"]
+        )["association"]
+    except AWS_FAILURES as exc:
+        return AssociationRole(
+            sa, "", None, translate(exc, "eks describe-pod-identity-association").message
+        )
+    role_arn = association.get("roleArn", "")
+    try:
+        role = iam.get_role(RoleName=role_arn.rsplit("/", 1)[-1])["Role"]
+    except AWS_FAILURES as exc:
+        if error_code(exc) == "NoSuchEntity":
+            return AssociationRole(sa, role_arn, (), "no such role")
+        return AssociationRole(sa, role_arn, None, translate(exc, "iam get-role").message)
+    return AssociationRole(
+        sa, role_arn, trusted_actions(role.get("AssumeRolePolicyDocument"), POD_IDENTITY_SERVICE)
+    )
 
 
 def _gather_ami(session: AwsSession, scope: StackScope, facts: Facts) -> None:
@@ -309,6 +387,55 @@ def _gather_kube(kube: KubeClient, facts: Facts, argocd_namespace: str) -> None:
                     facts.live_gpu_volume_gib = int(size[:-2])
     except KubeError as exc:
         facts.argocd_error = exc.message
+
+
+def _pod_identity_trust(facts: Facts) -> Check:
+    actions = " and ".join(POD_IDENTITY_ACTIONS)
+    element = f"a role trusting {POD_IDENTITY_SERVICE} ({actions}) behind each association"
+    call = (
+        f"eks:DescribePodIdentityAssociation clusterName={facts.cluster_name} (roleArn) + "
+        "iam:GetRole (AssumeRolePolicyDocument)"
+    )
+    if facts.associations is None:
+        return Check("pod-identity-trust", element, "unknown", facts.associations_error, call)
+    roles = facts.association_roles
+    if not roles:
+        return Check(
+            "pod-identity-trust",
+            element,
+            "skipped",
+            "no association to check (see pod-identity-associations)",
+            call,
+            severity="advisory",
+        )
+    unread = [r for r in roles if r.granted is None]
+    if unread:
+        detail = "; ".join(f"{r.service_account}: {r.error}" for r in unread)
+        return Check("pod-identity-trust", element, "unknown", detail, call)
+    broken = []
+    for r in roles:
+        missing = [a for a in POD_IDENTITY_ACTIONS if a not in (r.granted or ())]
+        if r.error:
+            broken.append((r, f"{r.service_account} -> {r.role_arn}: {r.error}"))
+        elif missing:
+            broken.append(
+                (
+                    r,
+                    f"{r.service_account} -> {r.role_arn}: {POD_IDENTITY_SERVICE} is not "
+                    f"trusted with {', '.join(missing)}",
+                )
+            )
+    if not broken:
+        found = ", ".join(f"{r.service_account} -> {r.role_arn}" for r in roles)
+        return Check("pod-identity-trust", element, "pass", found, call)
+    names = sorted({r.role_arn.rsplit("/", 1)[-1] for r, _ in broken})
+    fix = (
+        f"allow Service {POD_IDENTITY_SERVICE} the actions {', '.join(POD_IDENTITY_ACTIONS)} "
+        f"in the trust policy of {', '.join(names)} (aws iam update-assume-role-policy "
+        "--role-name <role> --policy-document file://trust.json), or redeploy the karpenter-aws "
+        "component, whose Role carries that trust"
+    )
+    return Check("pod-identity-trust", element, "fail", "; ".join(d for _, d in broken), call, fix)
 
 
 def _argocd_version(image: str) -> tuple[int, int] | None:
@@ -512,6 +639,10 @@ def evaluate(
                     else "",
                 )
             )
+
+    # 4b. the role behind each association trusts the Pod Identity agent
+    if needs.pod_identities:
+        checks.append(_pod_identity_trust(facts))
 
     # 5. IRSA issuer, only where IRSA is used
     call = "eks:DescribeCluster identity.oidc.issuer vs iam:ListOpenIDConnectProviders"
