@@ -4,7 +4,10 @@
    associations (its server answers 404 HTML). Exactly those operations are served from memory;
    every other EKS call (describe-cluster, ...) still goes to moto through the session factory.
    The IAM roles an association names are real moto roles (iam:GetRole goes to moto).
-2. `FakeKubeApi`: no Kubernetes API server exists on these machines. This is a small werkzeug app
+2. `CapacityReservationsFake`: moto 5.2.5 does not implement EC2 DescribeCapacityReservations.
+   Only that one call is served from memory (honouring the `tag:<key>` and `state` filters the
+   contract uses); every other EC2 call goes to moto.
+3. `FakeKubeApi`: no Kubernetes API server exists on these machines. This is a small werkzeug app
    on 127.0.0.1 that serves only the REST paths `eksinf.aws.kube` calls (GET object/list,
    server-side-apply PATCH, merge PATCH, DELETE, /version), storing objects in memory.
 """
@@ -141,7 +144,73 @@ class EksExtrasFake:
         return {"association": {**found[index], "associationId": associationId}}
 
 
-# ---- 2. Kubernetes API ---------------------------------------------------------------------
+# ---- 2. EC2 capacity reservations (moto lacks DescribeCapacityReservations) ----------------
+
+
+@dataclass
+class CapacityReservationsFake:
+    reservations: list[dict[str, Any]] = field(default_factory=list)  # EC2's own shape
+    failure: str | None = None  # an error code to answer with instead (e.g. UnauthorizedOperation)
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, reservation_id: str, tags: dict[str, str], state: str = "active") -> None:
+        self.reservations.append(
+            {
+                "CapacityReservationId": reservation_id,
+                "InstanceType": "p5e.48xlarge",
+                "State": state,
+                "Tags": [{"Key": k, "Value": v} for k, v in tags.items()],
+            }
+        )
+
+    def describe_capacity_reservations(self, Filters: Any = (), **_: Any) -> dict:
+        self.calls.append({"Filters": list(Filters)})
+        if self.failure:
+            raise ClientError(
+                {"Error": {"Code": self.failure, "Message": "not allowed"}},
+                "DescribeCapacityReservations",
+            )
+        found = []
+        for cr in self.reservations:
+            tags = {t["Key"]: t["Value"] for t in cr["Tags"]}
+            keep = True
+            for flt in Filters:
+                name, values = flt["Name"], flt["Values"]
+                if name.startswith("tag:"):
+                    keep &= tags.get(name[4:]) in values
+                elif name == "state":
+                    keep &= cr["State"] in values
+                else:
+                    raise AssertionError(f"filter {name} is not faked")
+            if keep:
+                found.append(copy.deepcopy(cr))
+        return {"CapacityReservations": found}
+
+    def install(self, monkeypatch: Any) -> CapacityReservationsFake:
+        """Route only describe_capacity_reservations of the session's EC2 client here."""
+        from eksinf.aws.session import AwsSession
+
+        original = AwsSession.client
+        fake = self
+
+        class Client:
+            def __init__(self, real: Any) -> None:
+                self._real = real
+
+            def __getattr__(self, name: str) -> Any:
+                if name == "describe_capacity_reservations":
+                    return fake.describe_capacity_reservations
+                return getattr(self._real, name)
+
+        def client(session: AwsSession, service: str) -> Any:
+            real = original(session, service)
+            return Client(real) if service == "ec2" else real
+
+        monkeypatch.setattr(AwsSession, "client", client)
+        return self
+
+
+# ---- 3. Kubernetes API ---------------------------------------------------------------------
 
 
 def _merge(into: dict, patch: dict) -> dict:

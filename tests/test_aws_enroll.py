@@ -13,7 +13,7 @@ import urllib.parse
 
 import kubernetes_validate
 import pytest
-from aws_stubs import EksExtrasFake, FakeKubeApi
+from aws_stubs import CapacityReservationsFake, EksExtrasFake, FakeKubeApi
 
 from eksinf.aws import contract, enroll
 from eksinf.aws.scope import StackScope
@@ -335,3 +335,63 @@ def test_trusted_actions_reads_encoded_documents_and_wildcards():
         "sts:AssumeRole",
         "sts:TagSession",
     )
+
+
+def capacity_check(eksinf, stack_dir, kube) -> tuple[object, dict]:
+    result = eksinf(
+        "enroll",
+        "cluster",
+        "--name",
+        "prod",
+        "--kubeconfig",
+        str(kube.config),
+        "--json",
+        cwd=stack_dir,
+    )
+    report = json.loads(result.out)
+    return result, next(c for c in report["checks"] if c["name"] == "capacity-reservation")
+
+
+def test_h200_reservation_tagged_for_the_stack_passes(
+    eksinf, stack_dir, scope, kube, monkeypatch, aws_env
+):
+    seed_cluster(scope)
+    conforming_extras(scope, monkeypatch)
+    fake = CapacityReservationsFake().install(monkeypatch)  # moto lacks the call
+    fake.add("cr-other", {STACK_TAG_KEY: "other-stack"})
+    fake.add("cr-expired", {STACK_TAG_KEY: scope.stack}, state="expired")
+    fake.add("cr-ours", {STACK_TAG_KEY: scope.stack})
+    result, check = capacity_check(eksinf, stack_dir, kube)
+    assert result.code == 0, result.err
+    assert "h200" in check["element"]  # the reserved-only pool, read from configs/
+    assert (check["status"], check["detail"], check["fix"]) == ("pass", "cr-ours", "")
+    assert "capacity-reservation" not in result.err
+    assert fake.calls  # the contract asked, through the session's EC2 client
+
+
+def test_h200_without_a_reservation_warns_with_a_fix(
+    eksinf, stack_dir, scope, kube, monkeypatch, aws_env
+):
+    seed_cluster(scope)
+    conforming_extras(scope, monkeypatch)
+    fake = CapacityReservationsFake().install(monkeypatch)
+    fake.add("cr-other", {STACK_TAG_KEY: "other-stack"})  # another stack's does not count
+    result, check = capacity_check(eksinf, stack_dir, kube)
+    assert result.code == 0, result.err  # advisory (docs/contract.md): the pool stays idle
+    assert check["status"] == "warn" and check["severity"] == "advisory"
+    assert "pool h200 will not launch nodes" in check["detail"]
+    assert f"tag an ODCR or Capacity Block {STACK_TAG_KEY}={scope.stack}" in check["fix"]
+    assert "warning: capacity-reservation: none: pool h200" in result.err
+    assert "(fix: tag an ODCR" in result.err
+
+
+def test_capacity_reservation_query_failing_is_unknown(
+    eksinf, stack_dir, scope, kube, monkeypatch, aws_env
+):
+    seed_cluster(scope)
+    conforming_extras(scope, monkeypatch)
+    CapacityReservationsFake(failure="UnauthorizedOperation").install(monkeypatch)
+    result, check = capacity_check(eksinf, stack_dir, kube)
+    assert result.code == 0, result.err
+    assert check["status"] == "unknown" and check["detail"]
+    assert "warning: capacity-reservation:" in result.err
