@@ -391,3 +391,98 @@ def test_set_string_path_writes_only_the_named_type_and_checks_its_arguments():
     with pytest.raises(EksinfError) as err:
         functions.set_string_path([pool], args[:2])
     assert err.value.exit_code == 2 and "RESOURCE-TYPE PATH VALUE" in err.value.message
+
+
+def test_delete_config_removes_only_the_torn_down_planes_spaces(eksinf, stack_dir, aws_env):
+    from eksinf.hub import open_hub
+
+    assert eksinf("sandbox", "up", cwd=stack_dir).code == 0
+    stack = load_stack(stack_dir)
+    workload = [f"{c.name}-sandbox" for c in stack.select(plane="workload")]
+    mgmt_spaces = [f"{c.name}-sandbox" for c in stack.select(plane="mgmt")]
+    hub = open_hub(stack_dir)
+    assert all(hub.space_exists(s) for s in workload + mgmt_spaces)
+    result = eksinf(
+        "teardown",
+        "--plane",
+        "workload",
+        "--variant",
+        "sandbox",
+        "--yes",
+        "--delete-config",
+        "--json",
+        cwd=stack_dir,
+    )
+    assert result.code == 0, result.err
+    config = body_step(json.loads(result.out), "config")
+    assert config["status"] == "done"
+    assert all(s in config["detail"] for s in workload)
+    hub = open_hub(stack_dir)
+    assert not [s for s in workload if hub.space_exists(s)]
+    assert all(hub.space_exists(s) for s in mgmt_spaces)  # the mgmt plane was not torn down
+
+
+def test_delete_config_without_a_hub_deletes_nothing_and_creates_no_hub(eksinf, stack_dir, aws_env):
+    result = eksinf(
+        "teardown", "--plane", "workload", "--yes", "--delete-config", "--json", cwd=stack_dir
+    )
+    assert result.code == 0, result.err
+    config = body_step(json.loads(result.out), "config")
+    assert (config["status"], config["detail"]) == ("skipped", "no hub in this stack")
+    assert not (stack_dir / ".eksinf" / "hub.db").exists()
+
+
+def body_step(body: dict, name: str) -> dict:
+    (step,) = [s for p in body["planes"] for s in p["steps"] if s["step"] == name]
+    return step
+
+
+def test_stalled_ack_deletion_sweeps_the_stack_vpc_orphans(stack_dir, scope, mgmt, aws_env):
+    """The VPC's controller cannot finish while a detached ENI and the EKS cluster SG remain:
+    once the remaining count has not moved for 6 polls, the loop sweeps them (only in the
+    stack's VPC), and the objects go away."""
+    from eksinf.aws.kube import KubeClient
+
+    seeded = seed_orphans(scope)
+    session = session_for(scope)
+    ec2 = session.client("ec2")
+    objects = [o for o in mgmt.objects_seeded if o.kind == "VPC"]
+    assert objects
+    # A finalizer holds each deleted object until its VPC can really go.
+    mgmt.on_delete.append(lambda path, obj: mgmt.put(path, obj))
+
+    def blockers_left() -> bool:
+        enis = {
+            e["NetworkInterfaceId"] for e in ec2.describe_network_interfaces()["NetworkInterfaces"]
+        }
+        return bool(set(seeded["swept"]) & enis)
+
+    polls_before_sweep = []
+
+    def sleep(_seconds: float) -> None:
+        if blockers_left():
+            polls_before_sweep.append(1)
+        else:  # the controller finishes now that nothing blocks the VPC
+            for obj in objects:
+                mgmt.objects.pop(obj.path, None)
+
+    ticks = iter(range(1000))
+    said: list[str] = []
+    swept = td.delete_ack_objects(
+        KubeClient.from_kubeconfig(mgmt.config),
+        objects,
+        session,
+        scope,
+        timeout=500,
+        poll=0,
+        say=said.append,
+        sleep=sleep,
+        clock=lambda: float(next(ticks)),
+    )
+    eni, sg = seeded["swept"]
+    assert swept == [f"ENI {eni}", f"security group {sg}"]
+    assert len(polls_before_sweep) == 6  # no sweep while the count was still moving/fresh
+    left = {e["NetworkInterfaceId"] for e in ec2.describe_network_interfaces()["NetworkInterfaces"]}
+    left |= {g["GroupId"] for g in ec2.describe_security_groups()["SecurityGroups"]}
+    assert set(seeded["kept"]) <= left
+    assert all(mgmt.objects.get(o.path) is None for o in objects)
