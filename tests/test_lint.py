@@ -534,3 +534,270 @@ def test_dangling_ack_reference_to_renamed_subnet(eksinf, stack_dir):
     failing(
         eksinf, stack_dir, "ack-ref", "Subnet aws-inference/private-d", "subnetRefs.2.from.name"
     )
+
+
+# ---- control-plane naming conventions -------------------------------------------------------
+
+ADDONS = "configs/eks-cluster/addons.yaml"
+CLUSTER = "configs/eks-cluster/cluster.yaml"
+IAM_ROLES = "configs/eks-cluster/iam-roles.yaml"
+NAMING_CHECKS = (
+    "tag-key-spelling",
+    "pod-identity-agent",
+    "node-class-identity",
+    "iam-role-name",
+    "stack-tag-ack",
+)
+
+
+def passing(eksinf, stack_dir, check: str, finding_id: str | None = None) -> list[dict]:
+    """Assert `check` ran and reported nothing (a configs/-only edit may still be stale)."""
+    result = eksinf("lint", "--json", cwd=stack_dir)
+    data = json.loads(result.out)
+    assert check in data["checks"]
+    mine = [f for f in data["findings"] if f["check"] == (finding_id or check)]
+    assert mine == [], mine
+    return data["findings"]
+
+
+@pytest.mark.parametrize("check", NAMING_CHECKS)
+def test_naming_checks_pass_on_committed_stack(eksinf, stack_dir, check):
+    assert (
+        passing(eksinf, stack_dir, check, "stack-tag" if check == "stack-tag-ack" else None) == []
+    )
+
+
+def test_discovery_key_misspelled_on_security_group(eksinf, stack_dir):
+    text = (stack_dir / NETWORK).read_text()
+    head, tail = text.split("kind: SecurityGroup\n", 1)
+    tail = tail.replace("key: karpenter.sh/discovery", "key: karpenter.k8s.aws/discovery", 1)
+    (stack_dir / NETWORK).write_text(head + "kind: SecurityGroup\n" + tail)
+    failing(
+        eksinf,
+        stack_dir,
+        "tag-key-spelling",
+        "'karpenter.k8s.aws/discovery' is not karpenter.sh/discovery",
+        "SecurityGroup aws-inference/cluster-nodes spec.tags.1.key",
+    )
+
+
+def test_discovery_key_misspelled_in_selector(eksinf, stack_dir):
+    edit(stack_dir, NODECLASSES, "karpenter.sh/discovery: conf", "Karpenter.sh/Discovery: conf")
+    failing(
+        eksinf,
+        stack_dir,
+        "tag-key-spelling",
+        "not keyed karpenter.sh/discovery",
+        "EC2NodeClass /general spec.subnetSelectorTerms.0.tags.Karpenter~1sh/Discovery",
+    )
+
+
+def test_discovery_key_written_as_value(eksinf, stack_dir):
+    text = (stack_dir / NETWORK).read_text()
+    head, tail = text.split("name: private-b\n", 1)
+    tail = tail.replace(
+        "- key: karpenter.sh/discovery\n    value: confighubplaceholder",
+        "- key: inference-demo-net\n    value: karpenter.sh/discovery",
+        1,
+    )
+    (stack_dir / NETWORK).write_text(head + "name: private-b\n" + tail)
+    failing(
+        eksinf,
+        stack_dir,
+        "tag-key-spelling",
+        "karpenter.sh/discovery is the tag's value (key 'inference-demo-net'); it must be the key",
+        "Subnet aws-inference/private-b spec.tags.1.value",
+    )
+
+
+def test_cluster_security_group_key_misspelled(eksinf, stack_dir):
+    edit(stack_dir, NODECLASSES, "aws:eks:cluster-name: conf", "eks:cluster-name: conf", 2)
+    failing(
+        eksinf,
+        stack_dir,
+        "tag-key-spelling",
+        "'eks:cluster-name' is not aws:eks:cluster-name",
+        "EC2NodeClass /gpu spec.securityGroupSelectorTerms.1.tags.eks:cluster-name",
+    )
+
+
+def test_reserved_aws_tag_prefix_on_ack_resource(eksinf, stack_dir):
+    edit(
+        stack_dir,
+        CLUSTER,
+        "    eksinf.dev/stack: confighubplaceholder\n",
+        "    eksinf.dev/stack: confighubplaceholder\n    aws:eks:cluster-name: inference-demo\n",
+    )
+    failing(
+        eksinf,
+        stack_dir,
+        "tag-key-spelling",
+        "'aws:eks:cluster-name' starts with 'aws:'",
+        "Cluster aws-inference/cluster spec.tags.aws:eks:cluster-name",
+    )
+
+
+def test_cluster_ownership_selector_is_not_a_misspelling(eksinf, stack_dir):
+    # kubernetes.io/cluster/<name> is a real EKS tag on the cluster SG, not a near-miss.
+    edit(
+        stack_dir,
+        NODECLASSES,
+        "    - tags:\n        aws:eks:cluster-name: confighubplaceholder\n",
+        "    - tags:\n        aws:eks:cluster-name: confighubplaceholder\n"
+        "    - tags:\n        kubernetes.io/cluster/inference-demo: owned\n",
+    )
+    passing(eksinf, stack_dir, "tag-key-spelling")
+
+
+def test_pod_identity_agent_misnamed(eksinf, stack_dir):
+    edit(
+        stack_dir,
+        ADDONS,
+        "  name: eks-pod-identity-agent\n  clusterRef",
+        "  name: pod-identity-agent\n  clusterRef",
+    )
+    failing(
+        eksinf,
+        stack_dir,
+        "pod-identity-agent",
+        "spec.name exactly 'eks-pod-identity-agent'",
+        "the add-on here is named 'pod-identity-agent'",
+        "PodIdentityAssociation aws-inference/karpenter spec.clusterRef.from.name",
+        "Addon aws-inference/eks-pod-identity-agent spec.name",
+    )
+
+
+def test_pod_identity_agent_on_another_cluster(eksinf, stack_dir):
+    edit(stack_dir, ADDONS, "      name: cluster\n", "      name: other-cluster\n")
+    failing(
+        eksinf,
+        stack_dir,
+        "pod-identity-agent",
+        "Cluster aws-inference/cluster",
+        "Addon aws-inference/eks-pod-identity-agent spec.name",
+    )
+
+
+def test_pod_identity_agent_matched_by_add_on_name_not_resource_name(eksinf, stack_dir):
+    edit(
+        stack_dir,
+        ADDONS,
+        "  name: eks-pod-identity-agent\n  namespace",
+        "  name: pod-id\n  namespace",
+    )
+    passing(eksinf, stack_dir, "pod-identity-agent")
+
+
+def test_node_class_with_role_and_instance_profile(eksinf, stack_dir):
+    edit(
+        stack_dir,
+        NODECLASSES,
+        "  role: confighubplaceholder\n",
+        "  role: confighubplaceholder\n  instanceProfile: inference-demo-node-profile\n",
+    )
+    failing(
+        eksinf,
+        stack_dir,
+        "node-class-identity",
+        "sets both spec.role and spec.instanceProfile",
+        "EC2NodeClass /general spec.role",
+        "EC2NodeClass /general spec.instanceProfile",
+    )
+
+
+def test_node_class_without_role_or_instance_profile(eksinf, stack_dir):
+    edit(stack_dir, NODECLASSES, "  role: confighubplaceholder\n", "")
+    failing(eksinf, stack_dir, "node-class-identity", "sets neither of", "EC2NodeClass /general")
+
+
+def test_node_class_role_given_as_arn(eksinf, stack_dir):
+    arn = "arn:aws:iam::111122223333:role/inference-demo-node-role"
+    edit(stack_dir, NODECLASSES, "  role: confighubplaceholder", f"  role: {arn}")
+    failing(
+        eksinf,
+        stack_dir,
+        "node-class-identity",
+        "not an ARN",
+        "write 'inference-demo-node-role'",
+        "EC2NodeClass /general spec.role",
+        "configs/eks-cluster/iam-roles.yaml Role aws-inference/node-role spec.name",
+    )
+
+
+def test_node_class_instance_profile_given_as_arn(eksinf, stack_dir):
+    arn = "arn:aws:iam::111122223333:instance-profile/inference-demo-node"
+    edit(stack_dir, NODECLASSES, "  role: confighubplaceholder", f"  instanceProfile: {arn}")
+    failing(
+        eksinf,
+        stack_dir,
+        "node-class-identity",
+        "instance profile name",
+        "write 'inference-demo-node'",
+        "EC2NodeClass /general spec.instanceProfile",
+    )
+
+
+def test_iam_role_name_over_64_characters(eksinf, stack_dir):
+    long_name = "inference-demo-" + "x" * 50  # 65 characters
+    edit(stack_dir, IAM_ROLES, "  name: confighubplaceholder", f"  name: {long_name}")
+    failing(
+        eksinf,
+        stack_dir,
+        "iam-role-name",
+        f"{long_name!r} (65 characters)",
+        "configs/eks-cluster/iam-roles.yaml Role aws-inference/cluster-role spec.name",
+    )
+
+
+def test_iam_role_name_of_64_characters_resolves_cleanly(eksinf, stack_dir):
+    name = "inference-demo-node-" + "r" * 44
+    assert len(name) == 64
+    edit(stack_dir, PROFILE, "nodeRoleName: inference-demo-node-role", f"nodeRoleName: {name}")
+    findings = passing(eksinf, stack_dir, "iam-role-name")
+    assert {f["check"] for f in findings} <= {"configs-stale"}  # render/ changed: inputs digest
+
+
+def test_profile_role_name_over_64_characters(eksinf, stack_dir):
+    name = "inference-demo-node-" + "r" * 45
+    edit(stack_dir, PROFILE, "nodeRoleName: inference-demo-node-role", f"nodeRoleName: {name}")
+    failing(eksinf, stack_dir, "profile", "spec.nodeRoleName", "1-64 characters")
+
+
+def test_eks_resource_without_stack_tag(eksinf, stack_dir):
+    edit(
+        stack_dir,
+        IDENTITY,
+        "      name: karpenter-controller\n  tags:\n    eksinf.dev/stack: confighubplaceholder\n",
+        "      name: karpenter-controller\n",
+    )
+    failing(
+        eksinf,
+        stack_dir,
+        "stack-tag",
+        "PodIdentityAssociation supports tags",
+        "PodIdentityAssociation aws-inference/karpenter spec.tags",
+    )
+
+
+def test_stack_tag_naming_another_stack(eksinf, stack_dir):
+    edit(
+        stack_dir, ADDONS, "eksinf.dev/stack: confighubplaceholder", "eksinf.dev/stack: other-stack"
+    )
+    failing(
+        eksinf,
+        stack_dir,
+        "stack-tag",
+        "is 'other-stack', but the stack is 'inference-demo'",
+        "Addon aws-inference/eks-pod-identity-agent spec.tags.eksinf~1dev/stack",
+        "profile.yaml spec.stackName",
+    )
+
+
+def test_untaggable_ack_kind_needs_no_stack_tag(eksinf, stack_dir):
+    # iam Group's CRD has no spec.tags: the check reads the rendered CRDs, not a kind list.
+    group = (
+        "---\napiVersion: iam.services.k8s.aws/v1alpha1\nkind: Group\nmetadata:\n"
+        "  name: operators\n  namespace: aws-inference\nspec:\n  name: inference-demo-operators\n"
+    )
+    (stack_dir / IAM_ROLES).write_text((stack_dir / IAM_ROLES).read_text() + group)
+    passing(eksinf, stack_dir, "stack-tag-ack", "stack-tag")

@@ -21,7 +21,7 @@ import yaml
 
 from . import links, paths
 from .errors import EksinfError
-from .profile import STACK_TAG_KEY, load_profile
+from .profile import ROLE_NAME, STACK_TAG_KEY, load_profile
 from .render import PROVENANCE_FILE, inputs_digest, source_files
 from .stack import Stack
 from .yamlio import load_docs
@@ -1008,6 +1008,248 @@ def check_iam_policies(report: Report, resources: list[Res], iam_dir: Path) -> N
                 )
 
 
+# ---- control-plane naming conventions -------------------------------------------------------
+#
+# AWS and its controllers find some resources by an exact name or tag key, and say nothing when
+# the spelling is off: Karpenter selects zero subnets, pods find no Pod Identity agent to hand out
+# credentials, teardown misses a resource. These checks hold our units to those spellings.
+
+CLUSTER_SG_KEY = "aws:eks:cluster-name"  # EKS tags the cluster security group it creates
+POD_IDENTITY_ADDON = "eks-pod-identity-agent"  # the EKS add-on name, exact
+ACK_GROUP_SUFFIX = ".services.k8s.aws"
+# Instance profile names: iam:CreateInstanceProfile InstanceProfileName.
+_PROFILE_NAME = re.compile(r"^[\w+=,.@-]{1,128}$")
+
+
+def _squash(text: Any) -> str:
+    """Letters only, lowercased: `Karpenter.sh/Discovery` and `karpenter_sh/discovery` agree."""
+    return re.sub(r"[^a-z]", "", str(text).lower())
+
+
+def _near_discovery(key: str) -> bool:
+    squashed = _squash(key)
+    return key != DISCOVERY_KEY and "karpenter" in squashed and "discover" in squashed
+
+
+def _near_cluster_sg(key: str) -> bool:
+    return key != CLUSTER_SG_KEY and "eksclustername" in _squash(key)
+
+
+def _tag_items(spec: dict) -> Iterator[tuple[str, Any, str, str]]:
+    """(key, value, key path, value path) of each tag, list- or map-shaped."""
+    tags = spec.get("tags")
+    if isinstance(tags, list):
+        for index, tag in enumerate(tags):
+            if isinstance(tag, dict):
+                at = f"spec.tags.{index}"
+                yield str(tag.get("key")), tag.get("value"), f"{at}.key", f"{at}.value"
+    elif isinstance(tags, dict):
+        for key, value in tags.items():
+            at = f"spec.tags.{paths.escape(str(key))}"
+            yield str(key), value, at, at
+
+
+def check_tag_keys(report: Report, resources: list[Res]) -> None:
+    """Discovery and cluster-SG tag keys are spelled exactly; no tag key uses AWS's `aws:`."""
+    report.checks.append("tag-key-spelling")
+    discovery_why = (
+        f"Karpenter matches the exact key {DISCOVERY_KEY} (value: the network name), so this "
+        "tag selects and marks nothing"
+    )
+    for r in resources:
+        if not r.group.endswith(ACK_GROUP_SUFFIX):
+            continue
+        for key, value, key_path, value_path in _tag_items(r.doc.get("spec") or {}):
+            if _near_discovery(key):
+                report.add(
+                    "tag-key-spelling",
+                    f"tag key {key!r} is not {DISCOVERY_KEY}: {discovery_why}",
+                    r.at(key_path),
+                )
+            elif value == DISCOVERY_KEY:
+                report.add(
+                    "tag-key-spelling",
+                    f"{DISCOVERY_KEY} is the tag's value (key {key!r}); it must be the key: "
+                    f"{discovery_why}",
+                    r.at(value_path),
+                )
+            if key.lower().startswith("aws:"):
+                report.add(
+                    "tag-key-spelling",
+                    f"tag key {key!r} starts with 'aws:', which AWS reserves for its own tags: "
+                    "the create call is rejected and ACK retries forever",
+                    r.at(key_path),
+                )
+    for nc in _of(resources, "EC2NodeClass"):
+        spec = nc.doc.get("spec") or {}
+        for field_name in ("subnetSelectorTerms", "securityGroupSelectorTerms"):
+            for index, term in enumerate(spec.get(field_name) or []):
+                for key, value in (term.get("tags") or {}).items():
+                    here = nc.at(f"spec.{field_name}.{index}.tags.{paths.escape(str(key))}")
+                    if _near_discovery(str(key)) or value == DISCOVERY_KEY:
+                        report.add(
+                            "tag-key-spelling",
+                            f"selector tag {key}={value} is not keyed {DISCOVERY_KEY}: "
+                            f"{discovery_why}",
+                            here,
+                        )
+                    elif _near_cluster_sg(str(key)):
+                        report.add(
+                            "tag-key-spelling",
+                            f"selector tag key {key!r} is not {CLUSTER_SG_KEY}, the key EKS puts "
+                            "on the cluster security group it creates: the term selects nothing "
+                            "and nodes cannot reach CoreDNS on the managed nodes",
+                            here,
+                        )
+
+
+def _cluster_of(r: Res) -> tuple[Any, Any]:
+    ref = ((r.doc.get("spec") or {}).get("clusterRef") or {}).get("from") or {}
+    return ref.get("namespace") or r.namespace, ref.get("name")
+
+
+def check_pod_identity_agent(report: Report, resources: list[Res]) -> None:
+    """A cluster with Pod Identity associations runs the add-on named eks-pod-identity-agent."""
+    report.checks.append("pod-identity-agent")
+    addons = _of(resources, "Addon", "eks.services.k8s.aws")
+    agents = {
+        _cluster_of(a)
+        for a in addons
+        if (a.doc.get("spec") or {}).get("name") == POD_IDENTITY_ADDON
+    }
+    for assoc in _of(resources, "PodIdentityAssociation", "eks.services.k8s.aws"):
+        cluster = _cluster_of(assoc)
+        if cluster in agents:
+            continue
+        near = [
+            a for a in addons if "podidentity" in _squash((a.doc.get("spec") or {}).get("name"))
+        ]
+        there = (near or addons)[0] if addons else None
+        have = (
+            f"the add-on here is named {(there.doc.get('spec') or {}).get('name')!r}"
+            if there
+            else "no unit defines an eks Addon"
+        )
+        report.add(
+            "pod-identity-agent",
+            f"Pod Identity association on Cluster {cluster[0]}/{cluster[1]}, but no Addon with "
+            f"spec.name exactly {POD_IDENTITY_ADDON!r} runs on that cluster ({have}): the pod "
+            "gets no credentials",
+            assoc.at("spec.clusterRef.from.name"),
+            there.at("spec.name") if there else "configs/eks-cluster/addons.yaml (missing)",
+        )
+
+
+def check_node_class_identity(report: Report, resources: list[Res]) -> None:
+    """Each EC2NodeClass sets exactly one of role and instanceProfile, each a name, not an ARN."""
+    report.checks.append("node-class-identity")
+    roles = {
+        (r.doc.get("spec") or {}).get("name"): r
+        for r in _of(resources, "Role", "iam.services.k8s.aws")
+    }
+    for nc in _of(resources, "EC2NodeClass"):
+        spec = nc.doc.get("spec") or {}
+        has_role, has_profile = "role" in spec, "instanceProfile" in spec
+        if has_role == has_profile:
+            report.add(
+                "node-class-identity",
+                f"sets {'both' if has_role else 'neither of'} spec.role and spec.instanceProfile: "
+                "Karpenter requires exactly one (this stack uses role, the node role's name, and "
+                "lets Karpenter manage the instance profile)",
+                nc.at("spec.role"),
+                nc.at("spec.instanceProfile"),
+            )
+        for field_name, pattern, what in (
+            ("role", ROLE_NAME, "IAM role name (1-64 of letters, digits and +=,.@_-)"),
+            (
+                "instanceProfile",
+                _PROFILE_NAME,
+                "instance profile name (1-128 of +=,.@_- and alphanumerics)",
+            ),
+        ):
+            value = spec.get(field_name)
+            if value is None or value == links.PLACEHOLDER or pattern.match(str(value)):
+                continue
+            named = str(value).rsplit("/", 1)[-1]
+            hint = f"; write {named!r}" if str(value).startswith("arn:") else ""
+            report.add(
+                "node-class-identity",
+                f"spec.{field_name} is {value!r}, but Karpenter wants an {what}, not an ARN or a "
+                f"path{hint}",
+                nc.at(f"spec.{field_name}"),
+                *(
+                    [roles[named].at("spec.name")]
+                    if field_name == "role" and named in roles
+                    else []
+                ),
+            )
+
+
+def check_role_names(report: Report, resources: list[Res]) -> None:
+    """Every IAM role name, as it ships (resolved through the profile), is a valid role name."""
+    report.checks.append("iam-role-name")
+    for r in _of(resources, "Role", "iam.services.k8s.aws"):
+        name = (r.doc.get("spec") or {}).get("name")
+        if name is None or name == links.PLACEHOLDER or ROLE_NAME.match(str(name)):
+            continue
+        report.add(
+            "iam-role-name",
+            f"role name {name!r} ({len(str(name))} characters) is not a valid IAM role name: at "
+            "most 64 of letters, digits and +=,.@_-; iam:CreateRole rejects it and ACK retries "
+            "forever. Shorten the profile's role name (or the stack name it derives from)",
+            r.at("spec.name"),
+        )
+
+
+def _taggable_kinds(resources: list[Res]) -> set[tuple[str, str]]:
+    """(group, kind) of every ACK kind whose CRD (as rendered) has spec.tags."""
+    out = set()
+    for crd in _of(resources, "CustomResourceDefinition"):
+        spec = crd.doc.get("spec") or {}
+        group, kind = spec.get("group", ""), (spec.get("names") or {}).get("kind")
+        if not str(group).endswith(ACK_GROUP_SUFFIX):
+            continue
+        for version in spec.get("versions") or []:
+            schema = (version.get("schema") or {}).get("openAPIV3Schema") or {}
+            fields = ((schema.get("properties") or {}).get("spec") or {}).get("properties") or {}
+            if "tags" in fields:
+                out.add((group, kind))
+    return out
+
+
+def check_ack_stack_tag(report: Report, resources: list[Res], stack_name: Any) -> None:
+    """Every ACK resource whose kind supports tags carries eksinf.dev/stack=<stackName>.
+
+    Network resources missing the key are reported by `stack-tag` already; this adds the other
+    ACK kinds (EKS, IAM) and checks the value on all of them.
+    """
+    report.checks.append("stack-tag-ack")
+    taggable = _taggable_kinds(resources)
+    for r in resources:
+        if (r.group, r.kind) not in taggable:
+            continue
+        spec = r.doc.get("spec") or {}
+        tags = _tags(spec)
+        if STACK_TAG_KEY not in tags:
+            if r.group != "ec2.services.k8s.aws":
+                report.add(
+                    "stack-tag",
+                    f"{r.kind} supports tags (its CRD has spec.tags) but carries no "
+                    f"{STACK_TAG_KEY} tag: status and teardown scope every AWS query by it",
+                    r.at("spec.tags"),
+                )
+            continue
+        value = tags[STACK_TAG_KEY]
+        if value != stack_name and links.PLACEHOLDER not in (value, stack_name):
+            report.add(
+                "stack-tag",
+                f"{STACK_TAG_KEY} is {value!r}, but the stack is {stack_name!r}: teardown and "
+                "status would miss this resource or claim it for another stack",
+                r.at(_tag_path(spec, STACK_TAG_KEY)),
+                "render/platform-profile/profile.yaml spec.stackName",
+            )
+
+
 # ---- freshness ---------------------------------------------------------------------------------
 
 
@@ -1084,6 +1326,11 @@ def _lint_units(
     check_accelerators(report, resources)
     check_iam_policies(report, resources, stack.root / "iam")
     check_ack_refs(report, resources)
+    check_tag_keys(report, resources)
+    check_pod_identity_agent(report, resources)
+    check_node_class_identity(report, resources)
+    check_role_names(report, resources)
+    check_ack_stack_tag(report, resources, spec.get("stackName"))
 
 
 def lint_stack(stack: Stack) -> Report:

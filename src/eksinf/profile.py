@@ -33,7 +33,7 @@ STACK_TAG_KEY = "eksinf.dev/stack"
 # AWS naming rules (as documented for each API).
 _STACK_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")  # a DNS label: also a K8s name
 _CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")  # eks:CreateCluster name
-_ROLE_NAME = re.compile(r"^[\w+=,.@-]{1,64}$")  # iam:CreateRole RoleName
+ROLE_NAME = re.compile(r"^[\w+=,.@-]{1,64}$")  # iam:CreateRole RoleName (lint uses it too)
 _TAG_VALUE = re.compile(r"^[\w .:/=+@-]{1,256}$")  # EC2 tag value characters
 _REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 # Karpenter AMI alias, pinned: al2023@vYYYYMMDD or bottlerocket@vX.Y.Z. `latest` would drift GPU
@@ -151,7 +151,7 @@ def _check_names(label: str, name: str, spec: dict) -> None:
             "Pick a name such as 'inference-prod'.",
         )
     for key in ("clusterRoleName", "nodeRoleName", "karpenterRoleName"):
-        if not _ROLE_NAME.match(spec[key]):
+        if not ROLE_NAME.match(spec[key]):
             raise _fail(
                 label,
                 f"spec.{key}",
