@@ -1,5 +1,5 @@
-"""Argo CD manifests the hub generates are valid Applications (schema written from the
-Application CRD's field names: spec.project/source/destination/syncPolicy) and say what we mean."""
+"""Argo CD manifests the hub generates are valid Applications (the one schema,
+schemas/argocd-application.schema.json, closed to typos) and say what we mean."""
 
 from __future__ import annotations
 
@@ -10,78 +10,10 @@ from eksinf.hub import argo
 from eksinf.hub.protocol import UploadSource
 from eksinf.yamlio import dump_docs, load_docs
 
-# Closed objects (additionalProperties: false) so a misspelt field (`selfheal`, `repoUrl`) fails.
-APPLICATION_SCHEMA = {
-    "type": "object",
-    "required": ["apiVersion", "kind", "metadata", "spec"],
-    "additionalProperties": False,
-    "properties": {
-        "apiVersion": {"const": "argoproj.io/v1alpha1"},
-        "kind": {"const": "Application"},
-        "metadata": {
-            "type": "object",
-            "required": ["name", "namespace"],
-            "properties": {
-                "name": {"type": "string", "pattern": "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"},
-                "namespace": {"type": "string"},
-                "finalizers": {"type": "array", "items": {"type": "string"}},
-            },
-        },
-        "spec": {
-            "type": "object",
-            "required": ["project", "source", "destination"],
-            "additionalProperties": False,
-            "properties": {
-                "project": {"type": "string"},
-                "source": {
-                    "type": "object",
-                    "required": ["repoURL"],
-                    "additionalProperties": False,
-                    "properties": {
-                        "repoURL": {"type": "string", "pattern": "^oci://"},
-                        "targetRevision": {"type": "string"},
-                        "path": {"type": "string"},
-                        "chart": {"type": "string"},
-                    },
-                },
-                "destination": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "properties": {
-                        "server": {"type": "string"},
-                        "namespace": {"type": "string"},
-                        "name": {"type": "string"},
-                    },
-                },
-                "syncPolicy": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "properties": {
-                        "automated": {
-                            "type": "object",
-                            "additionalProperties": False,
-                            "properties": {
-                                "prune": {"type": "boolean"},
-                                "selfHeal": {"type": "boolean"},
-                                "allowEmpty": {"type": "boolean"},
-                                "enabled": {"type": "boolean"},
-                            },
-                        },
-                        "syncOptions": {
-                            "type": "array",
-                            "items": {"type": "string", "pattern": "^[A-Za-z.]+=(true|false)$"},
-                        },
-                    },
-                },
-            },
-        },
-    },
-}
-
 
 def validate(text: str) -> dict:
     (doc,) = load_docs(text)
-    jsonschema.validate(doc, APPLICATION_SCHEMA)
+    jsonschema.validate(doc, argo.application_schema())
     return doc
 
 
@@ -112,7 +44,7 @@ def test_schema_rejects_a_misspelt_field():
     doc = load_docs(argo.root_application("a", "r"))[0]
     doc["spec"]["syncPolicy"]["automated"] = {"selfheal": True}
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(doc, APPLICATION_SCHEMA)
+        jsonschema.validate(doc, argo.application_schema())
 
 
 def test_variant_on_a_target_gets_a_valid_child_application(local_hub, tmp_path):

@@ -17,6 +17,7 @@ import jsonschema
 import yaml
 
 from ..errors import CONTRACT, ENVIRONMENT, EksinfError
+from ..hub.argo import application_schema
 from ..yamlio import load_docs
 from .kube import (
     KubeClient,
@@ -70,86 +71,9 @@ def repo_creds_secret(
     }
 
 
-# The fields of argoproj.io/v1alpha1 Application that eksinf writes, closed to typos.
-_STR = {"type": "string"}
-APPLICATION_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["apiVersion", "kind", "metadata", "spec"],
-    "additionalProperties": False,
-    "properties": {
-        "apiVersion": {"const": "argoproj.io/v1alpha1"},
-        "kind": {"const": "Application"},
-        "metadata": {
-            "type": "object",
-            "required": ["name", "namespace"],
-            "properties": {
-                "name": {"type": "string", "pattern": "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"},
-                "namespace": _STR,
-                "finalizers": {"type": "array", "items": _STR},
-                "labels": {"type": "object", "additionalProperties": _STR},
-                "annotations": {"type": "object", "additionalProperties": _STR},
-            },
-            "additionalProperties": False,
-        },
-        "spec": {
-            "type": "object",
-            "required": ["project", "destination"],
-            "additionalProperties": False,
-            "properties": {
-                "project": _STR,
-                "source": {
-                    "type": "object",
-                    "required": ["repoURL"],
-                    "additionalProperties": False,
-                    "properties": {
-                        "repoURL": _STR,
-                        "targetRevision": _STR,
-                        "path": _STR,
-                        "chart": _STR,
-                        "ref": _STR,
-                        "name": _STR,
-                        "directory": {"type": "object"},
-                        "helm": {"type": "object"},
-                        "kustomize": {"type": "object"},
-                        "plugin": {"type": "object"},
-                    },
-                },
-                "destination": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "properties": {"server": _STR, "name": _STR, "namespace": _STR},
-                },
-                "syncPolicy": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "properties": {
-                        "automated": {
-                            "type": "object",
-                            "additionalProperties": False,
-                            "properties": {
-                                "prune": {"type": "boolean"},
-                                "selfHeal": {"type": "boolean"},
-                                "allowEmpty": {"type": "boolean"},
-                                "enabled": {"type": "boolean"},
-                            },
-                        },
-                        "syncOptions": {"type": "array", "items": _STR},
-                        "retry": {"type": "object"},
-                        "managedNamespaceMetadata": {"type": "object"},
-                    },
-                },
-                "ignoreDifferences": {"type": "array", "items": {"type": "object"}},
-                "revisionHistoryLimit": {"type": "integer"},
-                "info": {"type": "array"},
-            },
-        },
-    },
-}
-
-
 def check_application(doc: dict[str, Any]) -> None:
     errors = sorted(
-        jsonschema.Draft202012Validator(APPLICATION_SCHEMA).iter_errors(doc),
+        jsonschema.Draft202012Validator(application_schema()).iter_errors(doc),
         key=lambda e: list(map(str, e.absolute_path)),
     )
     if errors:

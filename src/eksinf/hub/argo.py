@@ -7,12 +7,24 @@ child pulls one variant space's release.
 
 from __future__ import annotations
 
+import json
+from functools import cache
+from importlib import resources
+
 from ..yamlio import dump_docs
 
 ARGOCD_MIN_VERSION = "3.1"
 ARGOCD_NAMESPACE = "argocd"
 IN_CLUSTER = "https://kubernetes.default.svc"
 LAYOUT_HOST = "oci-layout.invalid"  # stand-in targets: releases live in a local OCI layout
+
+
+@cache
+def application_schema() -> dict:
+    """The one JSON Schema for the Applications below: enroll checks each one it applies
+    against it, and the tests check what this module generates."""
+    text = resources.files("eksinf").joinpath("schemas/argocd-application.schema.json").read_text()
+    return json.loads(text)
 
 
 def repo_url(registry: str, space: str) -> str:
