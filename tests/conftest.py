@@ -13,6 +13,8 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,13 +47,14 @@ def chart_mirror() -> Path:
     return MIRROR
 
 
-@pytest.fixture(scope="session")
-def registry(tmp_path_factory: pytest.TempPathFactory):
-    """A real OCI registry on 127.0.0.1. Fails (never skips) when docker-registry is missing."""
+@contextmanager
+def start_registry(root: Path, extra_config: str = "", ready_status: int = 200) -> Iterator[str]:
+    """Run docker-registry on a free 127.0.0.1 port with its data and log under `root`; yields
+    "127.0.0.1:PORT" once /v2/ answers `ready_status` (401 for a registry with auth). Fails
+    (never skips) when docker-registry is missing."""
     binary = shutil.which("docker-registry")
     if binary is None:
         pytest.fail("docker-registry is not installed: run `bash .ci/setup`")
-    root = tmp_path_factory.mktemp("registry")
     port = free_port()
     config = root / "config.yml"
     config.write_text(
@@ -59,26 +62,35 @@ def registry(tmp_path_factory: pytest.TempPathFactory):
         "log: {level: error, accesslog: {disabled: true}}\n"
         f"storage: {{filesystem: {{rootdirectory: {root / 'data'}}}, delete: {{enabled: true}}}}\n"
         f"http: {{addr: 127.0.0.1:{port}}}\n"
-        "health: {storagedriver: {enabled: false}}\n"
+        "health: {storagedriver: {enabled: false}}\n" + extra_config
     )
     log = (root / "registry.log").open("w")
     proc = subprocess.Popen([binary, "serve", str(config)], stdout=log, stderr=log)
     host = f"127.0.0.1:{port}"
     deadline = time.monotonic() + 10
-    while True:
-        try:
-            if requests.get(f"http://{host}/v2/", timeout=1).status_code == 200:
-                break
-        except requests.ConnectionError:
-            pass
-        if time.monotonic() > deadline or proc.poll() is not None:
-            proc.kill()
-            pytest.fail(f"docker-registry did not start: {(root / 'registry.log').read_text()}")
-        time.sleep(0.05)
-    yield host
-    proc.terminate()
-    proc.wait(timeout=10)
-    log.close()
+    try:
+        while True:
+            try:
+                if requests.get(f"http://{host}/v2/", timeout=1).status_code == ready_status:
+                    break
+            except requests.ConnectionError:
+                pass
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                pytest.fail(f"docker-registry did not start: {(root / 'registry.log').read_text()}")
+            time.sleep(0.05)
+        yield host
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def registry(tmp_path_factory: pytest.TempPathFactory):
+    """A real OCI registry on 127.0.0.1, shared by the session."""
+    with start_registry(tmp_path_factory.mktemp("registry")) as host:
+        yield host
 
 
 @pytest.fixture(scope="session")

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
-import socket
-import subprocess
-import time
 
 import pytest
 import requests
+from conftest import free_port, start_registry
 
 from eksinf.bundle import bundle_bytes
 from eksinf.errors import ENVIRONMENT, FAILURE, USAGE, EksinfError
@@ -25,13 +22,6 @@ from eksinf.oci import (
     pull,
     push,
 )
-
-
-def unused_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
 
 BLOB = bundle_bytes({"a.yaml": b"a: 1\n", "b.yaml": b"b: 2\n"})
 ANNOTATIONS = {
@@ -164,7 +154,7 @@ def test_missing_tag_is_a_clear_failure(registry):
 
 
 def test_registry_down_is_an_environment_error():
-    host = f"127.0.0.1:{unused_port()}"  # nothing listens here
+    host = f"127.0.0.1:{free_port()}"  # nothing listens here
     for call in (
         lambda: do_push(f"{host}/x"),
         lambda: pull(f"{host}/x"),
@@ -285,7 +275,7 @@ def test_cli_pull_with_a_wrong_digest_exits_1(eksinf, stack_dir, registry, tmp_p
 
 
 def test_cli_push_to_a_registry_that_is_down_exits_4(eksinf, stack_dir):
-    host = f"127.0.0.1:{unused_port()}"
+    host = f"127.0.0.1:{free_port()}"
     result = eksinf("push", "--registry", f"{host}/x", "-c", "karpenter", cwd=stack_dir)
     assert result.code == ENVIRONMENT
     assert f"eksinf: registry {host} is unreachable" in result.err
@@ -321,39 +311,11 @@ HTPASSWD = "ci:$2b$04$YZvU72L.tDrx3Q3wEge.i.nypLDmiboeXx2XgTWIe9bLqU1Ee0GSS\n"
 @pytest.fixture(scope="module")
 def auth_registry(tmp_path_factory):
     """docker-registry on 127.0.0.1 with htpasswd auth; a second instance, not the shared one."""
-    binary = shutil.which("docker-registry")
-    if binary is None:
-        pytest.fail("docker-registry is not installed: run `bash .ci/setup`")
     root = tmp_path_factory.mktemp("auth-registry")
     (root / "htpasswd").write_text(HTPASSWD)
-    port = unused_port()
-    config = root / "config.yml"
-    config.write_text(
-        "version: 0.1\n"
-        "log: {level: error, accesslog: {disabled: true}}\n"
-        f"storage: {{filesystem: {{rootdirectory: {root / 'data'}}}}}\n"
-        f"http: {{addr: 127.0.0.1:{port}}}\n"
-        f"auth: {{htpasswd: {{realm: eksinf-test, path: {root / 'htpasswd'}}}}}\n"
-        "health: {storagedriver: {enabled: false}}\n"
-    )
-    log = (root / "registry.log").open("w")
-    proc = subprocess.Popen([binary, "serve", str(config)], stdout=log, stderr=log)
-    host = f"127.0.0.1:{port}"
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            if requests.get(f"http://{host}/v2/", timeout=1).status_code == 401:
-                break
-        except requests.ConnectionError:
-            pass
-        if time.monotonic() > deadline or proc.poll() is not None:
-            proc.kill()
-            pytest.fail(f"docker-registry did not start: {(root / 'registry.log').read_text()}")
-        time.sleep(0.05)
-    yield host
-    proc.terminate()
-    proc.wait(timeout=10)
-    log.close()
+    auth = f"auth: {{htpasswd: {{realm: eksinf-test, path: {root / 'htpasswd'}}}}}\n"
+    with start_registry(root, extra_config=auth, ready_status=401) as host:
+        yield host
 
 
 @pytest.fixture
