@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from ..aws import creds as creds_mod
-from ..aws import status as status_mod
-from ..aws.kube import KubeClient
-from ..aws.scope import StackScope
-from ..aws.session import AwsIdentity, AwsSession
 from ..errors import ENVIRONMENT, EksinfError
 from .common import JSON_OPTION, emit_json, err_console, progress, state
+
+# The AWS stages pull in boto3/botocore and requests (~0.2 s): each command imports what it
+# uses, so `eksinf --help` and the build commands never load them.
+if TYPE_CHECKING:
+    from ..aws.kube import KubeClient
+    from ..aws.scope import StackScope
+    from ..aws.session import AwsSession
 
 REGION_OPTION = typer.Option(
     None, "--region", help="AWS region. Default: the platform profile's region."
@@ -46,6 +49,7 @@ def register(app: typer.Typer) -> None:
 
 
 def stack_scope(ctx: typer.Context, region: str | None) -> StackScope:
+    from ..aws.scope import StackScope
     from ..profile import STACK_TAG_KEY, load_profile
 
     profile = load_profile(state(ctx).stack())
@@ -53,6 +57,8 @@ def stack_scope(ctx: typer.Context, region: str | None) -> StackScope:
 
 
 def aws_session(scope: StackScope, aws_profile: str | None) -> AwsSession:
+    from ..aws.session import AwsIdentity, AwsSession
+
     return AwsSession(AwsIdentity.resolve(scope.region, aws_profile))
 
 
@@ -79,6 +85,9 @@ def status_cmd(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """What this stack runs on EC2 and what it costs (scoped to the stack's tags)."""
+    from ..aws import status as status_mod
+    from ..aws.kube import KubeClient
+
     scope = stack_scope(ctx, region)
     try:
         session = aws_session(scope, aws_profile)
@@ -141,6 +150,7 @@ def _stack_accounts(
 ) -> dict[str, list[str]] | None:
     """The account(s) the stack's ACK objects record, or None when there is no way to know."""
     from ..aws.ack import ack_accounts, ack_objects
+    from ..aws.kube import KubeClient
 
     stack = state(ctx).stack()
     path = kubeconfig or stack.root / ".eksinf" / "clusters" / "mgmt.kubeconfig"
@@ -168,6 +178,8 @@ YES_OPTION = typer.Option(False, "--yes", help="Carry out the change (without it
 
 
 def mgmt_kube(ctx: typer.Context, kubeconfig: Path | None, session: AwsSession) -> KubeClient:
+    from ..aws.kube import KubeClient
+
     path = kubeconfig or state(ctx).stack().root / ".eksinf" / "clusters" / "mgmt.kubeconfig"
     return KubeClient.from_kubeconfig(Path(path), session)
 
@@ -188,6 +200,8 @@ def creds_status_cmd(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Show the controllers' credentials Secret (key id, temporary or not, expiry) and pods."""
+    from ..aws import creds as creds_mod
+
     scope = stack_scope(ctx, None)
     session = aws_session(scope, aws_profile)
     kube = mgmt_kube(ctx, kubeconfig, session)
@@ -226,6 +240,8 @@ def creds_status_cmd(
 def _write_own_credentials(
     ctx: typer.Context, kubeconfig: Path | None, aws_profile: str | None, hint: str
 ) -> None:
+    from ..aws import creds as creds_mod
+
     scope = stack_scope(ctx, None)
     session = aws_session(scope, aws_profile)
     try:
@@ -287,6 +303,8 @@ def creds_create_user_cmd(
     yes: bool = YES_OPTION,
 ) -> None:
     """Create (or reuse) a dedicated IAM user with the scoped policy and hand its key to ACK."""
+    from ..aws import creds as creds_mod
+
     scope = stack_scope(ctx, None)
     policy = creds_mod.load_policy(state(ctx).stack().root)
     name = user_name or creds_mod.default_user_name(scope)
@@ -322,6 +340,8 @@ def creds_delete_user_cmd(
     yes: bool = YES_OPTION,
 ) -> None:
     """Delete the dedicated IAM user, its keys and policy, and its Secret if it is the user's."""
+    from ..aws import creds as creds_mod
+
     scope = stack_scope(ctx, None)
     name = user_name or creds_mod.default_user_name(scope)
     session = aws_session(scope, aws_profile)
@@ -352,6 +372,8 @@ def creds_delete_user_cmd(
 @creds_app.command("show-policy")
 def creds_show_policy_cmd(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
     """Print the scoped IAM policy create-user attaches (linted first)."""
+    from ..aws import creds as creds_mod
+
     policy = creds_mod.load_policy(state(ctx).stack().root)
     if json_out:
         emit_json({"path": str(policy.path), "policy": policy.doc, "problems": []})
@@ -464,6 +486,7 @@ def enroll_remove_cmd(
 ) -> None:
     """Detach a cluster: remove the root app (orphaning workloads); optionally its hub spaces."""
     from ..aws import enroll
+    from ..aws.kube import KubeClient
 
     stack = state(ctx).stack()
     path = kubeconfig or stack.root / ".eksinf" / "clusters" / f"{name}.kubeconfig"
@@ -529,6 +552,7 @@ def teardown_cmd(
 ) -> None:
     """Destroy the stack's AWS infrastructure and prove nothing billing is left (needs --yes)."""
     from ..aws import teardown as td
+    from ..aws.kube import KubeClient
 
     if plane not in (None, "workload", "mgmt"):
         raise EksinfError(

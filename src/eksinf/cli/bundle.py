@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from .. import oci
-from ..bundle import Published, build_bundles, publish, safe_unpack
-from ..stack import Stack
 from .common import JSON_OPTION, emit_json, progress, state
+
+# oci and bundle pull in requests: each command imports them when it runs.
+if TYPE_CHECKING:
+    from ..stack import Stack
 
 COMPONENT_OPTION = typer.Option(
     None, "--component", "-c", metavar="NAME", help="Only this component (repeatable)."
@@ -38,6 +40,8 @@ def bundle_cmd(
 
     The flattening guard runs on configs/ first; nothing is written if it finds a hazard.
     """
+    from ..bundle import build_bundles
+
     bundles = build_bundles(state(ctx).stack(), components or None, out)
     if json_out:
         emit_json({"bundles": [b.as_dict() for b in bundles]})
@@ -88,6 +92,9 @@ def push_cmd(
     Identical content keeps its manifest digest and is reported as unchanged. A version tag that
     already holds different content is refused.
     """
+    from .. import oci
+    from ..bundle import Published, build_bundles, publish
+
     stack = state(ctx).stack()
     base = registry or f"{oci.LAYOUT_PREFIX}{stack.root / DEFAULT_LAYOUT}"
     bundles = build_bundles(stack, components or None)
@@ -117,6 +124,9 @@ def pull_cmd(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Pull a bundle, verify its digests and unpack it safely (regular files only)."""
+    from .. import oci
+    from ..bundle import safe_unpack
+
     pulled = oci.pull(ref, expect_digest=digest)
     files = safe_unpack(pulled.blob, out)
     if json_out:
@@ -142,6 +152,8 @@ def tags_cmd(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """List the tags of a bundle repository."""
+    from .. import oci
+
     tags = oci.list_tags(ref)
     if json_out:
         emit_json(tags)

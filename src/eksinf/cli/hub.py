@@ -7,16 +7,19 @@ import difflib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from .. import deploy as flow
 from .. import links as links_mod
 from ..errors import USAGE, EksinfError
-from ..hub import open_hub
-from ..hub.protocol import Hub
 from .common import JSON_OPTION, MIRROR_OPTION, emit_json, progress, state
 from .links import binding_rows, print_binding_table
+
+# The hub and the deploy flow pull in requests (OCI) and the hub backends: each command
+# imports them when it runs, so other commands' start-up does not pay for them.
+if TYPE_CHECKING:
+    from ..hub.protocol import Hub
 
 HUB_OPTION = typer.Option(
     None, "--hub", help="Hub backend: local (SQLite, default) or cub. Default: .eksinf/config.yaml."
@@ -45,6 +48,8 @@ def register(app: typer.Typer) -> None:
 
 @contextmanager
 def _hub(ctx: typer.Context, choice: str | None) -> Iterator[tuple[Hub, object]]:
+    from ..hub import open_hub
+
     stack = state(ctx).stack()
     hub = open_hub(stack.root, choice)
     try:
@@ -79,6 +84,8 @@ def install_cmd(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Create or refresh the <component>-base spaces (re-install merges: edits survive)."""
+    from .. import deploy as flow
+
     if recreate and not yes and not dry_run:
         dry_run = True  # destructive: show the plan, change nothing
         progress("--recreate deletes and rebuilds the bases: showing the plan; re-run with --yes")
@@ -129,6 +136,8 @@ def deploy_cmd(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Create a plane's variants bound to a target, link them to the profile, resolve, publish."""
+    from .. import deploy as flow
+
     with _hub(ctx, hub_choice) as (hub, stack):
         report = flow.deploy(
             hub, stack, plane=plane, target=target, variant=variant, dry_run=dry_run, say=progress
@@ -157,6 +166,8 @@ def link_profile_cmd(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Link each bound unit to the profile variant (one link per unit pair) and resolve it."""
+    from .. import deploy as flow
+
     if list_only and unlink:
         raise EksinfError("--list and --unlink exclude each other", exit_code=USAGE)
     with _hub(ctx, hub_choice) as (hub, stack):
@@ -328,6 +339,8 @@ def release_publish(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Publish the space's units bound to its release target as an OCI artifact."""
+    from .. import deploy as flow
+
     with _hub(ctx, hub_choice) as (hub, _stack):
         outcome, release = flow.publish(hub, space)
     if json_out:
@@ -373,6 +386,8 @@ def sandbox_up(
 ) -> None:
     """Render configs/ if missing, install bases, create the profile and both planes' variants on stand-in targets, link,
     resolve and publish (to an OCI layout under .eksinf/). Creates no infrastructure."""
+    from .. import deploy as flow
+
     with _hub(ctx, hub_choice) as (hub, stack):
         report = flow.sandbox_up(
             hub, stack, name=name, variant=variant, mirror=mirror, say=progress
@@ -403,6 +418,8 @@ def sandbox_down(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Delete the sandbox's spaces in an order the hub accepts (bases kept unless --with-bases)."""
+    from .. import deploy as flow
+
     with _hub(ctx, hub_choice) as (hub, stack):
         plan = flow.sandbox_down_plan(hub, stack, name=name, variant=variant, bases=bases)
         if not yes:
@@ -562,6 +579,8 @@ def hub_upload(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Upload one component per file (re-upload merges; unit IDs are kept)."""
+    from .. import deploy as flow
+
     with _hub(ctx, hub_choice) as (hub, _stack):
         report = hub.variant_upload(
             component,

@@ -8,7 +8,6 @@ import typer
 
 from .. import links as links_mod
 from ..errors import CONTRACT, USAGE, EksinfError
-from ..profile import check_profile
 from ..render import write_tree
 from ..yamlio import dump_docs, load_mapping_docs
 from .common import JSON_OPTION, emit_json, progress, state
@@ -71,6 +70,8 @@ def links_resolve_cmd(
     Nothing under configs/ changes. Fails (exit 3) if a placeholder is left unresolved; the
     output is still written so you can look at it.
     """
+    from ..profile import check_profile  # jsonschema: loaded only by the commands that check
+
     stack = state(ctx).stack()
     if not profile.is_file():
         raise EksinfError(
