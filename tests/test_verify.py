@@ -49,6 +49,25 @@ def test_values_edit_without_render_is_drift(eksinf, stack_dir, chart_mirror):
     assert verify(eksinf, stack_dir, chart_mirror).code == 0
 
 
+def test_binding_and_hazard_allow_edits_are_not_drift(eksinf, stack_dir, chart_mirror):
+    # links/ and HAZARDS.allow are read live (lint, hub, guard) and never reach configs/, so the
+    # inputs digest leaves them out; a values edit still moves it.
+    for rel in ("render/karpenter/links/bindings.yaml", "render/karpenter/HAZARDS.allow"):
+        path = stack_dir / rel
+        path.write_text(path.read_text() + "# reviewed again\n")
+    result = verify(eksinf, stack_dir, chart_mirror)
+    assert result.code == 0, result.out + result.err
+    assert "configs/ is in sync with its sources" in result.err
+    lint = eksinf("lint", cwd=stack_dir)
+    assert lint.code == 0, lint.out + lint.err
+    assert "configs-stale" not in lint.out + lint.err
+
+    edit_values(stack_dir)
+    drifted = verify(eksinf, stack_dir, chart_mirror)
+    assert drifted.code == FAILURE
+    assert "--- configs/provenance.json" in drifted.out
+
+
 def test_verify_json_names_the_changed_unit(eksinf, stack_dir, chart_mirror):
     edit_values(stack_dir)
     result = verify(eksinf, stack_dir, chart_mirror, "--json")

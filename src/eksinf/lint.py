@@ -1295,7 +1295,7 @@ def check_fresh(report: Report, stack: Stack) -> dict[str, tuple[str, list[dict]
     if recorded != inputs_digest(stack):
         report.add(
             "configs-stale",
-            "render inputs (chart values, bindings, versions or components) changed since "
+            "render inputs (chart values, versions or components) changed since "
             "configs/ was rendered: run `eksinf render` (`eksinf verify` shows the difference)",
             f"configs/{PROVENANCE_FILE} inputsSha256",
         )

@@ -26,6 +26,7 @@ from .charts import ResolvedChart, atomic_write, read_lock, render_records_dir, 
 from .errors import CONTRACT, FAILURE, USAGE, EksinfError
 from .faults import checkpoint
 from .helm import HelmEngine, RenderedChart, RenderOptions, default_engine
+from .links import LINKS_DIR
 from .stack import ChartSpec, Component, Stack
 from .yamlio import dump_docs, load_docs, load_mapping_docs
 
@@ -337,12 +338,25 @@ def _helm_units(
     return sorted(units, key=lambda u: u.filename), renders
 
 
+def _renders_bytes(rel: Path) -> bool:
+    """Whether a file under render/ can change rendered bytes. A component's links/ (profile
+    bindings, read live by lint and the hub) and its HAZARDS.allow (read live by the guard)
+    never reach configs/, so editing them must not make configs/ look stale."""
+    from .guard import ALLOW_FILE  # guard imports this module
+
+    return not (len(rel.parts) > 1 and rel.parts[1] in (LINKS_DIR, ALLOW_FILE))
+
+
 def inputs_digest(stack: Stack) -> str:
     """sha256 over every input that determines rendered bytes, in a fixed order."""
     digest = hashlib.sha256()
     paths = [stack.root / "components.yaml", stack.root / "versions.env", stack.lock_path]
     if stack.render_dir.is_dir():
-        paths += sorted(p for p in stack.render_dir.rglob("*") if p.is_file())
+        paths += sorted(
+            p
+            for p in stack.render_dir.rglob("*")
+            if p.is_file() and _renders_bytes(p.relative_to(stack.render_dir))
+        )
     for path in paths:
         if path.is_file():
             digest.update(str(path.relative_to(stack.root)).encode() + b"\0")
