@@ -801,3 +801,16 @@ def test_untaggable_ack_kind_needs_no_stack_tag(eksinf, stack_dir):
     )
     (stack_dir / IAM_ROLES).write_text((stack_dir / IAM_ROLES).read_text() + group)
     passing(eksinf, stack_dir, "stack-tag-ack", "stack-tag")
+
+
+def test_pod_identity_agent_missing(eksinf, stack_dir):
+    (stack_dir / ADDONS).write_text("")
+    (stack_dir / "render/eks-cluster/addons.yaml").write_text("")
+    failing(
+        eksinf,
+        stack_dir,
+        "pod-identity-agent",
+        "no unit defines an eks Addon",
+        "PodIdentityAssociation aws-inference/karpenter spec.clusterRef.from.name",
+        "no mgmt-plane unit defines an eks Addon",
+    )

@@ -1136,7 +1136,7 @@ def check_pod_identity_agent(report: Report, resources: list[Res]) -> None:
             f"spec.name exactly {POD_IDENTITY_ADDON!r} runs on that cluster ({have}): the pod "
             "gets no credentials",
             assoc.at("spec.clusterRef.from.name"),
-            there.at("spec.name") if there else "configs/eks-cluster/addons.yaml (missing)",
+            there.at("spec.name") if there else "no mgmt-plane unit defines an eks Addon",
         )
 
 
