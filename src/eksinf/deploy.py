@@ -25,6 +25,7 @@ from .hub.protocol import (
     NotFound,
     UploadReport,
     UploadSource,
+    apps_space,
 )
 from .stack import Stack
 from .yamlio import load_docs
@@ -611,7 +612,7 @@ def sandbox_down_plan(
     profile variant, target spaces (then bases, when asked)."""
     mgmt, workload = sandbox_spaces(name)
     order = [f"{c.name}-{variant}" for c in reversed(stack.components) if c.plane != "hub"]
-    order += [f"{mgmt}-argo-apps", f"{workload}-argo-apps", profile_space(variant), mgmt, workload]
+    order += [apps_space(mgmt), apps_space(workload), profile_space(variant), mgmt, workload]
     if bases:
         order += [f"{c.name}-{BASE}" for c in reversed(stack.components)]
     return [s for s in order if hub.space_exists(s)]

@@ -18,6 +18,7 @@ import yaml
 
 from ..errors import CONTRACT, ENVIRONMENT, EksinfError
 from ..hub.argo import application_schema
+from ..hub.protocol import apps_space
 from ..yamlio import load_docs
 from .kube import (
     KubeClient,
@@ -30,10 +31,6 @@ from .kube import (
 from .status import describe_cluster
 
 REPO_CREDS_LABEL = "argocd.argoproj.io/secret-type"
-
-
-def apps_space(name: str) -> str:
-    return f"{name}-argo-apps"
 
 
 def repo_creds_name(name: str) -> str:

@@ -26,6 +26,7 @@ from ..errors import CONTRACT
 from . import argo
 from .protocol import (
     APPS_SPACE_ANNOTATION,
+    OWNER,
     AlreadyExists,
     FunctionResult,
     GateBlocked,
@@ -42,9 +43,9 @@ from .protocol import (
     Unit,
     UploadReport,
     UploadSource,
+    apps_space,
 )
 
-OWNER = "EKS Inference"
 TIMEOUT = 300
 _NOT_FOUND = ("not found", "does not exist", "no such")
 _REUPLOADED = re.compile(r"Re-uploaded (\S+): (\d+) created, (\d+) updated, (\d+) emptied")
@@ -450,7 +451,7 @@ class CubHub:
 
     def create_target(self, space: str, slug: str, registry: str) -> Target:
         """ConfigHub serves releases from its own registry: `registry` is not used here."""
-        apps = f"{space}-argo-apps"
+        apps = apps_space(space)
         self._run(
             ["worker", "create", "worker", "--space", space, "--is-server-worker", "--allow-exists"]
         )

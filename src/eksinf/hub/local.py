@@ -23,6 +23,7 @@ from ..yamlio import dump_docs, load_docs
 from . import argo, functions, merge, resolve, where
 from .protocol import (
     APPS_SPACE_ANNOTATION,
+    OWNER,
     PLACEHOLDER_GATE_FUNCTION,
     UPSTREAM_SPACE_ANNOTATION,
     AlreadyExists,
@@ -41,11 +42,11 @@ from .protocol import (
     Unit,
     UploadReport,
     UploadSource,
+    apps_space,
 )
 
 SCHEMA_VERSION = 1
 DEFAULT_PATH = Path(".eksinf") / "hub.db"
-OWNER = "EKS Inference"
 _SLUG_BAD = re.compile(r"[^a-z0-9_.-]+")
 
 _SCHEMA = """
@@ -925,7 +926,7 @@ class LocalHub:
         root Application. Idempotent for the same registry."""
         with self._tx() as db:
             sid = self._space_row(space)["id"]
-            apps = f"{space}-argo-apps"
+            apps = apps_space(space)
             row = db.execute(
                 "SELECT * FROM targets WHERE space_id=? AND slug=?", (sid, slug)
             ).fetchone()

@@ -15,6 +15,13 @@ from ..errors import CONTRACT, ENVIRONMENT, FAILURE, EksinfError
 PLACEHOLDER_GATE_FUNCTION = "vet-placeholders"
 APPS_SPACE_ANNOTATION = "confighub.com/argo-apps-space"
 UPSTREAM_SPACE_ANNOTATION = "UpstreamSpaceID"
+OWNER = "EKS Inference"  # the Owner label value of the spaces eksinf creates
+
+
+def apps_space(space: str) -> str:
+    """The space holding a target space's Argo CD Applications (root app of the app-of-apps)."""
+    return f"{space}-argo-apps"
+
 
 # ---- errors ---------------------------------------------------------------------------------
 
