@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from eksinf import bundle, oci
 from eksinf.hub.local import LocalHub
@@ -104,6 +105,24 @@ def test_publish_refused_when_a_placeholder_is_left(eksinf, stack_dir):
     result = eksinf("release", "publish", "karpenter-sandbox", cwd=stack_dir)
     assert result.code == 3
     assert "vet-placeholders" in result.err and "karpenter-controller" in result.err
+
+
+def test_fn_set_string_path_writes_only_the_named_type(eksinf, stack_dir):
+    assert eksinf("sandbox", "up", cwd=stack_dir).code == 0
+    args = ("karpenter.sh/v1/NodePool", "spec.limits.cpu", "0", "--space", "karpenter-sandbox")
+    first = eksinf("fn", "set-string-path", *args, "--unit", "nodepools", cwd=stack_dir)
+    assert first.code == 0 and "karpenter-sandbox/nodepools: changed" in first.out
+    again = eksinf("fn", "set-string-path", *args, "--unit", "nodepools", cwd=stack_dir)
+    assert again.code == 0 and "not changed" in again.out
+    shown = eksinf("hub", "show", "karpenter-sandbox", "nodepools", cwd=stack_dir)
+    pools = [d for d in yaml.safe_load_all(shown.out) if d and d.get("kind") == "NodePool"]
+    assert pools and all(p["spec"]["limits"]["cpu"] == "0" for p in pools)
+    other = eksinf("hub", "show", "karpenter-sandbox", "nodeclasses", cwd=stack_dir)
+    assert "limits" not in other.out
+    short = eksinf(
+        "fn", "set-string-path", "karpenter.sh/v1/NodePool", "--space", "x", cwd=stack_dir
+    )
+    assert short.code == 2
 
 
 def test_edits_survive_reinstall_and_upstream_change_arrives(eksinf, stack_dir):

@@ -34,7 +34,8 @@ def _root(
     ctx.obj = State(stack_dir=stack)
 
 
-for module in (build, aws, links, hub, bundle):
+# Registration order is the help order: the pipeline, build side first, AWS last.
+for module in (build, links, bundle, hub, aws):
     module.register(app)
 
 

@@ -313,6 +313,33 @@ def fn_set_bool_path(
     )
 
 
+@fn_app.command("set-string-path")
+def fn_set_string_path(
+    ctx: typer.Context,
+    resource_type: str = typer.Argument(
+        ..., help="apiVersion/Kind, e.g. karpenter.sh/v1/NodePool."
+    ),
+    path: str = typer.Argument(..., help="Dot path; `~1` for a literal dot in a key."),
+    value: str = typer.Argument(...),
+    space: str = SPACE_OPTION,
+    unit: str = UNIT_OPTION,
+    where: str = WHERE_OPTION,
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Set a string at a path of every resource of a type (creating the path)."""
+    _fn(
+        ctx,
+        hub_choice,
+        "set-string-path",
+        [resource_type, path, value],
+        space,
+        unit,
+        where,
+        json_out,
+    )
+
+
 @fn_app.command("set-image")
 def fn_set_image(
     ctx: typer.Context,
