@@ -32,7 +32,7 @@ import yaml
 from . import paths
 from .errors import CONTRACT, EksinfError
 from .stack import Stack
-from .yamlio import load_docs, load_source
+from .yamlio import load_docs, load_source, read_source_text
 
 PLACEHOLDER = "confighubplaceholder"
 LINKS_DIR = "links"
@@ -123,7 +123,7 @@ def _item_lines(text: str) -> list[int]:
 
 
 def _parse_file(component: str, path: Path, label: str) -> list[Binding]:
-    text = path.read_text(encoding="utf-8")
+    text = read_source_text(path, label)
     docs = load_source(path, text, label=label)  # strict: duplicate keys, tabs, syntax
     if not docs:
         return []

@@ -28,7 +28,7 @@ from .faults import checkpoint
 from .helm import HelmEngine, RenderedChart, RenderOptions, default_engine
 from .links import LINKS_DIR
 from .stack import ChartSpec, Component, Stack
-from .yamlio import dump_docs, load_docs, load_mapping_docs
+from .yamlio import dump_docs, load_docs, load_mapping_docs, read_source_text
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 CRD_WAVE = "-20"
@@ -122,8 +122,8 @@ def source_files(stack: Stack, comp: Component) -> list[Path]:
 def _copy_units(stack: Stack, comp: Component) -> list[Unit]:
     units = []
     for path in source_files(stack, comp):
-        text = path.read_text(encoding="utf-8")
         label = str(path.relative_to(stack.root))
+        text = read_source_text(path, label)
         docs = load_mapping_docs(path, text, label=label)
         units.append(Unit(comp.name, path.name, text, tuple(docs)))
     return units

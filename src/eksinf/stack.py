@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import CONTRACT, USAGE, EksinfError
-from .yamlio import load_source
+from .yamlio import load_source, read_source_text
 
 PLANES = ("hub", "mgmt", "workload")  # apply order: the hub is never applied; mgmt converges first
 RENDERERS = ("copy", "helm")
@@ -174,8 +174,8 @@ def load_stack(root: Path | None = None) -> Stack:
             hint="Create versions.env with the pinned inputs (RENDER_KUBE_VERSION, chart versions).",
             exit_code=CONTRACT,
         )
-    versions, _ = parse_versions("versions.env", env_path.read_text(encoding="utf-8"))
-    text = comp_path.read_text(encoding="utf-8")
+    versions, _ = parse_versions("versions.env", read_source_text(env_path, "versions.env"))
+    text = read_source_text(comp_path, "components.yaml")
     docs = load_source(comp_path, text, label="components.yaml")
     if len(docs) != 1:
         raise EksinfError(

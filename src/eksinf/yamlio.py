@@ -80,6 +80,22 @@ class _StrictLoader(_Loader):
         return super().construct_mapping(node, deep=deep)
 
 
+def read_source_text(path: Path, label: str | None = None) -> str:
+    """Read a hand-written source file as UTF-8; a file that is not UTF-8 is an input error
+    naming the file, line and byte (a raw UnicodeDecodeError would reach the user as a traceback)."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise EksinfError(
+            f"{label or path}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+            f"{exc.start}: {exc.reason})",
+            hint="Save the file as UTF-8 (YAML and versions.env sources must be UTF-8 text).",
+            exit_code=CONTRACT,
+        ) from exc
+
+
 def load_source(path: Path, text: str | None = None, *, label: str | None = None) -> list[Any]:
     """Parse a hand-written YAML file strictly; return its non-empty documents.
 
@@ -87,10 +103,7 @@ def load_source(path: Path, text: str | None = None, *, label: str | None = None
     """
     name = label or str(path)
     if text is None:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise EksinfError(f"{name}: not UTF-8 text ({exc.reason})", exit_code=CONTRACT) from exc
+        text = read_source_text(path, name)
     tab = _TAB_INDENT.search(text)
     if tab:
         line = text.count("\n", 0, tab.start()) + 1
@@ -126,7 +139,7 @@ def load_mapping_docs(
     """Like `load_source`, but every document must be a mapping (a Kubernetes-style object)."""
     name = label or str(path)
     if text is None:
-        text = path.read_text(encoding="utf-8")
+        text = read_source_text(path, name)
     docs = load_source(path, text, label=label)
     for index, doc in enumerate(docs):
         if not isinstance(doc, dict):
