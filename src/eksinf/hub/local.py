@@ -48,6 +48,7 @@ from .protocol import (
 SCHEMA_VERSION = 1
 DEFAULT_PATH = Path(".eksinf") / "hub.db"
 _SLUG_BAD = re.compile(r"[^a-z0-9_.-]+")
+_SPACE_SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -359,6 +360,15 @@ class LocalHub:
     def create_space(
         self, slug: str, labels: dict[str, str] | None = None, *, allow_exists: bool = False
     ) -> Space:
+        if not _SPACE_SLUG.fullmatch(slug):
+            # A space slug names an OCI layout directory and is typed in hub commands; a name
+            # with spaces, '/' or '!' (e.g. from `sandbox up --name`) would be stored as given.
+            raise EksinfError(
+                f"bad space name {slug!r}: use letters, digits, '-' and '_' "
+                "(starting with a letter or digit, at most 128 characters)",
+                hint="Pick another --name/--variant, e.g. dev or team-a.",
+                exit_code=USAGE,
+            )
         with self._tx() as db:
             if self.space_exists(slug):
                 if not allow_exists:
