@@ -61,9 +61,20 @@ def test_sandbox_up_end_to_end_then_rerun_then_down(eksinf, stack_dir):
     plan = eksinf("sandbox", "down", cwd=stack_dir)
     assert plan.code == 0 and "would delete karpenter-sandbox" in plan.out
     assert eksinf("hub", "spaces", "--json", cwd=stack_dir).out.count("Slug") > 0
-    down = eksinf("sandbox", "down", "--with-bases", "--yes", cwd=stack_dir)
+    down = eksinf("sandbox", "down", "--yes", cwd=stack_dir)
     assert down.code == 0, down.err
     assert json.loads(eksinf("hub", "spaces", "--json", cwd=stack_dir).out) == []
+
+
+def test_sandbox_down_keeps_only_bases_other_variants_use(eksinf, stack_dir):
+    assert eksinf("sandbox", "up", cwd=stack_dir).code == 0
+    dev = eksinf("hub", "create-variant", "dev", "karpenter-base", cwd=stack_dir)
+    assert dev.code == 0, dev.err
+    kept = eksinf("sandbox", "down", "--keep-bases", "--json", cwd=stack_dir)
+    assert not any(s.endswith("-base") for s in json.loads(kept.out)["would_delete"])
+    assert eksinf("sandbox", "down", "--yes", cwd=stack_dir).code == 0
+    left = {s["Slug"] for s in json.loads(eksinf("hub", "spaces", "--json", cwd=stack_dir).out)}
+    assert left == {"karpenter-base", "karpenter-dev"}
 
 
 def _drop_region_binding(stack_dir: Path) -> None:

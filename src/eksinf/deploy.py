@@ -606,16 +606,27 @@ def sandbox_up(
 
 
 def sandbox_down_plan(
-    hub: Hub, stack: Stack, *, name: str = "sandbox", variant: str = "sandbox", bases: bool = False
+    hub: Hub,
+    stack: Stack,
+    *,
+    name: str = "sandbox",
+    variant: str = "sandbox",
+    keep_bases: bool = False,
 ) -> list[str]:
     """Spaces to delete, in an order the hub accepts: component variants, apps spaces, the
-    profile variant, target spaces (then bases, when asked)."""
+    profile variant, target spaces, then the bases `sandbox up` installed, except a base that a
+    variant outside this sandbox (say `dev`) still builds on, or all of them with keep_bases."""
     mgmt, workload = sandbox_spaces(name)
     order = [f"{c.name}-{variant}" for c in reversed(stack.components) if c.plane != "hub"]
     order += [apps_space(mgmt), apps_space(workload), profile_space(variant), mgmt, workload]
-    if bases:
-        order += [f"{c.name}-{BASE}" for c in reversed(stack.components)]
-    return [s for s in order if hub.space_exists(s)]
+    plan = [s for s in order if hub.space_exists(s)]
+    if not keep_bases:
+        for comp in reversed(stack.components):
+            base = f"{comp.name}-{BASE}"
+            in_use = [v for v in hub.variants_of(comp.name) if v not in plan]
+            if hub.space_exists(base) and not in_use:
+                plan.append(base)
+    return plan
 
 
 def sandbox_down(hub: Hub, plan: list[str], *, say: Say = _quiet) -> list[str]:

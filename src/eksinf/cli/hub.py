@@ -437,18 +437,20 @@ def sandbox_down(
     ctx: typer.Context,
     name: str = typer.Option("sandbox", "--name"),
     variant: str = typer.Option("sandbox", "--variant"),
-    bases: bool = typer.Option(
-        False, "--with-bases", help="Also delete the <component>-base spaces."
+    keep_bases: bool = typer.Option(
+        False,
+        "--keep-bases",
+        help="Keep the <component>-base spaces (a base another variant uses is always kept).",
     ),
     yes: bool = typer.Option(False, "--yes", help="Really delete."),
     hub_choice: str = HUB_OPTION,
     json_out: bool = JSON_OPTION,
 ) -> None:
-    """Delete the sandbox's spaces in an order the hub accepts (bases kept unless --with-bases)."""
+    """Delete everything `sandbox up` created, in an order the hub accepts."""
     from .. import deploy as flow
 
     with _hub(ctx, hub_choice) as (hub, stack):
-        plan = flow.sandbox_down_plan(hub, stack, name=name, variant=variant, bases=bases)
+        plan = flow.sandbox_down_plan(hub, stack, name=name, variant=variant, keep_bases=keep_bases)
         if not yes:
             if json_out:
                 emit_json({"would_delete": plan})
