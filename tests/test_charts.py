@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from chartkit import CONFIGMAP, ChartSource, crd, push, write_stack
 
-from eksinf import charts
+from eksinf import charts, net
 from eksinf.errors import CONTRACT, ENVIRONMENT, EksinfError
 from eksinf.helm import chart_templates
 from eksinf.stack import load_stack
@@ -228,11 +228,16 @@ def test_charts_list_json_shows_pins(tmp_path, cache, eksinf):
 
 
 def test_plain_http_only_for_loopback():
-    assert charts.is_loopback("127.0.0.1")
-    assert charts.is_loopback("localhost")
-    assert charts.is_loopback("::1")
-    assert not charts.is_loopback("public.ecr.aws")
-    assert not charts.is_loopback("10.0.0.1")
+    assert net.is_loopback("127.0.0.1")
+    assert net.is_loopback("localhost")
+    assert net.is_loopback("::1")
+    assert not net.is_loopback("public.ecr.aws")
+    assert not net.is_loopback("10.0.0.1")
+    # registry references carry a port: the same rule applies to them
+    assert net.is_loopback("127.0.0.1:5000")
+    assert net.is_loopback("[::1]:5000")
+    assert net.is_loopback("localhost:5000")
+    assert not net.is_loopback("ghcr.io:443")
 
 
 def test_real_mirror_archives_match_the_committed_lock(chart_mirror):

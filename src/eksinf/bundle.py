@@ -17,7 +17,6 @@ import json
 import os
 import shutil
 import tarfile
-import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from . import __version__, oci
+from .atomic import write_file
 from .errors import CONTRACT, FAILURE, USAGE, EksinfError
 from .faults import checkpoint
 from .gitinfo import commit_of
@@ -217,19 +217,6 @@ def rendered_components(stack: Stack) -> list[str]:
     return [c.name for c in stack.components if component_files(stack, c.name)]
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, FILE_MODE)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def build_bundles(
     stack: Stack, components: list[str] | None = None, out: Path | None = None
 ) -> list[Bundle]:
@@ -264,7 +251,7 @@ def build_bundles(
         data = gzip_bytes(tar)
         digest, tar_digest = sha256_hex(data), sha256_hex(tar)
         path = target / f"{name}{BUNDLE_SUFFIX}"
-        _write_atomic(path, data)
+        write_file(path, data, FILE_MODE)
         bundles.append(
             Bundle(
                 component=name,

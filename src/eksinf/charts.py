@@ -6,14 +6,15 @@ Every archive is checked against the sha256 in `charts.lock` before it is used, 
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin, urlparse
 
+from .atomic import write_file
 from .errors import CONTRACT, ENVIRONMENT, EksinfError
+from .net import is_loopback
 from .stack import ChartSpec, Stack
 from .yamlio import dump_docs, load_source
 
@@ -94,7 +95,7 @@ def read_lock(stack: Stack) -> dict[tuple[str, str, str], LockEntry]:
 
 def write_lock(stack: Stack, entries: list[LockEntry]) -> None:
     body = {"charts": [e.as_dict() for e in sorted(entries, key=lambda e: (e.chart, e.version))]}
-    atomic_write(stack.lock_path, (LOCK_HEADER + dump_docs([body])).encode())
+    write_file(stack.lock_path, (LOCK_HEADER + dump_docs([body])).encode())
 
 
 def _lock_key(spec: ChartSpec) -> tuple[str, str, str]:
@@ -132,7 +133,7 @@ def resolve(
             "run `eksinf charts lock` and review the diff of charts.lock.",
             exit_code=CONTRACT,
         )
-    atomic_write(cached, data)
+    write_file(cached, data)
     return ResolvedChart(spec, data, digest, origin)
 
 
@@ -155,15 +156,6 @@ def fetch(spec: ChartSpec, mirror: Path | None) -> tuple[bytes, str]:
             f"--chart-mirror DIR (or set {MIRROR_ENV}).",
             exit_code=ENVIRONMENT,
         ) from exc
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _fetch_oci(spec: ChartSpec) -> bytes:
@@ -208,18 +200,6 @@ def _fetch_http(spec: ChartSpec) -> bytes:
         return archive.content
     except requests.RequestException as exc:
         raise EksinfError(f"{type(exc).__name__}: {exc}", exit_code=ENVIRONMENT) from exc
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def lock(stack: Stack, mirror: Path | None) -> list[LockEntry]:

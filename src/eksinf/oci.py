@@ -16,20 +16,19 @@ from __future__ import annotations
 import base64
 import fcntl
 import hashlib
-import ipaddress
 import json
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import urlparse
 
 import requests
 
 from . import __version__
+from .atomic import write_file
 from .errors import ENVIRONMENT, FAILURE, USAGE, EksinfError
+from .net import is_loopback
 
 ARTIFACT_TYPE = "application/vnd.eksinf.bundle.v1"
 LAYER_MEDIA_TYPE = "application/vnd.oci.image.layer.v1.tar+gzip"
@@ -206,16 +205,6 @@ class Store(Protocol):
     def tags(self) -> list[str]: ...
 
 
-def _is_loopback(host: str) -> bool:
-    name = urlparse(f"//{host}").hostname or ""
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
-
-
 def _docker_config_auth(host: str) -> tuple[str, str] | None:
     config_dir = Path(os.environ.get("DOCKER_CONFIG") or Path.home() / ".docker")
     path = config_dir / "config.json"
@@ -267,7 +256,7 @@ class RegistryStore:
     def __init__(self, ref: Ref) -> None:
         self.ref = ref
         self.name = ref.base
-        scheme = "http" if _is_loopback(ref.location) else "https"
+        scheme = "http" if is_loopback(ref.location) else "https"
         self.base_url = f"{scheme}://{ref.location}/v2/{ref.repository}"
         self.session = _session(ref.location)
         self.credentials = registry_credentials(ref.location)
@@ -420,18 +409,6 @@ class LayoutStore:
                 exit_code=FAILURE,
             ) from exc
 
-    def _write(self, path: Path, data: bytes) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-
     def get_manifest(self, reference: str) -> bytes | None:
         if _DIGEST.match(reference):
             path = self._blob_path(reference)
@@ -466,8 +443,8 @@ class LayoutStore:
                 )
             kept.sort(key=lambda m: (m.get("annotations") or {}).get(REF_NAME, ""))
             index["manifests"] = kept
-            self._write(self.root / "oci-layout", canonical_json({"imageLayoutVersion": "1.0.0"}))
-            self._write(self.root / "index.json", canonical_json(index))
+            write_file(self.root / "oci-layout", canonical_json({"imageLayoutVersion": "1.0.0"}))
+            write_file(self.root / "index.json", canonical_json(index))
 
     def has_blob(self, digest: str) -> bool:
         return self._blob_path(digest).is_file()
@@ -475,7 +452,7 @@ class LayoutStore:
     def put_blob(self, data: bytes) -> None:
         path = self._blob_path(digest_of(data))
         if not path.is_file():
-            self._write(path, data)
+            write_file(path, data)
 
     def get_blob(self, digest: str) -> bytes:
         path = self._blob_path(digest)

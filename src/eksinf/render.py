@@ -22,7 +22,8 @@ from typing import Any
 import yaml
 
 from . import __version__
-from .charts import ResolvedChart, atomic_write, read_lock, render_records_dir, resolve
+from .atomic import write_file
+from .charts import ResolvedChart, read_lock, render_records_dir, resolve
 from .errors import CONTRACT, FAILURE, USAGE, EksinfError
 from .faults import checkpoint
 from .helm import HelmEngine, RenderedChart, RenderOptions, default_engine
@@ -278,7 +279,7 @@ def _reference_digests(
     if second == first:
         # an unwritable cache costs a second render next time, nothing more
         with contextlib.suppress(OSError):
-            atomic_write(record, json.dumps(second, sort_keys=True).encode())
+            write_file(record, json.dumps(second, sort_keys=True).encode())
     return second, "second render"
 
 

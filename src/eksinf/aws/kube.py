@@ -19,6 +19,7 @@ from typing import Any
 import requests
 import yaml
 
+from ..atomic import write_file
 from ..errors import ENVIRONMENT, FAILURE, EksinfError
 
 FIELD_MANAGER = "eksinf"
@@ -285,9 +286,4 @@ def eks_kubeconfig(
 
 def write_kubeconfig(path: Path, config: dict[str, Any]) -> None:
     """Write atomically (temp + rename) with mode 0600: it names credentials."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(yaml.safe_dump(config, sort_keys=True))
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+    write_file(path, yaml.safe_dump(config, sort_keys=True).encode(), mode=0o600)
