@@ -347,13 +347,16 @@ def test_guard_component_filter_checks_only_that_component(tmp_path, registry, e
     assert only_base.code == 0, only_base.err
 
 
-def test_committed_stack_guard_reports_karpenter_crd_stubs(stack_dir, chart_mirror, eksinf):
+def test_committed_stack_guard_finds_no_crd_stubs_in_the_rebuilt_mirror(
+    stack_dir, chart_mirror, eksinf
+):
+    """The mirror's Karpenter archive now holds real CRDs: no stub, and no allow entry left."""
     result = eksinf("guard", "--json", "--chart-mirror", str(chart_mirror), cwd=stack_dir)
     assert result.code == 0, result.err
     report = json.loads(result.out)
-    stubs = [f for f in report["findings"] if f["hazard"] == "crd-stub"]
-    assert len(stubs) == 5
-    assert all(f["component"] == "karpenter" and f["allowed"] for f in stubs)
+    assert [f for f in report["findings"] if f["hazard"] == "crd-stub"] == []
+    assert "crd-stub" not in (stack_dir / "render/karpenter/HAZARDS.allow").read_text()
+    assert "matches nothing" not in result.err
     assert all(f["reason"] for f in report["findings"])
 
 

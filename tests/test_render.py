@@ -173,7 +173,7 @@ def test_acceptance_counts_on_the_real_mirror(stack_dir, chart_mirror, eksinf):
         "ack-controllers: ec2: 10 resources + 22 CRDs",
         "ack-controllers: iam: 10 resources + 9 CRDs",
         "ack-controllers: eks: 10 resources + 10 CRDs",
-        "karpenter: karpenter: 13 resources + 0 CRDs (5 CRD files are stubs, not CRDs)",
+        "karpenter: karpenter: 13 resources + 5 CRDs",
         "gpu-runtime: nvidia-device-plugin: 5 resources + 0 CRDs",
     ):
         assert line in result.err
@@ -181,7 +181,15 @@ def test_acceptance_counts_on_the_real_mirror(stack_dir, chart_mirror, eksinf):
     assert len(docs_of(configs / "ack-controllers/ec2-crds.yaml")) == 22
     assert len(docs_of(configs / "ack-controllers/ec2-controller.yaml")) == 10
     assert not (configs / "gpu-runtime/nvidia-device-plugin-crds.yaml").exists()
-    assert not (configs / "karpenter/karpenter-crds.yaml").exists()
+    crds = docs_of(configs / "karpenter/karpenter-crds.yaml")
+    assert sorted(d["metadata"]["name"] for d in crds) == [
+        "capacitybuffers.autoscaling.x-k8s.io",
+        "ec2nodeclasses.karpenter.k8s.aws",
+        "nodeclaims.karpenter.sh",
+        "nodeoverlays.karpenter.sh",
+        "nodepools.karpenter.sh",
+    ]
+    assert {d["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] for d in crds} == {"-20"}
 
 
 @pytest.mark.parametrize(
