@@ -17,6 +17,7 @@ import pytest
 
 from eksinf.bundle import build_bundles, bundle_bytes, safe_unpack
 from eksinf.errors import CONTRACT, FAILURE, EksinfError
+from eksinf.outdir import MARKER
 from eksinf.stack import load_stack
 
 
@@ -25,7 +26,12 @@ def sha(data: bytes) -> str:
 
 
 def tree(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    """A folder's files, without the ownership marker eksinf leaves in what it unpacks."""
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in root.rglob("*")
+        if p.is_file() and p.name != MARKER
+    }
 
 
 # ---- building ---------------------------------------------------------------------------

@@ -26,17 +26,9 @@ from typing import Any
 from . import __version__, oci
 from .atomic import write_file
 from .errors import CONTRACT, FAILURE, USAGE, EksinfError
-from .faults import checkpoint
 from .gitinfo import commit_of
-from .render import (  # the swap helpers are shared so configs/ and pulls recover alike
-    PROVENANCE_FILE,
-    ComponentOutput,
-    RenderResult,
-    Unit,
-    _exchange,
-    _swap_paths,
-    recover_interrupted_swap,
-)
+from .outdir import claim, replace_with, staging_for
+from .render import PROVENANCE_FILE, ComponentOutput, RenderResult, Unit
 from .stack import Stack
 from .yamlio import load_docs
 
@@ -390,38 +382,28 @@ def _stage(blob: bytes, staging: Path, max_member: int, max_total: int) -> list[
 
 
 def safe_unpack(
-    blob: bytes, out: Path, *, max_member: int = MAX_MEMBER, max_total: int = MAX_TOTAL
+    blob: bytes,
+    out: Path,
+    *,
+    stack_root: Path | None = None,
+    max_member: int = MAX_MEMBER,
+    max_total: int = MAX_TOTAL,
 ) -> list[str]:
     """Unpack a bundle into `out`, replacing its contents; returns the file names written.
 
-    Everything is unpacked into a staging directory beside `out` and swapped in only when the
-    whole archive passed, with the same crash-safe exchange `render` uses for configs/: a
-    refusal or a crash leaves `out` exactly as it was.
+    `out` must be a folder eksinf may replace (outdir.claim: absent, empty or eksinf's own, never
+    the stack or its sources). Everything is unpacked into a staging folder beside `out` and
+    swapped in only when the whole archive passed, with the same crash-safe exchange `render`
+    uses for configs/: a refusal or a crash leaves `out` exactly as it was.
     """
-    out = Path(out).absolute()
-    if out.exists() and not out.is_dir():
-        raise EksinfError(
-            f"{out} exists and is not a directory",
-            hint="Pass a directory (it is created if missing).",
-            exit_code=FAILURE,
-        )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    recover_interrupted_swap(out)
-    staging, old = _swap_paths(out)
-    staging.mkdir()
+    owned = claim(out, stack_root)
+    staging = staging_for(owned)
     try:
         names = _stage(blob, staging, max_member, max_total)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    checkpoint("unpack-swap")
-    if out.exists() and _exchange(staging, out):
-        shutil.rmtree(staging)  # it now holds the previous contents
-        return names
-    if out.exists():
-        out.rename(old)
-    staging.rename(out)
-    shutil.rmtree(old, ignore_errors=True)
+    replace_with(owned, staging, "unpack-swap", "unpack-cleanup")
     return names
 
 

@@ -27,6 +27,7 @@ from .hub.protocol import (
     UploadSource,
     apps_space,
 )
+from .outdir import MARKER
 from .stack import Stack
 from .yamlio import load_docs
 
@@ -50,7 +51,10 @@ def _quiet(_msg: str) -> None:
 
 
 def _dir_files(path: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(path.iterdir()) if p.is_file()}
+    # an earlier pull's ownership marker is not a unit
+    return {
+        p.name: p.read_bytes() for p in sorted(path.iterdir()) if p.is_file() and p.name != MARKER
+    }
 
 
 def _unpacked(blob: bytes) -> dict[str, bytes]:
@@ -60,7 +64,7 @@ def _unpacked(blob: bytes) -> dict[str, bytes]:
         return {
             p.relative_to(out).as_posix(): p.read_bytes()
             for p in sorted(out.rglob("*"))
-            if p.is_file()
+            if p.is_file() and p != out / MARKER
         }
 
 

@@ -6,14 +6,10 @@ Pure steps (`render_stack`) build everything in memory; `write_configs` is the o
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import dataclasses
-import errno
 import hashlib
 import json
-import os
 import re
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,10 +20,10 @@ import yaml
 from . import __version__
 from .atomic import write_file
 from .charts import ResolvedChart, read_lock, render_records_dir, resolve
-from .errors import CONTRACT, FAILURE, USAGE, EksinfError
-from .faults import checkpoint
+from .errors import CONTRACT, FAILURE, EksinfError
 from .helm import HelmEngine, RenderedChart, RenderOptions, default_engine
 from .links import LINKS_DIR
+from .outdir import MARKER, claim, write_tree
 from .stack import ChartSpec, Component, Stack
 from .yamlio import dump_docs, load_docs, load_mapping_docs, read_source_text
 
@@ -415,89 +411,13 @@ def render_stack(
 # ---- writing ------------------------------------------------------------------------------
 
 
-def _swap_paths(target: Path) -> tuple[Path, Path]:
-    return target.parent / f".{target.name}.new", target.parent / f".{target.name}.old"
-
-
-def recover_interrupted_swap(target: Path) -> None:
-    """Finish or undo a write that a crash interrupted, so `target` is whole again."""
-    new, old = _swap_paths(target)
-    if not target.exists() and old.exists():
-        old.rename(target)  # crashed between the two fallback renames: put the old tree back
-    for leftover in (new, old):
-        if leftover.exists():
-            shutil.rmtree(leftover)
-
-
-_RENAME_EXCHANGE = 2  # linux/fs.h
-_AT_FDCWD = -100
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Atomically swap two paths (Linux renameat2 RENAME_EXCHANGE). False when unsupported."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        renameat2 = libc.renameat2
-    except (OSError, AttributeError):
-        return False
-    renameat2.argtypes = [
-        ctypes.c_int,
-        ctypes.c_char_p,
-        ctypes.c_int,
-        ctypes.c_char_p,
-        ctypes.c_uint,
-    ]
-    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
-        return True
-    err = ctypes.get_errno()
-    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
-        return False  # the filesystem or kernel cannot exchange: use the two-rename fallback
-    raise OSError(err, os.strerror(err), str(b))
-
-
-def write_tree(target: Path, files: dict[str, str]) -> None:
-    """Replace `target` with exactly `files`, so that a crash never leaves a mix.
-
-    The new tree is built beside the old one, then swapped in. On Linux the swap is one atomic
-    exchange of the two directories: `target` is always either the old tree or the new one.
-    Elsewhere it is two renames, and a crash between them leaves the old tree as a sibling that
-    the next write puts back (recover_interrupted_swap).
-    """
-    recover_interrupted_swap(target)
-    new, old = _swap_paths(target)
-    new.mkdir(parents=True)
-    for index, (rel, text) in enumerate(sorted(files.items())):
-        dest = new / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(text, encoding="utf-8")
-        if index == len(files) // 2:
-            checkpoint("render-write")
-    checkpoint("render-swap")
-    if target.exists() and _exchange(new, target):
-        checkpoint("render-cleanup")
-        shutil.rmtree(new)  # it now holds the old tree
-        return
-    if target.exists():
-        target.rename(old)
-    new.rename(target)
-    shutil.rmtree(old, ignore_errors=True)
-
-
 def write_configs(result: RenderResult, out: Path | None = None) -> Path:
     """Write the whole render into configs/ (or `out`): a clean rebuild, so no stale unit stays."""
     if result.partial:
         raise ValueError("a partial render cannot replace configs/")  # a caller bug, not input
-    target = (out or result.stack.configs_dir).resolve()
-    root = result.stack.root.resolve()
-    # the whole target is replaced: never let that be the stack, a folder holding it, or its inputs
-    if target == root or root.is_relative_to(target) or target.is_relative_to(root / "render"):
-        raise EksinfError(
-            f"refusing to replace {target}: it holds the stack's sources",
-            hint="--out names a folder that render replaces entirely; pick a new or scratch one.",
-            exit_code=USAGE,
-        )
-    write_tree(target, result.files())
-    return target
+    owned = claim(out or result.stack.configs_dir, result.stack.root, allow_configs=True)
+    write_tree(owned, result.files())
+    return owned.path
 
 
 def read_tree(root: Path) -> dict[str, str]:
@@ -506,5 +426,5 @@ def read_tree(root: Path) -> dict[str, str]:
     return {
         p.relative_to(root).as_posix(): p.read_text(encoding="utf-8")
         for p in sorted(root.rglob("*"))
-        if p.is_file()
+        if p.is_file() and p.name != MARKER
     }

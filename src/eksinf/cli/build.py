@@ -10,6 +10,7 @@ import typer
 from .. import __version__, charts, guard, verify
 from ..errors import CONTRACT, FAILURE, EksinfError
 from ..gitinfo import commit_of
+from ..outdir import claim
 from ..render import RenderResult, render_stack, write_configs
 from .common import (
     JSON_OPTION,
@@ -164,6 +165,8 @@ def render_cmd(
     written: on a hazard, configs/ is left exactly as it was.
     """
     started = time.perf_counter()
+    stack = state(ctx).stack()
+    claim(out or stack.configs_dir, stack.root, allow_configs=True)  # refuse before any work
     result = _render(ctx, mirror, quiet=json_out)
     report = guard.check(result)
     _report_guard(report)

@@ -114,10 +114,16 @@ def push_cmd(
 
 
 def pull_cmd(
+    ctx: typer.Context,
     ref: str = typer.Argument(
         ..., metavar="REF", help="host[:port]/repo[:tag|@digest] or oci-layout:DIR[:tag]"
     ),
-    out: Path = typer.Option(..., "--out", metavar="DIR", help="Unpack here (replaced whole)."),
+    out: Path = typer.Option(
+        ...,
+        "--out",
+        metavar="DIR",
+        help="Unpack here: a new or empty folder, or one an earlier pull wrote (replaced whole).",
+    ),
     digest: str = typer.Option(
         None, "--digest", metavar="sha256:HEX", help="Refuse unless the manifest has this digest."
     ),
@@ -128,7 +134,7 @@ def pull_cmd(
     from ..bundle import safe_unpack
 
     pulled = oci.pull(ref, expect_digest=digest)
-    files = safe_unpack(pulled.blob, out)
+    files = safe_unpack(pulled.blob, out, stack_root=state(ctx).stack_root())
     if json_out:
         emit_json(
             {

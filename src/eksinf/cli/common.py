@@ -21,6 +21,12 @@ err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 class State:
     stack_dir: str | None = None
 
+    def stack_root(self) -> Path | None:
+        """The stack folder when there is one (for commands that work without a stack), so
+        their --out can be checked against it."""
+        root = Path(self.stack_dir or ".")
+        return root if (root / "components.yaml").is_file() else None
+
     def stack(self) -> Stack:
         return load_stack(Path(self.stack_dir) if self.stack_dir else None)
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import typer
 
 from .. import links as links_mod
-from ..errors import CONTRACT, USAGE, EksinfError
-from ..render import write_tree
+from ..errors import CONTRACT, EksinfError
+from ..outdir import claim, write_tree
 from ..yamlio import dump_docs, load_mapping_docs
 from .common import JSON_OPTION, emit_json, progress, state
 
@@ -85,24 +85,12 @@ def links_resolve_cmd(
             f"{profile}: expected one PlatformProfile document, found {len(docs)}",
             exit_code=CONTRACT,
         )
-    target = out.resolve()
-    root = stack.root.resolve()
-    # the whole target is replaced: never the stack, a folder holding it, or what it commits
-    if (
-        target == root
-        or root.is_relative_to(target)
-        or any(target.is_relative_to(root / part) for part in ("render", "configs", "iam"))
-    ):
-        raise EksinfError(
-            f"refusing to replace {target}: it holds the stack's sources or committed units",
-            hint="--out names a folder that is replaced entirely; pick a new or scratch one.",
-            exit_code=USAGE,
-        )
+    owned = claim(out, stack.root)  # before any work: never the stack, its sources or configs/
     checked = check_profile(docs[0], str(profile))
     bindings = links_mod.load_bindings(stack)
     units = links_mod.read_units(stack.configs_dir)
     resolved = links_mod.resolve_units(units, checked.spec, bindings)
-    write_tree(out, {f"{key}.yaml": dump_docs(docs) for key, docs in resolved.items()})
+    write_tree(owned, {f"{key}.yaml": dump_docs(docs) for key, docs in resolved.items()})
     left = [
         f"{key}.yaml: {links_mod.resource_label(doc)} {path}"
         for key, docs in sorted(resolved.items())
