@@ -24,6 +24,7 @@ from .errors import EksinfError
 from .profile import ROLE_NAME, STACK_TAG_KEY, load_profile
 from .render import PROVENANCE_FILE, inputs_digest, source_files
 from .stack import Stack
+from .validate import ids
 from .yamlio import load_docs
 
 DISCOVERY_KEY = "karpenter.sh/discovery"
@@ -1331,6 +1332,16 @@ def _lint_units(
     check_node_class_identity(report, resources)
     check_role_names(report, resources)
     check_ack_stack_tag(report, resources, spec.get("stackName"))
+    check_unique_ids(report, resources)
+
+
+def check_unique_ids(report: Report, resources: list[Res]) -> None:
+    """No resource id (group, kind, namespace, name) twice in one plane (validate.ids)."""
+    report.checks.append("unique-ids")
+    for d in ids.duplicates((r.plane, r.at(), r.doc) for r in resources):
+        report.add(
+            "unique-ids", f"{d.id} appears {len(d.places)} times in plane {d.plane}", *d.places
+        )
 
 
 def lint_stack(stack: Stack) -> Report:

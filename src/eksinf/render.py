@@ -56,6 +56,9 @@ class ChartRender:
     resources: int
     crds: int
     crd_stubs: tuple[str, ...]  # crds/ files that hold a string, not a CRD (see _split_chart)
+    # CRDs this chart emits that an earlier chart of the component already wrote (see
+    # _dedupe_crds): CRD name -> the unit that holds it. Counted by the conservation check.
+    shared_crds: dict[str, str]
     first: RenderedChart
     # sha256 per output file of an independent render of the same inputs (determinism check):
     # a second render now, or the record of an earlier run that rendered twice and agreed.
@@ -231,6 +234,60 @@ def _split_chart(
     return controllers, crds, stubs
 
 
+@dataclass(frozen=True)
+class _CrdSource:
+    chart: str
+    origin: str  # the chart file that emitted it
+    doc: dict
+
+    @property
+    def unit(self) -> str:
+        return f"{self.chart}-crds.yaml"
+
+
+def _dedupe_crds(
+    comp: Component,
+    spec: ChartSpec,
+    parsed: list[tuple[str, bool, list]],
+    crds: list[dict],
+    owners: dict[str, _CrdSource],
+) -> tuple[list[dict], dict[str, str]]:
+    """Keep each CRD once per component: in the unit of the first chart (components.yaml order)
+    that emits it. ACK's controller charts each ship the runtime's shared CRDs (fieldexports,
+    iamroleselectors); applying one object from three units makes Flux's kustomization refuse
+    the duplicate id and Argo CD fight over its owner. A later chart's copy must be identical;
+    two different definitions of one CRD name are an error naming both sources.
+
+    Returns the CRDs this chart still writes and, for those dropped, name -> the owning unit.
+    `owners` (CRD name -> first source) is updated in place across the component's charts.
+    """
+    origin_of = {
+        (doc.get("metadata") or {}).get("name"): origin
+        for origin, _, docs in parsed
+        for doc in docs
+        if isinstance(doc, dict) and kind_of(doc) == "CustomResourceDefinition"
+    }
+    kept: list[dict] = []
+    shared: dict[str, str] = {}
+    for doc in crds:
+        name = (doc.get("metadata") or {}).get("name")
+        first = owners.get(name)
+        if first is None:
+            owners[name] = _CrdSource(spec.name, origin_of.get(name, "?"), doc)
+            kept.append(doc)
+            continue
+        if first.doc != doc:
+            raise EksinfError(
+                f"{comp.name}: CRD {name} is defined differently by chart {first.chart} "
+                f"({first.origin}) and chart {spec.name} ({origin_of.get(name, '?')})",
+                hint="Pin chart versions that ship the same definition, or render the charts in "
+                "separate components (the API server holds one definition per CRD name).",
+                exit_code=CONTRACT,
+            )
+        shared[name] = first.unit
+    return kept, shared
+
+
 def output_digests(rendered: RenderedChart) -> dict[str, str]:
     """sha256 of every file one render produced (templates and crds/), by path."""
     files = [*rendered.crds, *rendered.manifests.items()]
@@ -284,6 +341,7 @@ def _helm_units(
 ) -> tuple[list[Unit], list[ChartRender]]:
     units: list[Unit] = []
     renders: list[ChartRender] = []
+    crd_owners: dict[str, _CrdSource] = {}
     for spec in comp.charts:
         chart = resolved[spec.name]
         values = chart_values(stack, comp, spec)
@@ -294,6 +352,7 @@ def _helm_units(
         parsed = _parse_output(comp, spec, first)
         emitted = sum(1 for _, _, docs in parsed for d in docs if kind_of(d) is not None)
         controllers, crds, stubs = _split_chart(comp, spec, parsed)
+        crds, shared = _dedupe_crds(comp, spec, parsed, crds, crd_owners)
         written = 0
         for suffix, docs in (("controller", controllers), ("crds", crds)):
             if not docs:  # an empty CRD file would ship as an empty unit
@@ -302,10 +361,11 @@ def _helm_units(
             # count the documents the file really holds: a lost separator merges two
             written += len(_DOC_START.findall(text))
             units.append(Unit(comp.name, f"{spec.name}-{suffix}.yaml", text, tuple(docs)))
-        if written != emitted:
+        if written + len(shared) != emitted:
+            dropped = f" + {len(shared)} shared CRDs written once" if shared else ""
             raise EksinfError(
                 f"{comp.name}: {spec.name} split lost documents: helm emitted {emitted}, "
-                f"wrote {written}",
+                f"wrote {written}{dropped}",
                 hint="This is a bug in the split; please report it with the chart version.",
                 exit_code=FAILURE,
             )
@@ -315,8 +375,9 @@ def _helm_units(
                 chart.sha256,
                 chart.origin,
                 len(controllers),
-                len(crds),
+                len(crds) + len(shared),  # what the chart emitted, shared ones included
                 tuple(stubs),
+                shared,
                 first,
                 reference,
                 reference_source,
@@ -385,7 +446,14 @@ def render_stack(
         outputs.append(ComponentOutput(comp, tuple(units), tuple(renders)))
         for r in renders:
             stubs = f" ({len(r.crd_stubs)} CRD files are stubs, not CRDs)" if r.crd_stubs else ""
-            progress(f"{comp.name}: {r.spec.name}: {r.resources} resources + {r.crds} CRDs{stubs}")
+            shared = ""
+            if r.shared_crds:
+                where = ", ".join(sorted(set(r.shared_crds.values())))
+                shared = f" ({len(r.shared_crds)} already written once, in {where})"
+            progress(
+                f"{comp.name}: {r.spec.name}: {r.resources} resources + {r.crds} CRDs"
+                f"{shared}{stubs}"
+            )
     provenance = {
         "tool": {"name": "eksinf", "version": __version__},
         "engine": {"name": engine.name, "version": engine.version} if engine else None,

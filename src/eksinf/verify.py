@@ -6,6 +6,7 @@ import difflib
 from dataclasses import dataclass
 
 from .render import RenderResult, read_tree
+from .validate import ids
 
 
 @dataclass(frozen=True)
@@ -48,3 +49,13 @@ def compare(result: RenderResult) -> Drift:
             tofile=f"rendered/{path}" if path in fresh else "/dev/null",
         )
     return Drift(tuple(added), tuple(removed), tuple(changed), tuple(diff), len(fresh))
+
+
+def duplicate_ids(result: RenderResult) -> list[ids.Duplicate]:
+    """Resource ids the fresh render writes more than once within a plane."""
+    return ids.duplicates(
+        (o.component.plane, f"configs/{o.component.name}/{u.filename}", doc)
+        for o in result.outputs
+        for u in o.units
+        for doc in u.docs
+    )

@@ -180,6 +180,18 @@ def render_cmd(
                 "written": str(target),
                 "units": sorted(p for p in result.files() if p != "provenance.json"),
                 "provenance": result.provenance,
+                # document conservation per chart: emitted = written + shared (written once)
+                "charts": [
+                    {
+                        "component": o.component.name,
+                        "chart": r.spec.name,
+                        "resources": r.resources,
+                        "crds": r.crds,
+                        "sharedCrds": r.shared_crds,
+                    }
+                    for o in result.outputs
+                    for r in o.charts
+                ],
                 "sourceCommit": commit_of(result.stack.root),
                 "hazards": [f.as_dict() for f in report.findings],
             }
@@ -239,8 +251,15 @@ def verify_cmd(
     result = _render(ctx, mirror, quiet=True, components=component)
     report = guard.check(result)
     drift = verify.compare(result)
+    dupes = verify.duplicate_ids(result)
     if json_out:
-        emit_json({**drift.as_dict(), "guard": {"ok": report.ok}})
+        emit_json(
+            {
+                **drift.as_dict(),
+                "guard": {"ok": report.ok},
+                "duplicateIds": [d.message for d in dupes],
+            }
+        )
     elif not drift.clean:
         lines = drift.diff if full else drift.diff[:60]
         typer.echo("".join(lines), nl=False)
@@ -249,6 +268,14 @@ def verify_cmd(
     if not report.ok:
         _report_guard(report, quiet_allowed=True)
         raise _guard_failure(report)
+    if dupes:
+        for d in dupes:
+            progress(f"duplicate resource id: {d.message}")
+        raise EksinfError(
+            f"{len(dupes)} resource id(s) appear more than once in a plane: {dupes[0].message}",
+            hint="Each object must live in one unit: remove the copy, or rename one of them.",
+            exit_code=CONTRACT,
+        )
     if not drift.clean:
         raise EksinfError(
             f"configs/ is out of sync with its sources: {len(drift.changed)} changed, "
