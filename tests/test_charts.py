@@ -11,6 +11,7 @@ from chartkit import CONFIGMAP, ChartSource, crd, push, write_stack
 from eksinf import charts, net
 from eksinf.errors import CONTRACT, ENVIRONMENT, EksinfError
 from eksinf.helm import chart_templates
+from eksinf.model.digest import sha256_hex
 from eksinf.stack import load_stack
 
 
@@ -56,7 +57,7 @@ def test_lock_and_render_over_oci_with_subchart_crds(tmp_path, registry, cache, 
 
     locked = eksinf("charts", "lock", cwd=root)
     assert locked.code == 0, locked.err
-    assert f"sha256:{charts.sha256(chart.package())}" in locked.out
+    assert f"sha256:{sha256_hex(chart.package())}" in locked.out
     lock_text = (root / "charts.lock").read_text()
     assert f"pinnedFrom: {repo}/parent" in lock_text
 
@@ -142,7 +143,7 @@ def test_registry_down_is_an_environment_error(tmp_path, cache, eksinf):
     root = write_stack(tmp_path / "stack", [("app", chart, "oci://127.0.0.1:9/charts")])
     (root / "charts.lock").write_text(
         "charts:\n- chart: down\n  version: 0.1.0\n  repo: oci://127.0.0.1:9/charts\n"
-        f"  sha256: {charts.sha256(chart.package())}\n  pinnedFrom: mirror\n"
+        f"  sha256: {sha256_hex(chart.package())}\n  pinnedFrom: mirror\n"
     )
     result = eksinf("render", cwd=root)
     assert result.code == ENVIRONMENT
@@ -155,14 +156,14 @@ def test_archive_that_differs_from_the_lock_is_refused(tmp_path, registry, cache
     chart = ChartSource("drifty", templates={"cm.yaml": CONFIGMAP}, values={"greeting": "a"})
     root, repo = oci_stack(tmp_path, registry, chart)
     assert eksinf("charts", "lock", cwd=root).code == 0
-    pinned = charts.sha256(chart.package())
+    pinned = sha256_hex(chart.package())
     # the same version is re-pushed with different content (a moved tag)
     chart.values = {"greeting": "b"}
     push(chart, registry, repo.removeprefix(f"oci://{registry}/"), tmp_path / "pkg2")
 
     result = eksinf("render", cwd=root)
     assert result.code == CONTRACT
-    assert f"chart drifty 0.1.0 from {repo}/drifty has sha256 {charts.sha256(chart.package())}" in (
+    assert f"chart drifty 0.1.0 from {repo}/drifty has sha256 {sha256_hex(chart.package())}" in (
         result.err
     )
     assert f"but charts.lock pins {pinned}" in result.err
@@ -222,7 +223,7 @@ def test_charts_list_json_shows_pins(tmp_path, cache, eksinf):
             "chart": "listed",
             "version": "0.1.0",
             "source": "oci://127.0.0.1:9/x/listed",
-            "sha256": charts.sha256(chart.package()),
+            "sha256": sha256_hex(chart.package()),
         }
     ]
 
@@ -249,7 +250,7 @@ def test_real_mirror_archives_match_the_committed_lock(chart_mirror):
         for spec in comp.charts:
             archive = chart_mirror / f"{spec.chart}-{spec.version}.tgz"
             pin = pins[(spec.chart, spec.version, spec.repo)]
-            assert charts.sha256(archive.read_bytes()) == pin.sha256
+            assert sha256_hex(archive.read_bytes()) == pin.sha256
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ import yaml
 
 from eksinf import bundle, oci
 from eksinf.hub.local import LocalHub
+from eksinf.model.digest import sha256_hex
 from eksinf.yamlio import load_docs
 
 
@@ -47,7 +48,7 @@ def test_sandbox_up_end_to_end_then_rerun_then_down(eksinf, stack_dir):
             if u.target
         }
         assert pulled.blob == bundle.bundle_bytes(expected)
-        assert "sha256:" + bundle.sha256_hex(pulled.blob) == release.digest
+        assert "sha256:" + sha256_hex(pulled.blob) == release.digest
     hub.close()
 
     again = eksinf("sandbox", "up", "--json", cwd=stack_dir)

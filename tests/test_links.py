@@ -10,15 +10,15 @@ import pytest
 from eksinf import paths
 from eksinf.errors import CONTRACT, EksinfError
 from eksinf.links import (
-    PLACEHOLDER,
     Binding,
     apply_binding,
-    find_resource,
     load_bindings,
-    placeholders,
-    read_units,
     resolve_units,
 )
+from eksinf.model.configs import read_units
+from eksinf.model.placeholder import PLACEHOLDER
+from eksinf.model.placeholder import scan as placeholders
+from eksinf.model.resources import find_resource
 from eksinf.profile import load_profile
 from eksinf.stack import load_stack
 

@@ -11,12 +11,12 @@ from conftest import free_port, start_registry
 
 from eksinf.bundle import bundle_bytes
 from eksinf.errors import ENVIRONMENT, FAILURE, USAGE, EksinfError
+from eksinf.model.digest import oci_digest
 from eksinf.oci import (
     ARTIFACT_TYPE,
     EMPTY_MEDIA_TYPE,
     LAYER_MEDIA_TYPE,
     Ref,
-    digest_of,
     list_tags,
     parse_ref,
     pull,
@@ -75,7 +75,7 @@ def test_registry_push_pull_round_trip(registry, tmp_path):
     ref = f"{registry}/stack/roundtrip"
     result = do_push(ref)
     assert not result.unchanged
-    assert result.layer_digest == digest_of(BLOB)
+    assert result.layer_digest == oci_digest(BLOB)
     pulled = pull(f"{ref}:1.0.0")
     assert pulled.blob == BLOB
     assert pulled.title == "demo.tar.gz"

@@ -14,6 +14,7 @@ from chartkit import CONFIGMAP, ChartSource, crd, publish_stack
 
 from eksinf import outdir, render
 from eksinf.errors import CONTRACT, FAILURE, EksinfError
+from eksinf.model.digest import sha256_hex
 from eksinf.render import read_tree, render_stack
 from eksinf.stack import load_stack
 
@@ -140,7 +141,6 @@ def test_render_is_deterministic(tmp_path, registry, eksinf):
 
 
 def test_provenance_is_recorded_outside_unit_folders(tmp_path, registry, eksinf):
-    from eksinf import charts
 
     chart = split_chart()
     root = publish_stack(tmp_path, registry, [("app", chart)])
@@ -153,7 +153,7 @@ def test_provenance_is_recorded_outside_unit_folders(tmp_path, registry, eksinf)
             "chart": "split",
             "version": "0.1.0",
             "repo": record["charts"][0]["repo"],
-            "sha256": charts.sha256(chart.package()),
+            "sha256": sha256_hex(chart.package()),
         }
     ]
     assert record["engine"]["name"] == "helm-python-sdk"

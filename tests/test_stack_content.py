@@ -14,7 +14,8 @@ import jsonschema
 import kubernetes_validate
 import pytest
 
-from eksinf.links import load_bindings, read_units, resolve_units
+from eksinf.links import load_bindings, resolve_units
+from eksinf.model.configs import read_units
 from eksinf.profile import load_profile
 from eksinf.stack import load_stack
 

@@ -11,7 +11,6 @@ names, refuses everything else by name and rule, and writes through a staging di
 from __future__ import annotations
 
 import gzip
-import hashlib
 import io
 import json
 import os
@@ -27,10 +26,11 @@ from . import __version__, oci
 from .atomic import write_file
 from .errors import CONTRACT, FAILURE, USAGE, EksinfError
 from .gitinfo import commit_of
+from .model.configs import parse_unit
+from .model.digest import sha256_hex
 from .outdir import claim, replace_with, staging_for
 from .render import PROVENANCE_FILE, ComponentOutput, RenderResult, Unit
 from .stack import Stack
-from .yamlio import load_docs
 
 BUNDLE_SUFFIX = ".tar.gz"
 FILE_MODE = 0o644
@@ -83,10 +83,6 @@ def bundle_bytes(files: dict[str, bytes]) -> bytes:
     return gzip_bytes(tar_bytes(files))
 
 
-def sha256_hex(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 @dataclass(frozen=True)
 class Bundle:
     component: str
@@ -134,16 +130,8 @@ def component_files(stack: Stack, component: str) -> dict[str, bytes]:
 def _committed_units(stack: Stack, component: str, files: dict[str, bytes]) -> list[Unit]:
     units = []
     for name, data in files.items():
-        text = data.decode("utf-8")
-        try:
-            docs = [d for d in load_docs(text) if isinstance(d, dict)]
-        except Exception as exc:  # libyaml raises several types; all mean "not valid YAML"
-            raise EksinfError(
-                f"configs/{component}/{name}: not valid YAML ({str(exc).splitlines()[0]})",
-                hint="Re-render with `eksinf render` instead of editing configs/ by hand.",
-                exit_code=CONTRACT,
-            ) from exc
-        units.append(Unit(component, name, text, tuple(docs)))
+        unit = parse_unit(component, name, data.decode("utf-8"))
+        units.append(Unit(component, name, unit.text, unit.docs))
     return units
 
 

@@ -5,7 +5,6 @@ Every archive is checked against the sha256 in `charts.lock` before it is used, 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import tempfile
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from urllib.parse import urljoin, urlparse
 
 from .atomic import write_file
 from .errors import CONTRACT, ENVIRONMENT, EksinfError
+from .model.digest import sha256_hex
 from .net import is_loopback
 from .stack import ChartSpec, Stack
 from .yamlio import dump_docs, load_source
@@ -102,10 +102,6 @@ def _lock_key(spec: ChartSpec) -> tuple[str, str, str]:
     return (spec.chart, spec.version, spec.repo)
 
 
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def resolve(
     stack: Stack, spec: ChartSpec, mirror: Path | None, lock: dict | None = None
 ) -> ResolvedChart:
@@ -121,10 +117,10 @@ def resolve(
     cached = cache_dir() / f"{entry.sha256}.tgz"
     if cached.is_file():
         data = cached.read_bytes()
-        if sha256(data) == entry.sha256:
+        if sha256_hex(data) == entry.sha256:
             return ResolvedChart(spec, data, entry.sha256, "cache")
     data, origin = fetch(spec, mirror)
-    digest = sha256(data)
+    digest = sha256_hex(data)
     if digest != entry.sha256:
         raise EksinfError(
             f"chart {spec.chart} {spec.version} from {origin} has sha256 {digest}, "
@@ -211,7 +207,7 @@ def lock(stack: Stack, mirror: Path | None) -> list[LockEntry]:
                 continue
             data, origin = fetch(spec, mirror)
             entries[_lock_key(spec)] = LockEntry(
-                spec.chart, spec.version, spec.repo, sha256(data), origin
+                spec.chart, spec.version, spec.repo, sha256_hex(data), origin
             )
     write_lock(stack, list(entries.values()))
     return sorted(entries.values(), key=lambda e: (e.chart, e.version))

@@ -25,20 +25,30 @@ from .hub.protocol import (
     NotFound,
     UploadReport,
     UploadSource,
-    apps_space,
 )
+from .model.digest import oci_digest
+from .model.names import (
+    BASE,
+    MANAGED_BY,
+    PROFILE_COMPONENT,
+    PROFILE_KIND,
+    PROFILE_UNIT,
+    STATE_DIR,
+    apps_space,
+    base_space,
+    owner_labels,
+    profile_space,
+    sandbox_spaces,
+    variant_space,
+)
+from .model.placeholder import PLACEHOLDER
+from .model.resources import find_resource, split_name
 from .outdir import MARKER
 from .stack import Stack
 from .yamlio import load_docs
 
-PROFILE_COMPONENT = "platform-profile"
-PROFILE_UNIT = "profile"
-PROFILE_KIND = "PlatformProfile"
-BASE = "base"
 GATE_TRIGGER = "no-placeholders"
-GATE_DESCRIPTION = "Blocks publishing a release that still holds a confighubplaceholder value."
-UPLOAD_LABELS = {"managed-by": "eks-inference"}
-STATE_DIR = ".eksinf"
+GATE_DESCRIPTION = f"Blocks publishing a release that still holds a {PLACEHOLDER} value."
 
 Say = Callable[[str], None]
 
@@ -76,7 +86,7 @@ def read_source(ref: str) -> UploadSource:
         return UploadSource(ref, _dir_files(path))
     if path.is_file():
         blob = path.read_bytes()
-        return UploadSource(ref, _unpacked(blob), oci.digest_of(blob))
+        return UploadSource(ref, _unpacked(blob), oci_digest(blob))
     pulled = oci.pull(ref.removeprefix("oci://"))
     return UploadSource(ref, _unpacked(pulled.blob), pulled.manifest_digest)
 
@@ -87,8 +97,9 @@ def source_for(component: str, where: str | None, stack: Stack) -> UploadSource 
     (`host:port/prefix` or `oci-layout:DIR`, the component is appended). None: the stack's
     configs/. Returns None when a directory source has nothing for the component."""
     if where is None:
-        folder = stack.configs_dir / component
-        return UploadSource(f"configs/{component}", _dir_files(folder)) if folder.is_dir() else None
+        if not (stack.configs_dir / component).is_dir():
+            return None
+        return UploadSource(f"configs/{component}", bundle.component_files(stack, component))
     path = Path(where)
     if path.is_dir():
         if (path / component).is_dir():
@@ -156,7 +167,7 @@ def install(
                 "Render first (`eksinf render`) or name a source that holds every component.",
                 CONTRACT,
             )
-        base = f"{comp.name}-{BASE}"
+        base = base_space(comp.name)
         if recreate and hub.space_exists(base):
             if dry_run:
                 say(f"would DELETE {base} and rebuild it from {src.ref}")
@@ -164,7 +175,7 @@ def install(
                 hub.delete_space(base, recursive=True)
                 report.recreated.append(base)
         up = hub.variant_upload(
-            comp.name, BASE, src, labels=UPLOAD_LABELS, prune=prune, dry_run=dry_run
+            comp.name, BASE, src, labels=MANAGED_BY, prune=prune, dry_run=dry_run
         )
         report.uploads.append(up)
         checkpoint("install.uploaded")
@@ -199,14 +210,14 @@ def link_body(bindings: list[Any], unit_docs: list[dict], profile_doc: dict, whe
             "Path": f"spec.{b.source}",
             "Resource": {"ResourceType": profile_type, "ResourceName": profile_name},
         }
-        doc = links.find_resource(unit_docs, b.kind, b.name)
+        doc = find_resource(unit_docs, b.kind, b.name)
         if doc is None:
             raise EksinfError(
                 f"{b.file}:{b.line}: {where} has no {b.kind} {b.name}",
                 "Fix the binding's kind/name, or re-render the component.",
                 CONTRACT,
             )
-        ns, bare = links.split_name(b.name)
+        ns, bare = split_name(b.name)
         resource = {
             "ResourceType": f"{doc['apiVersion']}/{doc['kind']}",
             "ResourceName": f"{ns or ''}/{bare}",
@@ -277,16 +288,12 @@ def load_bindings(stack: Stack) -> list[Any]:
     return _BINDINGS_CACHE[key]
 
 
-def profile_space(variant: str) -> str:
-    return f"{PROFILE_COMPONENT}-{variant}"
-
-
 def _profile_doc(hub: Hub, variant: str) -> dict:
     space = profile_space(variant)
     if not hub.space_exists(space):
         raise NotFound(
             f"no profile variant {space}",
-            f"Create it with: eksinf hub create-variant {variant} {PROFILE_COMPONENT}-{BASE} "
+            f"Create it with: eksinf hub create-variant {variant} {base_space(PROFILE_COMPONENT)} "
             "(publishing would otherwise be refused by vet-placeholders).",
             CONTRACT,
         )
@@ -312,7 +319,7 @@ def link_profile(
             groups.setdefault((b.component, b.unit), []).append(b)
     results = []
     for (component, unit), bindings in sorted(groups.items()):
-        space = f"{component}-{variant}"
+        space = variant_space(component, variant)
         if not hub.space_exists(space):
             say(f"SKIP {space} (not deployed)")
             continue
@@ -350,7 +357,7 @@ def link_profile(
 def unlink_profile(hub: Hub, stack: Stack, variant: str, *, say: Say = _quiet) -> list[str]:
     removed = []
     for comp in stack.components:
-        space = f"{comp.name}-{variant}"
+        space = variant_space(comp.name, variant)
         if comp.plane == "hub" or not hub.space_exists(space):
             continue
         for lk in hub.list_links(space):
@@ -434,7 +441,7 @@ def deploy(
         raise EksinfError(
             "the hub plane is never deployed: the platform profile is linked, not applied",
             f"Create its variant with: eksinf hub create-variant {variant} "
-            f"{PROFILE_COMPONENT}-{BASE}",
+            f"{base_space(PROFILE_COMPONENT)}",
             USAGE,
         )
     if "/" not in target:
@@ -442,7 +449,7 @@ def deploy(
     components = stack.select(plane=plane)
     report = DeployReport(plane, target, variant, dry_run=dry_run)
     hub.get_target(target)  # NotFound when the target does not exist
-    missing = [f"{c.name}-{BASE}" for c in components if not hub.space_exists(f"{c.name}-{BASE}")]
+    missing = [base_space(c.name) for c in components if not hub.space_exists(base_space(c.name))]
     if missing:
         raise NotFound(
             f"missing base space(s): {', '.join(missing)}",
@@ -450,7 +457,7 @@ def deploy(
             CONTRACT,
         )
     for comp in components:
-        space = f"{comp.name}-{variant}"
+        space = variant_space(comp.name, variant)
         if hub.space_exists(space):
             bound = hub.get_space(space).release_target
             if bound != target:
@@ -462,18 +469,18 @@ def deploy(
             report.existing.append(space)
     if dry_run:
         for comp in components:
-            space = f"{comp.name}-{variant}"
+            space = variant_space(comp.name, variant)
             if space not in report.existing:
-                say(f"would create {space} from {comp.name}-{BASE} bound to {target}")
+                say(f"would create {space} from {base_space(comp.name)} bound to {target}")
         say("(dry run; nothing changed)")
         return report
     _profile_doc(hub, variant)  # fail before creating anything the gate would then block
     for comp in components:
-        space = f"{comp.name}-{variant}"
+        space = variant_space(comp.name, variant)
         if space in report.existing:
             continue
         try:
-            hub.variant_create(variant, f"{comp.name}-{BASE}", target=target)
+            hub.variant_create(variant, base_space(comp.name), target=target)
         except AlreadyExists:  # a concurrent or interrupted run created it: checked above
             report.existing.append(space)
             continue
@@ -483,7 +490,7 @@ def deploy(
     apps = hub.get_target(target).apps_space
     if apps:
         for comp in components:
-            app = f"{comp.name}-{variant}"
+            app = variant_space(comp.name, variant)
             if any(u.slug == app for u in hub.list_units(apps)):
                 hub.invoke(
                     apps,
@@ -496,7 +503,7 @@ def deploy(
     )
     checkpoint("deploy.linked")
     for comp in components:
-        _publish(hub, f"{comp.name}-{variant}", report, say)
+        _publish(hub, variant_space(comp.name, variant), report, say)
         checkpoint("deploy.published-one")
     if apps:
         _publish(hub, apps, report, say)
@@ -510,10 +517,6 @@ def sandbox_registry(stack: Stack) -> str:
     return f"oci-layout:{stack.root / STATE_DIR / 'oci'}"
 
 
-def sandbox_spaces(name: str) -> tuple[str, str]:
-    return f"{name}-mgmt", f"{name}-workload"
-
-
 def bundled_sources(stack: Stack) -> dict[str, UploadSource]:
     """Each component's committed units, bundled exactly as `eksinf bundle` would, then read
     back through the same safe unpack an installed bundle goes through."""
@@ -523,7 +526,7 @@ def bundled_sources(stack: Stack) -> dict[str, UploadSource]:
         if not files:
             continue
         blob = bundle.bundle_bytes(files)
-        digest = oci.digest_of(blob)
+        digest = oci_digest(blob)
         sources[comp.name] = UploadSource(
             f"bundle {comp.name}{bundle.BUNDLE_SUFFIX}", _unpacked(blob), digest
         )
@@ -594,11 +597,11 @@ def sandbox_up(
     checkpoint("sandbox.installed")
     created = []
     if not hub.space_exists(profile_space(variant)):
-        hub.variant_create(variant, f"{PROFILE_COMPONENT}-{BASE}")
+        hub.variant_create(variant, base_space(PROFILE_COMPONENT))
         created.append(profile_space(variant))
     registry = sandbox_registry(stack)
     for space in sandbox_spaces(name):
-        if ensure_target_space(hub, space, registry, {"Owner": "EKS Inference", "Mode": "sandbox"}):
+        if ensure_target_space(hub, space, registry, owner_labels(Mode="sandbox")):
             created.append(space)
     checkpoint("sandbox.targets")
     planes = []
@@ -621,12 +624,12 @@ def sandbox_down_plan(
     profile variant, target spaces, then the bases `sandbox up` installed, except a base that a
     variant outside this sandbox (say `dev`) still builds on, or all of them with keep_bases."""
     mgmt, workload = sandbox_spaces(name)
-    order = [f"{c.name}-{variant}" for c in reversed(stack.components) if c.plane != "hub"]
+    order = [variant_space(c.name, variant) for c in reversed(stack.components) if c.plane != "hub"]
     order += [apps_space(mgmt), apps_space(workload), profile_space(variant), mgmt, workload]
     plan = [s for s in order if hub.space_exists(s)]
     if not keep_bases:
         for comp in reversed(stack.components):
-            base = f"{comp.name}-{BASE}"
+            base = base_space(comp.name)
             in_use = [v for v in hub.variants_of(comp.name) if v not in plan]
             if hub.space_exists(base) and not in_use:
                 plan.append(base)

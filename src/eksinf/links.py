@@ -15,14 +15,13 @@ so the render never takes it for a unit):
         name: kube-system/karpenter
         setter: {container: controller, env: AWS_REGION}   # by name, never by list position
 
-Every linked field ships as the literal PLACEHOLDER, so a link that never resolved is visible
+Every linked field ships as the placeholder (model.placeholder), so a link that never resolved is visible
 (and refused by the hub's vet-placeholders gate) instead of shipping a stale default.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,24 +30,14 @@ import yaml
 
 from . import paths
 from .errors import CONTRACT, EksinfError
+from .model.resources import find_resource, pod_spec, pod_spec_path
 from .stack import Stack
-from .yamlio import load_docs, load_source, read_source_text
+from .yamlio import load_source, read_source_text
 
-PLACEHOLDER = "confighubplaceholder"
 LINKS_DIR = "links"
 BINDINGS_FILE = "bindings.yaml"
 _KEYS = {"source", "unit", "kind", "name", "path", "setter"}
 _REQUIRED = ("source", "unit", "kind", "name")
-# Where pod templates keep their containers, by workload kind.
-_POD_SPEC = {
-    "Deployment": ("spec", "template", "spec"),
-    "DaemonSet": ("spec", "template", "spec"),
-    "StatefulSet": ("spec", "template", "spec"),
-    "ReplicaSet": ("spec", "template", "spec"),
-    "Job": ("spec", "template", "spec"),
-    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
-    "Pod": ("spec",),
-}
 
 
 @dataclass(frozen=True)
@@ -204,43 +193,6 @@ def load_bindings(stack: Stack) -> list[Binding]:
 # ---- addressing -------------------------------------------------------------------------------
 
 
-def split_name(name: str) -> tuple[str | None, str]:
-    """`ns/name` -> (ns, name); `/name` or `name` -> (None, name)."""
-    if "/" in name:
-        ns, _, bare = name.partition("/")
-        return (ns or None), bare
-    return None, name
-
-
-def _kind_matches(doc: dict, kind: str) -> bool:
-    if "/" in kind:
-        return f"{doc.get('apiVersion')}/{doc.get('kind')}" == kind
-    return doc.get("kind") == kind
-
-
-def find_resource(docs: list[dict], kind: str, name: str) -> dict | None:
-    """The document of `kind` named `namespace/name` (or `/name`), or None."""
-    ns, bare = split_name(name)
-    for doc in docs:
-        if not isinstance(doc, dict) or not _kind_matches(doc, kind):
-            continue
-        meta = doc.get("metadata") or {}
-        if meta.get("name") == bare and meta.get("namespace") == ns:
-            return doc
-    return None
-
-
-def pod_spec(doc: dict) -> dict | None:
-    node: Any = doc
-    for key in _POD_SPEC.get(doc.get("kind", ""), ()):
-        node = node.get(key) if isinstance(node, dict) else None
-    return node if isinstance(node, dict) and node is not doc else None
-
-
-def pod_spec_path(doc: dict) -> str:
-    return ".".join(_POD_SPEC.get(doc.get("kind", ""), ()))
-
-
 def setter_path(doc: dict, container: str, env: str) -> str:
     """The positional path a setter writes today, e.g. `spec.template.spec.containers.0.env.5.value`.
 
@@ -329,45 +281,3 @@ def resolve_units(
                 exit_code=CONTRACT,
             ) from exc
     return out
-
-
-# ---- units on disk ----------------------------------------------------------------------------
-
-
-def read_units(configs: Path) -> dict[str, list[dict]]:
-    """Committed units under configs/, keyed `component/unit`."""
-    out: dict[str, list[dict]] = {}
-    if not configs.is_dir():
-        return out
-    for path in sorted(configs.glob("*/*.yaml")):
-        try:
-            docs = load_docs(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
-            raise EksinfError(
-                f"configs/{path.parent.name}/{path.name}{where}: not valid YAML "
-                f"({getattr(exc, 'problem', None) or exc})",
-                hint="configs/ is written by `eksinf render`; re-render instead of editing it.",
-                exit_code=CONTRACT,
-            ) from exc
-        out[f"{path.parent.name}/{path.stem}"] = [d for d in docs if isinstance(d, dict)]
-    return out
-
-
-def placeholders(node: Any, prefix: tuple = ()) -> Iterator[str]:
-    """Paths (paths.py grammar) of every string holding the placeholder."""
-    if isinstance(node, dict):
-        for key, value in node.items():
-            yield from placeholders(value, (*prefix, str(key)))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            yield from placeholders(value, (*prefix, index))
-    elif isinstance(node, str) and PLACEHOLDER in node:
-        yield paths.format_path(list(prefix))
-
-
-def resource_label(doc: dict) -> str:
-    """`Kind namespace/name` (or `Kind /name` when cluster-scoped), the form bindings use."""
-    meta = doc.get("metadata") or {}
-    return f"{doc.get('kind')} {meta.get('namespace') or ''}/{meta.get('name', '?')}"

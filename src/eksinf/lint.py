@@ -21,13 +21,21 @@ import yaml
 
 from . import links, paths
 from .errors import EksinfError
+from .model import placeholder
+from .model.configs import Resource, of_kind, place, read_units, tag_path
+from .model.configs import resources as all_resources
+from .model.configs import tags as tag_map
+from .model.names import DISCOVERY_KEY
+from .model.placeholder import PLACEHOLDER
+from .model.quantity import gib_text as gib
+from .model.quantity import to_bytes as quantity
+from .model.resources import find_resource, pod_spec, pod_spec_path, resource_label
 from .profile import ROLE_NAME, STACK_TAG_KEY, load_profile
 from .render import PROVENANCE_FILE, inputs_digest, source_files
 from .stack import Stack
 from .validate import ids
 from .yamlio import load_docs
 
-DISCOVERY_KEY = "karpenter.sh/discovery"
 POOL_LABEL = "karpenter.sh/nodepool"
 GPU_RESOURCE = "nvidia.com/gpu"
 FAMILY_KEY = "karpenter.k8s.aws/instance-family"
@@ -63,18 +71,6 @@ WELL_KNOWN_PREFIXES = (
     "node.kubernetes.io/",
     "topology.kubernetes.io/",
 )
-_QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|K|M|G|T)?$")
-_UNITS = {
-    None: 1,
-    "K": 10**3,
-    "M": 10**6,
-    "G": 10**9,
-    "T": 10**12,
-    "Ki": 2**10,
-    "Mi": 2**20,
-    "Gi": 2**30,
-    "Ti": 2**40,
-}
 
 
 @dataclass(frozen=True)
@@ -114,90 +110,6 @@ class Report:
 # ---- places and small helpers -----------------------------------------------------------------
 
 
-def _ident(doc: dict) -> str:
-    meta = doc.get("metadata") or {}
-    return f"{doc.get('kind')} {meta.get('namespace') or ''}/{meta.get('name', '?')}"
-
-
-def place(unit_key: str, doc: dict | None, path: str = "") -> str:
-    out = f"configs/{unit_key}.yaml"
-    if doc is not None:
-        out += f" {_ident(doc)}"
-    return f"{out} {path}" if path else out
-
-
-def quantity(value: Any) -> int | None:
-    """Kubernetes quantity -> bytes (only the suffixes storage uses); None if unparseable."""
-    if isinstance(value, int):
-        return value
-    match = _QUANTITY.match(str(value))
-    if not match:
-        return None
-    return int(float(match.group(1)) * _UNITS[match.group(2)])
-
-
-def gib(nbytes: int) -> str:
-    return f"{nbytes / 2**30:g}Gi"
-
-
-@dataclass(frozen=True)
-class Res:
-    """One resource of one unit, with where it lives."""
-
-    unit: str  # component/unit
-    plane: str
-    doc: dict
-
-    def at(self, path: str = "") -> str:
-        return place(self.unit, self.doc, path)
-
-    @property
-    def kind(self) -> str:
-        return self.doc.get("kind", "")
-
-    @property
-    def name(self) -> str:
-        return (self.doc.get("metadata") or {}).get("name", "")
-
-    @property
-    def namespace(self) -> str | None:
-        return (self.doc.get("metadata") or {}).get("namespace")
-
-    @property
-    def group(self) -> str:
-        return str(self.doc.get("apiVersion", "")).split("/")[0]
-
-
-def _resources(stack: Stack, units: dict[str, list[dict]]) -> list[Res]:
-    planes = {c.name: c.plane for c in stack.components}
-    return [
-        Res(key, planes.get(key.split("/")[0], ""), doc)
-        for key, docs in sorted(units.items())
-        for doc in docs
-    ]
-
-
-def _of(resources: list[Res], kind: str, group: str | None = None) -> list[Res]:
-    return [r for r in resources if r.kind == kind and (group is None or r.group == group)]
-
-
-def _tags(spec: dict) -> dict[str, Any]:
-    """EC2/IAM tags are a key/value list; EKS and Karpenter tags are a map. Return a map."""
-    tags = spec.get("tags") or {}
-    if isinstance(tags, list):
-        return {t.get("key"): t.get("value") for t in tags if isinstance(t, dict)}
-    return dict(tags) if isinstance(tags, dict) else {}
-
-
-def _tag_path(spec: dict, key: str) -> str:
-    tags = spec.get("tags")
-    if isinstance(tags, list):
-        for index, tag in enumerate(tags):
-            if isinstance(tag, dict) and tag.get("key") == key:
-                return f"spec.tags.{index}.value"
-    return f"spec.tags.{paths.escape(key)}"
-
-
 # ---- static link validation -------------------------------------------------------------------
 
 
@@ -219,9 +131,9 @@ def check_links(
                 f"configs/{b.component}/",
             )
             continue
-        doc = links.find_resource(docs, b.kind, b.name)
+        doc = find_resource(docs, b.kind, b.name)
         if doc is None:
-            have = ", ".join(_ident(d) for d in docs) or "nothing"
+            have = ", ".join(resource_label(d) for d in docs) or "nothing"
             report.add(
                 "binding-resource",
                 f"binding targets {b.kind} {b.name}, which unit {b.unit_key}.yaml does not "
@@ -237,7 +149,7 @@ def check_links(
                 "binding-setter",
                 f"setter {b.container}/{b.env}: {exc.message}",
                 where,
-                place(b.unit_key, doc, links.pod_spec_path(doc) + ".containers"),
+                place(b.unit_key, doc, pod_spec_path(doc) + ".containers"),
             )
             continue
         if not paths.exists(doc, target):
@@ -254,7 +166,7 @@ def check_links(
             else:
                 report.add(
                     "binding-path",
-                    f"path {target} does not exist in {_ident(doc)}",
+                    f"path {target} does not exist in {resource_label(doc)}",
                     where,
                     place(b.unit_key, doc),
                 )
@@ -268,11 +180,11 @@ def check_links(
             )
             continue
         current = paths.get(doc, target)
-        if current != links.PLACEHOLDER:
+        if current != PLACEHOLDER:
             report.add(
                 "binding-literal",
                 f"linked field holds the literal {current!r}; every linked field ships as "
-                f"{links.PLACEHOLDER!r}, so a missing link is caught instead of shipping a stale "
+                f"{PLACEHOLDER!r}, so a missing link is caught instead of shipping a stale "
                 "default",
                 where,
                 place(b.unit_key, doc, target),
@@ -293,7 +205,7 @@ def check_links(
     report.checks.append("placeholders")
     for key, docs in sorted(units.items()):
         for doc in docs:
-            for path in links.placeholders(doc):
+            for path in placeholder.scan(doc):
                 report.placeholders += 1
                 if (key, id(doc), path) not in covered:
                     report.add(
@@ -308,11 +220,11 @@ def check_links(
 # ---- invariants ---------------------------------------------------------------------------------
 
 
-def _service_accounts(resources: list[Res]) -> list[Res]:
-    return [r for r in _of(resources, "ServiceAccount") if r.plane == "workload"]
+def _service_accounts(resources: list[Resource]) -> list[Resource]:
+    return [r for r in of_kind(resources, "ServiceAccount") if r.plane == "workload"]
 
 
-def check_identity(report: Report, resources: list[Res]) -> None:
+def check_identity(report: Report, resources: list[Resource]) -> None:
     """Pod Identity associations and IRSA `sub` conditions name a ServiceAccount that exists."""
     report.checks.append("identity-trust")
     accounts = _service_accounts(resources)
@@ -333,17 +245,17 @@ def check_identity(report: Report, resources: list[Res]) -> None:
             there,
         )
 
-    for r in _of(resources, "PodIdentityAssociation"):
+    for r in of_kind(resources, "PodIdentityAssociation"):
         spec = r.doc.get("spec") or {}
         ns, name = spec.get("namespace"), spec.get("serviceAccount")
         if (ns, name) not in have:
             missing(
                 ns, name, r.at("spec.namespace/spec.serviceAccount"), "Pod Identity association"
             )
-    for r in _of(resources, "Role", "iam.services.k8s.aws"):
+    for r in of_kind(resources, "Role", "iam.services.k8s.aws"):
         spec = r.doc.get("spec") or {}
         text = spec.get("assumeRolePolicyDocument")
-        if not isinstance(text, str) or links.PLACEHOLDER in text:
+        if not isinstance(text, str) or PLACEHOLDER in text:
             continue
         for subject in _irsa_subjects(text):
             parts = subject.split(":")
@@ -370,22 +282,22 @@ def _statements(policy: Any) -> list[dict]:
     return [s for s in (statements if isinstance(statements, list) else [statements]) if s]
 
 
-def check_discovery(report: Report, resources: list[Res]) -> None:
+def check_discovery(report: Report, resources: list[Resource]) -> None:
     """Discovery tags on private subnets + SG equal the EC2NodeClass selectors; public: none."""
     report.checks.append("discovery-tags")
-    subnets = _of(resources, "Subnet", "ec2.services.k8s.aws")
-    groups = _of(resources, "SecurityGroup", "ec2.services.k8s.aws")
-    tagged: dict[str, list[tuple[Res, Any]]] = {"subnet": [], "sg": []}
+    subnets = of_kind(resources, "Subnet", "ec2.services.k8s.aws")
+    groups = of_kind(resources, "SecurityGroup", "ec2.services.k8s.aws")
+    tagged: dict[str, list[tuple[Resource, Any]]] = {"subnet": [], "sg": []}
     for r in subnets:
         spec = r.doc.get("spec") or {}
-        tags = _tags(spec)
+        tags = tag_map(spec)
         public = bool(spec.get("mapPublicIPOnLaunch")) or "kubernetes.io/role/elb" in tags
         if public and DISCOVERY_KEY in tags:
             report.add(
                 "discovery-public-subnet",
                 f"public subnet carries {DISCOVERY_KEY}: Karpenter would launch nodes with "
                 "public IPs into it",
-                r.at(_tag_path(spec, DISCOVERY_KEY)),
+                r.at(tag_path(spec, DISCOVERY_KEY)),
             )
         elif not public:
             if DISCOVERY_KEY not in tags:
@@ -398,10 +310,10 @@ def check_discovery(report: Report, resources: list[Res]) -> None:
                 tagged["subnet"].append((r, tags[DISCOVERY_KEY]))
     for r in groups:
         spec = r.doc.get("spec") or {}
-        tags = _tags(spec)
+        tags = tag_map(spec)
         if DISCOVERY_KEY in tags:
             tagged["sg"].append((r, tags[DISCOVERY_KEY]))
-    for r in _of(resources, "EC2NodeClass"):
+    for r in of_kind(resources, "EC2NodeClass"):
         spec = r.doc.get("spec") or {}
         for field_name, kind in (
             ("subnetSelectorTerms", "subnet"),
@@ -410,7 +322,7 @@ def check_discovery(report: Report, resources: list[Res]) -> None:
             terms = spec.get(field_name) or []
             for index, term in enumerate(terms):
                 want = (term.get("tags") or {}).get(DISCOVERY_KEY)
-                if want is None or want == links.PLACEHOLDER:
+                if want is None or want == PLACEHOLDER:
                     continue  # unresolved: already reported by the link checks
                 here = r.at(f"spec.{field_name}.{index}.tags.{paths.escape(DISCOVERY_KEY)}")
                 carriers = tagged[kind]
@@ -425,29 +337,29 @@ def check_discovery(report: Report, resources: list[Res]) -> None:
                         *[c.at("spec.tags") for c in (subnets if kind == "subnet" else groups)][:1],
                     )
                 for carrier, value in carriers:
-                    if value not in (want, links.PLACEHOLDER):
+                    if value not in (want, PLACEHOLDER):
                         report.add(
                             "discovery-tag",
                             f"{DISCOVERY_KEY} differs: the selector wants {want!r}, the "
                             f"{'subnet' if kind == 'subnet' else 'security group'} carries "
                             f"{value!r}: Karpenter launches nothing and names no error",
                             here,
-                            carrier.at(_tag_path(carrier.doc.get("spec") or {}, DISCOVERY_KEY)),
+                            carrier.at(tag_path(carrier.doc.get("spec") or {}, DISCOVERY_KEY)),
                         )
 
 
-def check_network(report: Report, resources: list[Res]) -> None:
+def check_network(report: Report, resources: list[Resource]) -> None:
     """The intra-VPC ingress rule names the VPC CIDR; every network resource has the stack tag."""
     report.checks.append("network")
-    vpcs = _of(resources, "VPC", "ec2.services.k8s.aws")
+    vpcs = of_kind(resources, "VPC", "ec2.services.k8s.aws")
     cidrs = {c for v in vpcs for c in (v.doc.get("spec") or {}).get("cidrBlocks") or []}
-    if links.PLACEHOLDER in cidrs:
+    if PLACEHOLDER in cidrs:
         cidrs = set()  # unresolved: already reported by the link checks
-    for r in _of(resources, "SecurityGroup", "ec2.services.k8s.aws"):
+    for r in of_kind(resources, "SecurityGroup", "ec2.services.k8s.aws"):
         for ri, rule in enumerate((r.doc.get("spec") or {}).get("ingressRules") or []):
             for ni, rng in enumerate(rule.get("ipRanges") or []):
                 cidr = rng.get("cidrIP")
-                if not cidrs or cidr == links.PLACEHOLDER:
+                if not cidrs or cidr == PLACEHOLDER:
                     continue
                 if rng.get("description") == "intra-VPC" and cidr not in cidrs:
                     report.add(
@@ -458,7 +370,7 @@ def check_network(report: Report, resources: list[Res]) -> None:
                         vpcs[0].at("spec.cidrBlocks.0") if vpcs else "no VPC",
                     )
     for r in resources:
-        if r.group == "ec2.services.k8s.aws" and STACK_TAG_KEY not in _tags(
+        if r.group == "ec2.services.k8s.aws" and STACK_TAG_KEY not in tag_map(
             r.doc.get("spec") or {}
         ):
             report.add(
@@ -469,11 +381,11 @@ def check_network(report: Report, resources: list[Res]) -> None:
             )
 
 
-def check_node_role(report: Report, resources: list[Res]) -> None:
+def check_node_role(report: Report, resources: list[Resource]) -> None:
     """The nodegroup's role, the EC2NodeClasses' role and the IAM role are one role."""
     report.checks.append("node-role")
-    roles = {r.name: r for r in _of(resources, "Role", "iam.services.k8s.aws")}
-    for ng in _of(resources, "Nodegroup", "eks.services.k8s.aws"):
+    roles = {r.name: r for r in of_kind(resources, "Role", "iam.services.k8s.aws")}
+    for ng in of_kind(resources, "Nodegroup", "eks.services.k8s.aws"):
         ref = ((ng.doc.get("spec") or {}).get("nodeRoleRef") or {}).get("from") or {}
         role = roles.get(ref.get("name", ""))
         if role is None:
@@ -484,9 +396,9 @@ def check_node_role(report: Report, resources: list[Res]) -> None:
             )
             continue
         role_name = (role.doc.get("spec") or {}).get("name")
-        for nc in _of(resources, "EC2NodeClass"):
+        for nc in of_kind(resources, "EC2NodeClass"):
             value = (nc.doc.get("spec") or {}).get("role")
-            if links.PLACEHOLDER in (value, role_name):
+            if PLACEHOLDER in (value, role_name):
                 continue
             if value != role_name:
                 report.add(
@@ -498,10 +410,10 @@ def check_node_role(report: Report, resources: list[Res]) -> None:
                 )
 
 
-def check_cluster_name(report: Report, resources: list[Res]) -> None:
+def check_cluster_name(report: Report, resources: list[Resource]) -> None:
     """Karpenter's CLUSTER_NAME and its cluster-SG selector name the EKS cluster."""
     report.checks.append("cluster-name")
-    clusters = _of(resources, "Cluster", "eks.services.k8s.aws")
+    clusters = of_kind(resources, "Cluster", "eks.services.k8s.aws")
     if not clusters:
         return
     cluster = clusters[0]
@@ -510,19 +422,19 @@ def check_cluster_name(report: Report, resources: list[Res]) -> None:
         if r.kind != "Deployment" or r.plane != "workload":
             continue
         for path, value in _env_values(r.doc, "CLUSTER_NAME"):
-            if value != name and links.PLACEHOLDER not in (value, name):
+            if value != name and PLACEHOLDER not in (value, name):
                 report.add(
                     "cluster-name",
                     f"CLUSTER_NAME is {value!r} but the EKS cluster is {name!r}",
                     r.at(path),
                     cluster.at("spec.name"),
                 )
-    for nc in _of(resources, "EC2NodeClass"):
+    for nc in of_kind(resources, "EC2NodeClass"):
         for index, term in enumerate(
             (nc.doc.get("spec") or {}).get("securityGroupSelectorTerms") or []
         ):
             value = (term.get("tags") or {}).get("aws:eks:cluster-name")
-            if value not in (None, name, links.PLACEHOLDER) and name != links.PLACEHOLDER:
+            if value not in (None, name, PLACEHOLDER) and name != PLACEHOLDER:
                 report.add(
                     "cluster-name",
                     f"selects the cluster security group of {value!r}, but the cluster is {name!r}",
@@ -532,17 +444,17 @@ def check_cluster_name(report: Report, resources: list[Res]) -> None:
 
 
 def _env_values(doc: dict, env: str) -> Iterator[tuple[str, Any]]:
-    spec = links.pod_spec(doc)
+    spec = pod_spec(doc)
     if spec is None:
         return
-    base = links.pod_spec_path(doc)
+    base = pod_spec_path(doc)
     for ci, container in enumerate(spec.get("containers") or []):
         for ei, var in enumerate(container.get("env") or []):
             if var.get("name") == env and "value" in var:
                 yield f"{base}.containers.{ci}.env.{ei}.value", var["value"]
 
 
-def check_model_id(report: Report, resources: list[Res]) -> None:
+def check_model_id(report: Report, resources: list[Resource]) -> None:
     """Every client's VLLM_MODEL equals the model the server loads."""
     report.checks.append("model-id")
     seen = [
@@ -555,7 +467,7 @@ def check_model_id(report: Report, resources: list[Res]) -> None:
         return
     first, first_path, first_value = seen[0]
     for r, path, value in seen[1:]:
-        if value != first_value and links.PLACEHOLDER not in (value, first_value):
+        if value != first_value and PLACEHOLDER not in (value, first_value):
             report.add(
                 "model-id",
                 f"VLLM_MODEL {value!r} differs from {first_value!r}: the server rejects "
@@ -571,7 +483,7 @@ def check_model_id(report: Report, resources: list[Res]) -> None:
 @dataclass(frozen=True)
 class Pool:
     name: str
-    res: Res | None  # None for the system nodegroup pseudo-pool
+    res: Resource | None  # None for the system nodegroup pseudo-pool
     labels: dict[str, str]
     requirements: dict[str, tuple[str, list[str]]]  # key -> (operator, values)
     taints: tuple[dict, ...]
@@ -584,10 +496,10 @@ class Pool:
         return self.res.at(path) if self.res else path
 
 
-def _pools(resources: list[Res]) -> list[Pool]:
-    classes = {r.name: r for r in _of(resources, "EC2NodeClass")}
+def _pools(resources: list[Resource]) -> list[Pool]:
+    classes = {r.name: r for r in of_kind(resources, "EC2NodeClass")}
     out = []
-    for r in _of(resources, "NodePool"):
+    for r in of_kind(resources, "NodePool"):
         tmpl = (r.doc.get("spec") or {}).get("template") or {}
         spec = tmpl.get("spec") or {}
         reqs = {
@@ -621,7 +533,7 @@ def _pools(resources: list[Res]) -> list[Pool]:
                 root_place,
             )
         )
-    for ng in _of(resources, "Nodegroup", "eks.services.k8s.aws"):
+    for ng in of_kind(resources, "Nodegroup", "eks.services.k8s.aws"):
         spec = ng.doc.get("spec") or {}
         out.append(
             Pool(
@@ -718,7 +630,7 @@ def _taint_str(taint: dict) -> str:
     return f"{taint.get('key')}={taint.get('value', '')}:{taint.get('effect')}"
 
 
-def check_scheduling(report: Report, resources: list[Res]) -> None:
+def check_scheduling(report: Report, resources: list[Resource]) -> None:
     """GPU pool taints are tolerated by the workloads meant for them and by nothing GPU-less;
     each model workload's disk needs fit the root volume of every node it can land on."""
     report.checks += ["taints", "storage"]
@@ -726,10 +638,10 @@ def check_scheduling(report: Report, resources: list[Res]) -> None:
     for r in resources:
         if r.plane != "workload" or r.kind not in ("Deployment", "DaemonSet", "StatefulSet"):
             continue
-        spec = links.pod_spec(r.doc)
+        spec = pod_spec(r.doc)
         if spec is None:
             continue
-        base = links.pod_spec_path(r.doc)
+        base = pod_spec_path(r.doc)
         tolerations = spec.get("tolerations") or []
         candidates = _candidates(spec, pools)
         wants_gpu = _wants_gpu(spec)
@@ -756,7 +668,7 @@ def check_scheduling(report: Report, resources: list[Res]) -> None:
 
 
 def _check_gpu_tolerations(
-    report: Report, r: Res, base: str, tolerations: list[dict], candidates: list[Pool]
+    report: Report, r: Resource, base: str, tolerations: list[dict], candidates: list[Pool]
 ) -> None:
     if not candidates:
         report.add(
@@ -784,7 +696,9 @@ def _check_gpu_tolerations(
         )
 
 
-def _check_storage(report: Report, r: Res, base: str, spec: dict, candidates: list[Pool]) -> None:
+def _check_storage(
+    report: Report, r: Resource, base: str, spec: dict, candidates: list[Pool]
+) -> None:
     need, need_place = 0, ""
     for ci, container in enumerate(spec.get("containers") or []):
         request = ((container.get("resources") or {}).get("requests") or {}).get(
@@ -817,11 +731,11 @@ def _check_storage(report: Report, r: Res, base: str, spec: dict, candidates: li
             )
 
 
-def check_accelerators(report: Report, resources: list[Res]) -> None:
+def check_accelerators(report: Report, resources: list[Resource]) -> None:
     """Accelerator labels agree with the instance families; reserved-only families reserve."""
     report.checks += ["accelerators", "reserved-capacity"]
-    classes = {r.name: r for r in _of(resources, "EC2NodeClass")}
-    for r in _of(resources, "NodePool"):
+    classes = {r.name: r for r in of_kind(resources, "EC2NodeClass")}
+    for r in of_kind(resources, "NodePool"):
         tmpl = (r.doc.get("spec") or {}).get("template") or {}
         spec = tmpl.get("spec") or {}
         reqs = list(spec.get("requirements") or [])
@@ -939,7 +853,7 @@ def _refs(node: Any, prefix: str = "") -> Iterator[tuple[str, str, dict]]:
             yield from _refs(value, f"{prefix}.{index}")
 
 
-def check_ack_refs(report: Report, resources: list[Res]) -> None:
+def check_ack_refs(report: Report, resources: list[Resource]) -> None:
     """Every ACK reference names a resource some mgmt-plane unit defines, of the right kind.
 
     A dangling reference is not an apply error: ACK waits for it forever, and the cluster (or
@@ -965,7 +879,7 @@ def check_ack_refs(report: Report, resources: list[Res]) -> None:
             )
 
 
-def check_iam_policies(report: Report, resources: list[Res], iam_dir: Path) -> None:
+def check_iam_policies(report: Report, resources: list[Resource], iam_dir: Path) -> None:
     """No IAM policy allows iam:PassRole without an iam:PassedToService condition."""
     report.checks.append("passrole")
     documents: list[tuple[str, Any]] = []
@@ -974,14 +888,14 @@ def check_iam_policies(report: Report, resources: list[Res], iam_dir: Path) -> N
             documents.append((f"iam/{path.name}", json.loads(path.read_text(encoding="utf-8"))))
         except json.JSONDecodeError as exc:
             report.add("iam-policy", f"not valid JSON: {exc}", f"iam/{path.name}")
-    for r in _of(resources, "Role", "iam.services.k8s.aws"):
+    for r in of_kind(resources, "Role", "iam.services.k8s.aws"):
         for name, text in ((r.doc.get("spec") or {}).get("inlinePolicies") or {}).items():
             where = r.at(f"spec.inlinePolicies.{paths.escape(str(name))}")
             try:
                 documents.append((where, json.loads(text)))
             except (TypeError, json.JSONDecodeError) as exc:
                 report.add("iam-policy", f"inline policy is not valid JSON: {exc}", where)
-    for r in _of(resources, "Policy", "iam.services.k8s.aws"):
+    for r in of_kind(resources, "Policy", "iam.services.k8s.aws"):
         text = (r.doc.get("spec") or {}).get("policyDocument")
         if isinstance(text, str):
             try:
@@ -1050,7 +964,7 @@ def _tag_items(spec: dict) -> Iterator[tuple[str, Any, str, str]]:
             yield str(key), value, at, at
 
 
-def check_tag_keys(report: Report, resources: list[Res]) -> None:
+def check_tag_keys(report: Report, resources: list[Resource]) -> None:
     """Discovery and cluster-SG tag keys are spelled exactly; no tag key uses AWS's `aws:`."""
     report.checks.append("tag-key-spelling")
     discovery_why = (
@@ -1081,7 +995,7 @@ def check_tag_keys(report: Report, resources: list[Res]) -> None:
                     "the create call is rejected and ACK retries forever",
                     r.at(key_path),
                 )
-    for nc in _of(resources, "EC2NodeClass"):
+    for nc in of_kind(resources, "EC2NodeClass"):
         spec = nc.doc.get("spec") or {}
         for field_name in ("subnetSelectorTerms", "securityGroupSelectorTerms"):
             for index, term in enumerate(spec.get(field_name) or []):
@@ -1104,21 +1018,21 @@ def check_tag_keys(report: Report, resources: list[Res]) -> None:
                         )
 
 
-def _cluster_of(r: Res) -> tuple[Any, Any]:
+def _cluster_of(r: Resource) -> tuple[Any, Any]:
     ref = ((r.doc.get("spec") or {}).get("clusterRef") or {}).get("from") or {}
     return ref.get("namespace") or r.namespace, ref.get("name")
 
 
-def check_pod_identity_agent(report: Report, resources: list[Res]) -> None:
+def check_pod_identity_agent(report: Report, resources: list[Resource]) -> None:
     """A cluster with Pod Identity associations runs the add-on named eks-pod-identity-agent."""
     report.checks.append("pod-identity-agent")
-    addons = _of(resources, "Addon", "eks.services.k8s.aws")
+    addons = of_kind(resources, "Addon", "eks.services.k8s.aws")
     agents = {
         _cluster_of(a)
         for a in addons
         if (a.doc.get("spec") or {}).get("name") == POD_IDENTITY_ADDON
     }
-    for assoc in _of(resources, "PodIdentityAssociation", "eks.services.k8s.aws"):
+    for assoc in of_kind(resources, "PodIdentityAssociation", "eks.services.k8s.aws"):
         cluster = _cluster_of(assoc)
         if cluster in agents:
             continue
@@ -1141,14 +1055,14 @@ def check_pod_identity_agent(report: Report, resources: list[Res]) -> None:
         )
 
 
-def check_node_class_identity(report: Report, resources: list[Res]) -> None:
+def check_node_class_identity(report: Report, resources: list[Resource]) -> None:
     """Each EC2NodeClass sets exactly one of role and instanceProfile, each a name, not an ARN."""
     report.checks.append("node-class-identity")
     roles = {
         (r.doc.get("spec") or {}).get("name"): r
-        for r in _of(resources, "Role", "iam.services.k8s.aws")
+        for r in of_kind(resources, "Role", "iam.services.k8s.aws")
     }
-    for nc in _of(resources, "EC2NodeClass"):
+    for nc in of_kind(resources, "EC2NodeClass"):
         spec = nc.doc.get("spec") or {}
         has_role, has_profile = "role" in spec, "instanceProfile" in spec
         if has_role == has_profile:
@@ -1169,7 +1083,7 @@ def check_node_class_identity(report: Report, resources: list[Res]) -> None:
             ),
         ):
             value = spec.get(field_name)
-            if value is None or value == links.PLACEHOLDER or pattern.match(str(value)):
+            if value is None or value == PLACEHOLDER or pattern.match(str(value)):
                 continue
             named = str(value).rsplit("/", 1)[-1]
             hint = f"; write {named!r}" if str(value).startswith("arn:") else ""
@@ -1186,12 +1100,12 @@ def check_node_class_identity(report: Report, resources: list[Res]) -> None:
             )
 
 
-def check_role_names(report: Report, resources: list[Res]) -> None:
+def check_role_names(report: Report, resources: list[Resource]) -> None:
     """Every IAM role name, as it ships (resolved through the profile), is a valid role name."""
     report.checks.append("iam-role-name")
-    for r in _of(resources, "Role", "iam.services.k8s.aws"):
+    for r in of_kind(resources, "Role", "iam.services.k8s.aws"):
         name = (r.doc.get("spec") or {}).get("name")
-        if name is None or name == links.PLACEHOLDER or ROLE_NAME.match(str(name)):
+        if name is None or name == PLACEHOLDER or ROLE_NAME.match(str(name)):
             continue
         report.add(
             "iam-role-name",
@@ -1202,10 +1116,10 @@ def check_role_names(report: Report, resources: list[Res]) -> None:
         )
 
 
-def _taggable_kinds(resources: list[Res]) -> set[tuple[str, str]]:
+def _taggable_kinds(resources: list[Resource]) -> set[tuple[str, str]]:
     """(group, kind) of every ACK kind whose CRD (as rendered) has spec.tags."""
     out = set()
-    for crd in _of(resources, "CustomResourceDefinition"):
+    for crd in of_kind(resources, "CustomResourceDefinition"):
         spec = crd.doc.get("spec") or {}
         group, kind = spec.get("group", ""), (spec.get("names") or {}).get("kind")
         if not str(group).endswith(ACK_GROUP_SUFFIX):
@@ -1218,7 +1132,7 @@ def _taggable_kinds(resources: list[Res]) -> set[tuple[str, str]]:
     return out
 
 
-def check_ack_stack_tag(report: Report, resources: list[Res], stack_name: Any) -> None:
+def check_ack_stack_tag(report: Report, resources: list[Resource], stack_name: Any) -> None:
     """Every ACK resource whose kind supports tags carries eksinf.dev/stack=<stackName>.
 
     Network resources missing the key are reported by `stack-tag` already; this adds the other
@@ -1230,7 +1144,7 @@ def check_ack_stack_tag(report: Report, resources: list[Res], stack_name: Any) -
         if (r.group, r.kind) not in taggable:
             continue
         spec = r.doc.get("spec") or {}
-        tags = _tags(spec)
+        tags = tag_map(spec)
         if STACK_TAG_KEY not in tags:
             if r.group != "ec2.services.k8s.aws":
                 report.add(
@@ -1241,12 +1155,12 @@ def check_ack_stack_tag(report: Report, resources: list[Res], stack_name: Any) -
                 )
             continue
         value = tags[STACK_TAG_KEY]
-        if value != stack_name and links.PLACEHOLDER not in (value, stack_name):
+        if value != stack_name and PLACEHOLDER not in (value, stack_name):
             report.add(
                 "stack-tag",
                 f"{STACK_TAG_KEY} is {value!r}, but the stack is {stack_name!r}: teardown and "
                 "status would miss this resource or claim it for another stack",
-                r.at(_tag_path(spec, STACK_TAG_KEY)),
+                r.at(tag_path(spec, STACK_TAG_KEY)),
                 "render/platform-profile/profile.yaml spec.stackName",
             )
 
@@ -1316,7 +1230,8 @@ def _lint_units(
     valid = check_links(report, units, spec, bindings)
     if spec is None:
         return  # nothing to resolve with: invariants would compare placeholders
-    resources = _resources(stack, links.resolve_units(units, spec, valid))
+    planes = {c.name: c.plane for c in stack.components}
+    resources = all_resources(links.resolve_units(units, spec, valid), planes)
     check_identity(report, resources)
     check_discovery(report, resources)
     check_network(report, resources)
@@ -1335,7 +1250,7 @@ def _lint_units(
     check_unique_ids(report, resources)
 
 
-def check_unique_ids(report: Report, resources: list[Res]) -> None:
+def check_unique_ids(report: Report, resources: list[Resource]) -> None:
     """No resource id (group, kind, namespace, name) twice in one plane (validate.ids)."""
     report.checks.append("unique-ids")
     for d in ids.duplicates((r.plane, r.at(), r.doc) for r in resources):
@@ -1359,7 +1274,7 @@ def lint_stack(stack: Stack) -> Report:
         return report
     report.bindings = len(bindings)
     try:
-        units = links.read_units(stack.configs_dir)
+        units = read_units(stack.configs_dir)
     except EksinfError as exc:
         report.add("configs-yaml", exc.message)
         return report

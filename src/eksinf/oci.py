@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import fcntl
-import hashlib
 import json
 import os
 import re
@@ -28,6 +27,7 @@ import requests
 from . import __version__
 from .atomic import write_file
 from .errors import ENVIRONMENT, FAILURE, USAGE, EksinfError
+from .model.digest import oci_digest
 from .net import is_loopback
 
 ARTIFACT_TYPE = "application/vnd.eksinf.bundle.v1"
@@ -50,10 +50,6 @@ _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 _REPO = re.compile(
     r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$"
 )
-
-
-def digest_of(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 # ---- references ---------------------------------------------------------------------------
@@ -152,13 +148,13 @@ def build_manifest(blob: bytes, title: str, annotations: dict[str, str]) -> byte
             "artifactType": ARTIFACT_TYPE,
             "config": {
                 "mediaType": EMPTY_MEDIA_TYPE,
-                "digest": digest_of(EMPTY_CONFIG),
+                "digest": oci_digest(EMPTY_CONFIG),
                 "size": len(EMPTY_CONFIG),
             },
             "layers": [
                 {
                     "mediaType": LAYER_MEDIA_TYPE,
-                    "digest": digest_of(blob),
+                    "digest": oci_digest(blob),
                     "size": len(blob),
                     "annotations": {TITLE: title},
                 }
@@ -351,7 +347,7 @@ class RegistryStore:
         raise self._fail(response, f"checking blob {digest}")
 
     def put_blob(self, data: bytes) -> None:
-        digest = digest_of(data)
+        digest = oci_digest(data)
         start = self._send("POST", f"{self.base_url}/blobs/uploads/")
         if start.status_code != 202 or "Location" not in start.headers:
             raise self._fail(start, "starting a blob upload")
@@ -430,7 +426,7 @@ class LayoutStore:
                 for m in index.get("manifests", [])
                 if (m.get("annotations") or {}).get(REF_NAME) not in tags
             ]
-            digest = digest_of(manifest)
+            digest = oci_digest(manifest)
             for tag in tags:
                 kept.append(
                     {
@@ -450,7 +446,7 @@ class LayoutStore:
         return self._blob_path(digest).is_file()
 
     def put_blob(self, data: bytes) -> None:
-        path = self._blob_path(digest_of(data))
+        path = self._blob_path(oci_digest(data))
         if not path.is_file():
             write_file(path, data)
 
@@ -519,7 +515,7 @@ def push(
         if not _TAG.match(tag):
             raise _bad_ref(f"{target.base}:{tag}", f"{tag!r} is not a valid tag")
     store = open_store(target)
-    layer_digest = digest_of(blob)
+    layer_digest = oci_digest(blob)
     manifest = build_manifest(blob, title, annotations)
     existing: dict[str, bytes | None] = {tag: store.get_manifest(tag) for tag in tags}
     # An immutable tag that already holds this content keeps its manifest (and so the
@@ -539,16 +535,16 @@ def push(
             )
         held_first = held_first or held
     manifest = held_first or manifest
-    manifest_digest = digest_of(manifest)
+    manifest_digest = oci_digest(manifest)
     stale = [
         tag
         for tag in tags
         if existing[tag] is None
-        or (tag in MUTABLE_TAGS and digest_of(existing[tag]) != manifest_digest)
+        or (tag in MUTABLE_TAGS and oci_digest(existing[tag]) != manifest_digest)
     ]
     if stale:
         for data in (EMPTY_CONFIG, blob):
-            if not store.has_blob(digest_of(data)):
+            if not store.has_blob(oci_digest(data)):
                 store.put_blob(data)
         store.put_manifest(manifest, stale)
     _verify_pushed(store, target, tags, manifest, stale, layer_digest, title)
@@ -565,11 +561,11 @@ def _verify_pushed(
     title: str,
 ) -> None:
     """Read every tag back: each names our layer by title and digest; written tags are ours."""
-    manifest_digest = digest_of(manifest)
+    manifest_digest = oci_digest(manifest)
     for tag in tags:
         where = f"{target.base}:{tag}"
         fetched = store.get_manifest(tag)
-        if fetched is None or (tag in written and digest_of(fetched) != manifest_digest):
+        if fetched is None or (tag in written and oci_digest(fetched) != manifest_digest):
             raise EksinfError(
                 f"{where}: after the push the tag does not resolve to {manifest_digest}",
                 hint="Another writer may have moved the tag; push again.",
@@ -598,7 +594,7 @@ def pull(ref: str, *, expect_digest: str | None = None) -> Pulled:
             hint=f"List what exists with `eksinf tags {source.base}`, or push it first.",
             exit_code=FAILURE,
         )
-    manifest_digest = digest_of(manifest)
+    manifest_digest = oci_digest(manifest)
     for wanted in filter(None, (source.digest, expect_digest)):
         if manifest_digest != wanted:
             raise EksinfError(
@@ -609,7 +605,7 @@ def pull(ref: str, *, expect_digest: str | None = None) -> Pulled:
             )
     layer = bundle_layer(manifest, str(source))
     blob = store.get_blob(layer["digest"])
-    if digest_of(blob) != layer["digest"] or len(blob) != layer.get("size"):
+    if oci_digest(blob) != layer["digest"] or len(blob) != layer.get("size"):
         raise EksinfError(
             f"{source}: layer content does not match its digest {layer['digest']}",
             hint="The registry returned corrupt data; pull again.",

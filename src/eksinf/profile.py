@@ -20,6 +20,8 @@ from typing import Any
 import jsonschema
 
 from .errors import CONTRACT, EksinfError
+from .model.names import DISCOVERY_KEY
+from .model.quantity import whole_gib
 from .stack import Stack
 from .yamlio import load_mapping_docs
 
@@ -40,7 +42,6 @@ _REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 # nodes to a new AMI (and recycle them under running models), so it is refused here.
 _AMI_ALIAS = re.compile(r"^(al2023@v\d{8}|bottlerocket@v\d+\.\d+\.\d+)$")
 _MODEL_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # Hugging Face org/name
-_SIZE = re.compile(r"^([1-9]\d*)Gi$")
 
 
 @dataclass(frozen=True)
@@ -81,12 +82,6 @@ def _field(error: jsonschema.ValidationError) -> str:
 
 def _fail(label: str, field: str, why: str, hint: str) -> EksinfError:
     return EksinfError(f"{label}: {field}: {why}", hint=hint, exit_code=CONTRACT)
-
-
-def gibibytes(size: str) -> int | None:
-    """`200Gi` -> 200; anything else -> None."""
-    match = _SIZE.match(size)
-    return int(match.group(1)) if match else None
 
 
 def check_profile(doc: Any, label: str) -> Profile:
@@ -173,7 +168,7 @@ def _check_names(label: str, name: str, spec: dict) -> None:
             "spec.networkName",
             f"{spec['networkName']!r} is not a valid tag value (1-256 letters, digits, spaces "
             "and _.:/=+-@)",
-            "networkName is the karpenter.sh/discovery tag value on subnets and security group.",
+            f"networkName is the {DISCOVERY_KEY} tag value on subnets and security group.",
         )
     if not _AMI_ALIAS.match(spec["gpuAMIAlias"]):
         raise _fail(
@@ -281,8 +276,8 @@ def _check_address_plan(label: str, spec: dict) -> None:
 def _check_sizes(label: str, spec: dict) -> None:
     sizes = {}
     for key in ("gpuRootVolumeSize", "modelCacheSize"):
-        size = gibibytes(spec[key])
-        if size is None:
+        size = whole_gib(spec[key])
+        if not size or str(spec[key]).startswith("0"):  # a size, positive, no leading zero
             raise _fail(
                 label,
                 f"spec.{key}",

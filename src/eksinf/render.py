@@ -23,6 +23,7 @@ from .charts import ResolvedChart, read_lock, render_records_dir, resolve
 from .errors import CONTRACT, FAILURE, EksinfError
 from .helm import HelmEngine, RenderedChart, RenderOptions, default_engine
 from .links import LINKS_DIR
+from .model.digest import sha256_hex
 from .outdir import MARKER, claim, write_tree
 from .stack import ChartSpec, Component, Stack
 from .yamlio import dump_docs, load_docs, load_mapping_docs, read_source_text
@@ -291,7 +292,7 @@ def _dedupe_crds(
 def output_digests(rendered: RenderedChart) -> dict[str, str]:
     """sha256 of every file one render produced (templates and crds/), by path."""
     files = [*rendered.crds, *rendered.manifests.items()]
-    return {path: hashlib.sha256(text.encode()).hexdigest() for path, text in files}
+    return {path: sha256_hex(text) for path, text in files}
 
 
 def _reference_digests(
@@ -309,7 +310,7 @@ def _reference_digests(
     rendering twice. A record from an earlier run is a stricter reference than a second render
     a millisecond later: it also catches output that changes by the day (`now | date`).
     """
-    key = hashlib.sha256(
+    key = sha256_hex(
         json.dumps(
             {
                 "engine": [engine.name, engine.version],
@@ -319,8 +320,8 @@ def _reference_digests(
             },
             sort_keys=True,
             default=str,
-        ).encode()
-    ).hexdigest()
+        )
+    )
     record = render_records_dir() / f"{key}.json"
     try:
         recorded = json.loads(record.read_text())

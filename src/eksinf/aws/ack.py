@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..yamlio import load_docs
+from ..model.configs import ACK_GROUP_SUFFIX, read_units, resources
 from .kube import KubeClient, resource_path
 
 
@@ -33,21 +33,11 @@ class AckObject:
 def ack_objects(configs: Path, components: list[str]) -> list[AckObject]:
     """ACK objects of the given mgmt components, in deletion order: highest sync wave first
     (dependents before what they depend on), then kind and name for a stable order."""
-    found = []
-    for comp in components:
-        for path in sorted((configs / comp).glob("*.yaml")):
-            for doc in load_docs(path.read_text(encoding="utf-8")):
-                if not isinstance(doc, dict):
-                    continue
-                api = str(doc.get("apiVersion", ""))
-                if ".services.k8s.aws/" not in api:
-                    continue
-                meta = doc.get("metadata") or {}
-                ann = meta.get("annotations") or {}
-                wave = int(str(ann.get("argocd.argoproj.io/sync-wave", "0")))
-                found.append(
-                    AckObject(api, doc["kind"], meta.get("namespace", ""), meta["name"], wave)
-                )
+    found = [
+        AckObject(r.api_version, r.kind, r.namespace or "", r.name, r.wave)
+        for r in resources(read_units(configs, components))
+        if r.group.endswith(ACK_GROUP_SUFFIX)
+    ]
     return sorted(found, key=lambda o: (-o.wave, o.kind, o.name))
 
 

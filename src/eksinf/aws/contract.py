@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EksinfError
-from ..yamlio import load_docs
+from ..model.configs import read_units, resources
+from ..model.names import DISCOVERY_KEY
+from ..model.quantity import whole_gib
 from .kube import KubeClient, KubeError, resource_path
 from .scope import StackScope
 from .session import AWS_FAILURES, AwsSession, Caller, error_code, paginate, translate
@@ -24,7 +26,6 @@ from .session import AWS_FAILURES, AwsSession, Caller, error_code, paginate, tra
 SUPPORTED_VERSIONS = ("1.30", "1.31", "1.32", "1.33", "1.34")
 ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 AGENT_ADDON = "eks-pod-identity-agent"
-DISCOVERY_KEY = "karpenter.sh/discovery"
 ROOT_OVERHEAD_GIB = (
     30  # OS, container images and logs on a GPU node's root volume, besides the cache
 )
@@ -72,20 +73,13 @@ class StackNeeds:
 
 def stack_needs(configs: Path) -> StackNeeds:
     pias, irsa, reserved = set(), set(), set()
-    for path in sorted(configs.rglob("*.yaml")):
-        for doc in load_docs(path.read_text(encoding="utf-8")):
-            if not isinstance(doc, dict):
-                continue
-            kind, spec = doc.get("kind"), doc.get("spec") or {}
-            meta = doc.get("metadata") or {}
-            if kind == "PodIdentityAssociation" and spec.get("serviceAccount"):
-                pias.add((spec.get("namespace", ""), spec["serviceAccount"]))
-            elif kind == "ServiceAccount" and "eks.amazonaws.com/role-arn" in (
-                meta.get("annotations") or {}
-            ):
-                irsa.add((meta.get("namespace", ""), meta.get("name", "")))
-            elif kind == "NodePool" and _reserved_only(spec):
-                reserved.add(meta.get("name", ""))
+    for r in resources(read_units(configs)):
+        if r.kind == "PodIdentityAssociation" and r.spec.get("serviceAccount"):
+            pias.add((r.spec.get("namespace", ""), r.spec["serviceAccount"]))
+        elif r.kind == "ServiceAccount" and "eks.amazonaws.com/role-arn" in r.annotations:
+            irsa.add((r.namespace or "", r.name))
+        elif r.kind == "NodePool" and _reserved_only(r.spec):
+            reserved.add(r.name)
     return StackNeeds(tuple(sorted(pias)), tuple(sorted(irsa)), tuple(sorted(reserved)))
 
 
@@ -382,9 +376,9 @@ def _gather_kube(kube: KubeClient, facts: Facts, argocd_namespace: str) -> None:
         gpu = kube.get(resource_path("karpenter.k8s.aws/v1", "EC2NodeClass", None, "gpu"))
         if gpu is not None:
             for bdm in gpu.get("spec", {}).get("blockDeviceMappings") or []:
-                size = str((bdm.get("ebs") or {}).get("volumeSize", ""))
-                if size.endswith("Gi") and size[:-2].isdigit():
-                    facts.live_gpu_volume_gib = int(size[:-2])
+                size = whole_gib(str((bdm.get("ebs") or {}).get("volumeSize", "")))
+                if size is not None:
+                    facts.live_gpu_volume_gib = size
     except KubeError as exc:
         facts.argocd_error = exc.message
 

@@ -18,7 +18,7 @@ import yaml
 
 from ..errors import CONTRACT, ENVIRONMENT, EksinfError
 from ..hub.argo import application_schema
-from ..hub.protocol import apps_space
+from ..model.names import apps_space, kubeconfig_path, owner_labels
 from ..yamlio import load_docs
 from .kube import (
     KubeClient,
@@ -87,7 +87,7 @@ def hub_target(stack_root: Path, name: str, registry: str) -> str:
     from ..hub import open_hub
 
     hub = open_hub(stack_root)
-    ensure_target_space(hub, name, registry, {"Owner": "eksinf", "Cluster": name})
+    ensure_target_space(hub, name, registry, owner_labels(Cluster=name))
     return f"{name}/target"
 
 
@@ -142,7 +142,7 @@ class ClusterAccess:
 def cluster_access(
     stack_root: Path, name: str, scope: Any, session: Any, kubeconfig: Path | None
 ) -> ClusterAccess:
-    target = stack_root / ".eksinf" / "clusters" / f"{name}.kubeconfig"
+    target = kubeconfig_path(stack_root, name)
     if kubeconfig is not None:
         return ClusterAccess(
             KubeClient.from_kubeconfig(kubeconfig, session), target, None, kubeconfig

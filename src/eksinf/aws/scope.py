@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..model.quantity import whole_gib
+
 
 @dataclass(frozen=True)
 class StackScope:
@@ -36,8 +38,8 @@ class StackScope:
             node_role=profile.node_role_name,
             gpu_ami_alias=profile.gpu_ami_alias,
             karpenter_role=str(spec.get("karpenterRoleName", "")),
-            gpu_root_volume_gib=_gib(spec.get("gpuRootVolumeSize")),
-            model_cache_gib=_gib(spec.get("modelCacheSize")),
+            gpu_root_volume_gib=whole_gib(spec.get("gpuRootVolumeSize")),
+            model_cache_gib=whole_gib(spec.get("modelCacheSize")),
         )
 
     @property
@@ -54,9 +56,3 @@ class StackScope:
 
     def stack_filter(self) -> list[dict[str, Any]]:
         return [{"Name": f"tag:{self.tag_key}", "Values": [self.stack]}]
-
-
-def _gib(value: Any) -> int | None:
-    if isinstance(value, str) and value.endswith("Gi") and value[:-2].isdigit():
-        return int(value[:-2])
-    return None

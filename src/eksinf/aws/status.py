@@ -15,6 +15,7 @@ from importlib import resources
 from typing import Any
 
 from ..errors import EksinfError
+from ..model.names import DISCOVERY_KEY
 from .scope import StackScope
 from .session import AWS_FAILURES, AwsSession, aws_errors, error_code, paginate, tags_of, translate
 
@@ -397,7 +398,7 @@ def node_class_section(kube: Any, network: str) -> dict[str, Any]:
     rows = node_class_rows(found.get("items") or [])
     warnings = [
         f"EC2NodeClass {r.name} resolves no {', '.join(r.resolves_nothing)}: the "
-        f"karpenter.sh/discovery={network} tags no longer agree with aws-network, or the AMI "
+        f"{DISCOVERY_KEY}={network} tags no longer agree with aws-network, or the AMI "
         "alias does not resolve; Karpenter will launch nothing for it"
         for r in rows
         if r.resolves_nothing

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CONTRACT, ENVIRONMENT, FAILURE, EksinfError
+from ..model.configs import of_kind, read_units, resources
+from ..model.names import variant_space
 from . import creds as creds_mod
 from .ack import AckObject, ack_accounts, ack_objects
 from .kube import KubeClient, resource_path
@@ -367,11 +369,7 @@ def delete_ack_objects(
 
 def owns_nodepools(configs: Path, component: str) -> bool:
     """The component that runs Karpenter must keep running while it drains its nodes."""
-    for path in sorted((configs / component).glob("*.yaml")):
-        text = path.read_text(encoding="utf-8")
-        if "kind: NodePool" in text:
-            return True
-    return False
+    return bool(of_kind(resources(read_units(configs, [component])), "NodePool"))
 
 
 def through_config(
@@ -433,14 +431,16 @@ def make_plan(
         spaces={
             # Karpenter's own space keeps running: it is what removes the nodes.
             "workload": tuple(
-                f"{c}-{variant}"
+                variant_space(c, variant)
                 for c in components.get("workload", ())
                 if not owns_nodepools(configs, c)
             ),
-            "mgmt": tuple(f"{c}-{variant}" for c in mgmt if ack_objects(configs, [c])),
+            "mgmt": tuple(variant_space(c, variant) for c in mgmt if ack_objects(configs, [c])),
         },
         nodepool_spaces=tuple(
-            f"{c}-{variant}" for c in components.get("workload", ()) if owns_nodepools(configs, c)
+            variant_space(c, variant)
+            for c in components.get("workload", ())
+            if owns_nodepools(configs, c)
         ),
         kube_path=kube_path,
         argocd_namespace=argocd_namespace,
@@ -527,7 +527,7 @@ def run(
                 continue
             removed = []
             for comp in plan.components[out.plane]:
-                space = f"{comp}-{plan.variant}"
+                space = variant_space(comp, plan.variant)
                 if hub.space_exists(space):
                     hub.delete_space(space, recursive=True)
                     removed.append(space)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from ..errors import ENVIRONMENT, EksinfError
+from ..model.names import apps_space, kubeconfig_path
 from .common import JSON_OPTION, emit_json, err_console, progress, state
 
 # The AWS stages pull in boto3/botocore and requests (~0.2 s): each command imports what it
@@ -153,7 +154,7 @@ def _stack_accounts(
     from ..aws.kube import KubeClient
 
     stack = state(ctx).stack()
-    path = kubeconfig or stack.root / ".eksinf" / "clusters" / "mgmt.kubeconfig"
+    path = kubeconfig or kubeconfig_path(stack.root, "mgmt")
     if kubeconfig is None and not path.is_file():
         return None
     mgmt = [c.name for c in stack.select(plane="mgmt")]
@@ -180,7 +181,7 @@ YES_OPTION = typer.Option(False, "--yes", help="Carry out the change (without it
 def mgmt_kube(ctx: typer.Context, kubeconfig: Path | None, session: AwsSession) -> KubeClient:
     from ..aws.kube import KubeClient
 
-    path = kubeconfig or state(ctx).stack().root / ".eksinf" / "clusters" / "mgmt.kubeconfig"
+    path = kubeconfig or kubeconfig_path(state(ctx).stack().root, "mgmt")
     return KubeClient.from_kubeconfig(Path(path), session)
 
 
@@ -489,10 +490,10 @@ def enroll_remove_cmd(
     from ..aws.kube import KubeClient
 
     stack = state(ctx).stack()
-    path = kubeconfig or stack.root / ".eksinf" / "clusters" / f"{name}.kubeconfig"
-    spaces = f"; hub spaces {enroll.apps_space(name)} and {name}" if delete_spaces else ""
+    path = kubeconfig or kubeconfig_path(stack.root, name)
+    spaces = f"; hub spaces {apps_space(name)} and {name}" if delete_spaces else ""
     typer.echo(
-        f"plan: delete Application {argocd_namespace}/{enroll.apps_space(name)} without "
+        f"plan: delete Application {argocd_namespace}/{apps_space(name)} without "
         f"cascading (workloads and child apps stay) and its repo-creds Secret{spaces}. "
         "The cluster, Argo CD and any access entry are left alone."
     )
@@ -567,7 +568,7 @@ def teardown_cmd(
         stack,
         [plane] if plane else ["workload", "mgmt"],
         variant,
-        Path(kubeconfig or stack.root / ".eksinf" / "clusters" / "mgmt.kubeconfig"),
+        Path(kubeconfig or kubeconfig_path(stack.root, "mgmt")),
         argocd_namespace,
         ack_namespace(ctx),
     )

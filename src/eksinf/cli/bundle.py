@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from ..model.digest import oci_digest
+from ..model.names import STATE_DIR
 from .common import JSON_OPTION, emit_json, progress, state
 
 # oci and bundle pull in requests: each command imports them when it runs.
@@ -18,7 +20,7 @@ if TYPE_CHECKING:
 COMPONENT_OPTION = typer.Option(
     None, "--component", "-c", metavar="NAME", help="Only this component (repeatable)."
 )
-DEFAULT_LAYOUT = Path(".eksinf") / "oci"
+DEFAULT_LAYOUT = Path(STATE_DIR) / "oci"
 
 
 def register(app: typer.Typer) -> None:
@@ -141,7 +143,7 @@ def pull_cmd(
                 "ref": ref,
                 "out": str(out),
                 "manifestDigest": pulled.manifest_digest,
-                "layerDigest": oci.digest_of(pulled.blob),
+                "layerDigest": oci_digest(pulled.blob),
                 "title": pulled.title,
                 "annotations": pulled.annotations,
                 "files": files,

@@ -13,6 +13,7 @@ import typer
 
 from .. import links as links_mod
 from ..errors import USAGE, EksinfError
+from ..model.names import MANAGED_BY, profile_space, variant_space
 from .common import JSON_OPTION, MIRROR_OPTION, emit_json, progress, state
 from .links import binding_rows, print_binding_table
 
@@ -175,12 +176,12 @@ def link_profile_cmd(
             bindings = links_mod.load_bindings(stack)
             existing = []
             for comp in stack.components:
-                space = f"{comp.name}-{variant}"
+                space = variant_space(comp.name, variant)
                 if comp.plane != "hub" and hub.space_exists(space):
                     existing += [
                         lk.to_json()
                         for lk in hub.list_links(space)
-                        if lk.to_space == flow.profile_space(variant)
+                        if lk.to_space == profile_space(variant)
                     ]
             if json_out:
                 emit_json({"bindings": binding_rows(bindings), "links": existing})
@@ -208,7 +209,7 @@ def link_profile_cmd(
     paths = sum(r.paths + r.setters for r in results)
     typer.echo(
         f"Linked {len(results)} unit(s) carrying {paths} binding(s) from "
-        f"{flow.profile_space(variant)} and resolved them."
+        f"{profile_space(variant)} and resolved them."
     )
 
 
@@ -428,7 +429,7 @@ def sandbox_up(
     else:
         typer.echo(f"sandbox {name} is up: nothing changed.")
     typer.echo(
-        f"next: eksinf hub units --space karpenter-{variant}; eksinf sandbox down --name {name} --yes"
+        f"next: eksinf hub units --space {variant_space('karpenter', variant)}; eksinf sandbox down --name {name} --yes"
     )
 
 
@@ -615,7 +616,7 @@ def hub_upload(
             component,
             variant,
             flow.read_source(source),
-            labels=flow.UPLOAD_LABELS,
+            labels=MANAGED_BY,
             prune=prune,
             dry_run=dry_run,
         )

@@ -8,6 +8,9 @@ import typer
 
 from .. import links as links_mod
 from ..errors import CONTRACT, EksinfError
+from ..model import placeholder
+from ..model.configs import read_units
+from ..model.resources import resource_label
 from ..outdir import claim, write_tree
 from ..yamlio import dump_docs, load_mapping_docs
 from .common import JSON_OPTION, emit_json, progress, state
@@ -88,14 +91,14 @@ def links_resolve_cmd(
     owned = claim(out, stack.root)  # before any work: never the stack, its sources or configs/
     checked = check_profile(docs[0], str(profile))
     bindings = links_mod.load_bindings(stack)
-    units = links_mod.read_units(stack.configs_dir)
+    units = read_units(stack.configs_dir)
     resolved = links_mod.resolve_units(units, checked.spec, bindings)
     write_tree(owned, {f"{key}.yaml": dump_docs(docs) for key, docs in resolved.items()})
     left = [
-        f"{key}.yaml: {links_mod.resource_label(doc)} {path}"
+        f"{key}.yaml: {resource_label(doc)} {path}"
         for key, docs in sorted(resolved.items())
         for doc in docs
-        for path in links_mod.placeholders(doc)
+        for path in placeholder.scan(doc)
     ]
     if json_out:
         emit_json(

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CONTRACT
+from ..model.names import OWNER, apps_space, base_space, owner_labels, variant_space
 from . import argo
 from .protocol import (
     APPS_SPACE_ANNOTATION,
-    OWNER,
     AlreadyExists,
     FunctionResult,
     GateBlocked,
@@ -43,7 +43,6 @@ from .protocol import (
     Unit,
     UploadReport,
     UploadSource,
-    apps_space,
 )
 
 TIMEOUT = 300
@@ -282,7 +281,7 @@ class CubHub:
         prune: bool = False,
         dry_run: bool = False,
     ) -> UploadReport:
-        space = f"{component}-{variant}"
+        space = variant_space(component, variant)
         existed = self.space_exists(space)
         args = [
             "variant", "upload", "--component", component, "--variant", variant,
@@ -327,7 +326,7 @@ class CubHub:
         return sorted(
             s.slug
             for s in self.list_spaces(f"Labels.Component = '{component}'")
-            if s.slug != f"{component}-base"
+            if s.slug != base_space(component)
         )
 
     def variant_create(
@@ -335,8 +334,9 @@ class CubHub:
     ) -> Space:
         upstream = self.get_space(upstream_space)
         component = upstream.labels.get("Component") or upstream_space.rsplit("-", 1)[0]
-        if self.space_exists(f"{component}-{variant}"):
-            raise AlreadyExists(f"space {component}-{variant} already exists")
+        space = variant_space(component, variant)
+        if self.space_exists(space):
+            raise AlreadyExists(f"space {space} already exists")
         self._run(
             [
                 "variant",
@@ -346,7 +346,7 @@ class CubHub:
                 *(["--target", target] if target else []),
             ]
         )
-        return self.get_space(f"{component}-{variant}")
+        return self.get_space(space)
 
     def variant_promote(self, space: str) -> list[str]:
         before = {u.slug: u.head_revision for u in self.list_units(space)}
@@ -461,7 +461,7 @@ class CubHub:
                 "--annotation", f"{APPS_SPACE_ANNOTATION}={apps}", "--allow-exists",
             ]
         )  # fmt: skip
-        self.create_space(apps, {"Owner": OWNER}, allow_exists=True)
+        self.create_space(apps, owner_labels(), allow_exists=True)
         self._run(["space", "update", apps, "--patch", "--release-target", f"{space}/{slug}"])
         root = argo.root_application(apps, self.registry())
         try:

@@ -1,4 +1,4 @@
-"""Hub functions: pure edits of a unit's documents, and the placeholder validator.
+"""Hub functions: pure edits of a unit's documents.
 
 Each mutating function takes the parsed documents of one unit and the string arguments the CLI
 or a link setter passed, edits the documents in place and returns whether anything changed.
@@ -12,71 +12,15 @@ from typing import Any
 
 from .. import paths
 from ..errors import USAGE, EksinfError
+from ..model.resources import WORKLOAD_KINDS, containers, resource_type
 
-PLACEHOLDER = "confighubplaceholder"
-LEGACY_PLACEHOLDER = "replaceme"
-INT_PLACEHOLDER = 999999999
-WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob")
 SCALABLE_KINDS = ("Deployment", "ReplicaSet", "StatefulSet")
-
-
-def resource_type(doc: dict) -> str:
-    """ConfigHub's `<apiVersion>/<Kind>` (`apps/v1/Deployment`)."""
-    return f"{doc.get('apiVersion', '')}/{doc.get('kind', '')}"
-
-
-def resource_name(doc: dict) -> str:
-    """ConfigHub's `<namespace>/<name>`, with an empty namespace when cluster-scoped."""
-    meta = doc.get("metadata") or {}
-    return f"{meta.get('namespace') or ''}/{meta.get('name', '')}"
-
-
-def _pod_spec(doc: dict) -> dict | None:
-    spec = doc.get("spec") or {}
-    if doc.get("kind") == "CronJob":
-        spec = ((spec.get("jobTemplate") or {}).get("spec")) or {}
-    template = spec.get("template") or {}
-    pod = template.get("spec")
-    return pod if isinstance(pod, dict) else None
 
 
 def _containers(doc: dict, name: str) -> list[dict]:
     if doc.get("kind") not in WORKLOAD_KINDS:
         return []
-    pod = _pod_spec(doc) or {}
-    found = []
-    for key in ("initContainers", "containers"):
-        for container in pod.get(key) or []:
-            if isinstance(container, dict) and (name == "*" or container.get("name") == name):
-                found.append(container)
-    return found
-
-
-# ---- placeholders ---------------------------------------------------------------------------
-
-
-def placeholder_paths(doc: Any, prefix: str = "") -> list[str]:
-    """Paths whose value is a placeholder: values only, never keys."""
-    found: list[str] = []
-    if isinstance(doc, dict):
-        for key, value in doc.items():
-            found += placeholder_paths(
-                value, f"{prefix}.{paths.escape(str(key))}" if prefix else paths.escape(str(key))
-            )
-    elif isinstance(doc, list):
-        for index, value in enumerate(doc):
-            found += placeholder_paths(value, f"{prefix}.{index}" if prefix else str(index))
-    elif isinstance(doc, str):
-        if PLACEHOLDER in doc or LEGACY_PLACEHOLDER in doc:
-            found.append(prefix)
-    elif isinstance(doc, int) and not isinstance(doc, bool) and doc == INT_PLACEHOLDER:
-        found.append(prefix)
-    return found
-
-
-def text_may_hold_placeholder(text: str) -> bool:
-    """Cheap pre-check on raw text; only units that pass it are parsed and scanned."""
-    return PLACEHOLDER in text or LEGACY_PLACEHOLDER in text or str(INT_PLACEHOLDER) in text
+    return [container for _, _, container in containers(doc, name)]
 
 
 # ---- mutating functions ---------------------------------------------------------------------

@@ -8,7 +8,6 @@ runs in WAL mode and carries a schema version; an unknown version is refused, no
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import re
 import sqlite3
@@ -19,11 +18,13 @@ from typing import Any
 
 from ..errors import CONTRACT, USAGE, EksinfError
 from ..faults import checkpoint
+from ..model import placeholder
+from ..model.digest import oci_digest, sha256_hex
+from ..model.names import OWNER, OWNER_LABEL, apps_space, variant_space
 from ..yamlio import dump_docs, load_docs
 from . import argo, functions, merge, resolve, where
 from .protocol import (
     APPS_SPACE_ANNOTATION,
-    OWNER,
     PLACEHOLDER_GATE_FUNCTION,
     UPSTREAM_SPACE_ANNOTATION,
     AlreadyExists,
@@ -42,7 +43,6 @@ from .protocol import (
     Unit,
     UploadReport,
     UploadSource,
-    apps_space,
 )
 
 SCHEMA_VERSION = 1
@@ -88,7 +88,7 @@ CREATE TABLE releases(
 
 
 def _hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return sha256_hex(text)
 
 
 def unit_slug(filename: str) -> str:
@@ -105,13 +105,13 @@ def release_ref(registry: str, space: str) -> str:
 
 
 def _placeholders(text: str) -> list[str]:
-    if not functions.text_may_hold_placeholder(text):
+    if not placeholder.text_may_hold(text):
         return []
     found = []
     for doc in load_docs(text):
         meta = doc.get("metadata") or {} if isinstance(doc, dict) else {}
         rid = f"{doc.get('kind')}/{meta.get('namespace') or ''}/{meta.get('name')}"
-        found += [f"{rid}:{p}" for p in functions.placeholder_paths(doc)]
+        found += [f"{rid}:{p}" for p in placeholder.scan(doc)]
     return found
 
 
@@ -564,7 +564,7 @@ class LocalHub:
                 slug = f"{unit_slug(name)}-{n}"
                 n += 1
             planned[slug] = text
-        space = f"{component}-{variant}"
+        space = variant_space(component, variant)
         record = [{"ref": source.ref, "digest": source.digest, "granularity": "per-file"}]
         report: UploadReport | None = None
         try:
@@ -593,7 +593,7 @@ class LocalHub:
             space_labels = {
                 "Component": component,
                 "Variant": variant,
-                "Owner": OWNER,
+                OWNER_LABEL: OWNER,
                 **(labels or {}),
             }
             self.create_space(space, space_labels)
@@ -692,7 +692,7 @@ class LocalHub:
             up = self._space_row(upstream_space)
             up_labels = json.loads(up["labels"])
             component = up_labels.get("Component") or upstream_space.rsplit("-", 1)[0]
-            slug = f"{component}-{variant}"
+            slug = variant_space(component, variant)
             if self.space_exists(slug):
                 raise AlreadyExists(f"space {slug} already exists")
             target_row = self._target_row(target) if target else None
@@ -800,7 +800,7 @@ class LocalHub:
         names = self._db.execute(
             "SELECT f.slug, t.slug FROM units f, units t WHERE f.id=? AND t.id=?", (from_id, to_id)
         ).fetchone()
-        digest = hashlib.sha256(f"{from_id}->{to_id}".encode()).hexdigest()[:8]
+        digest = sha256_hex(f"{from_id}->{to_id}")[:8]
         link_id = str(uuid.uuid4())
         self._db.execute(
             "INSERT INTO links VALUES(?,?,?,?,?,?,?)",
@@ -954,7 +954,9 @@ class LocalHub:
             else:
                 target_id = row["id"]
             labels = json.loads(self._space_row(space)["labels"])
-            self.create_space(apps, {"Owner": labels.get("Owner", OWNER)}, allow_exists=True)
+            self.create_space(
+                apps, {OWNER_LABEL: labels.get(OWNER_LABEL, OWNER)}, allow_exists=True
+            )
             self._set_release_target(self._space_row(apps)["id"], target_id)
             self._put_unit(apps, "root", argo.root_application(apps, registry), target_id)
             return self.get_target(f"{space}/{slug}")
@@ -1027,7 +1029,7 @@ class LocalHub:
                 raise GateBlocked(space, sorted(gates), blocked)
             files = {f"{u['slug']}.yaml": u["data"].encode("utf-8") for u in members if u["data"]}
             blob = bundle.bundle_bytes(files)
-            digest = "sha256:" + hashlib.sha256(blob).hexdigest()
+            digest = oci_digest(blob)
             latest = db.execute(
                 "SELECT * FROM releases WHERE space_id=? ORDER BY num DESC LIMIT 1", (row["id"],)
             ).fetchone()

@@ -11,16 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import CONTRACT, ENVIRONMENT, FAILURE, EksinfError
+from ..model.placeholder import PLACEHOLDER
 
 PLACEHOLDER_GATE_FUNCTION = "vet-placeholders"
 APPS_SPACE_ANNOTATION = "confighub.com/argo-apps-space"
 UPSTREAM_SPACE_ANNOTATION = "UpstreamSpaceID"
-OWNER = "EKS Inference"  # the Owner label value of the spaces eksinf creates
-
-
-def apps_space(space: str) -> str:
-    """The space holding a target space's Argo CD Applications (root app of the app-of-apps)."""
-    return f"{space}-argo-apps"
 
 
 # ---- errors ---------------------------------------------------------------------------------
@@ -54,7 +49,7 @@ class GateBlocked(HubError):
         super().__init__(
             f"cannot publish {space}: gate {', '.join(self.gates)} blocks unit(s) "
             f"{', '.join(self.units)}",
-            "Fill the remaining confighubplaceholder values (link the units to the profile with "
+            f"Fill the remaining {PLACEHOLDER} values (link the units to the profile with "
             "`eksinf link-profile`, or set them with `eksinf fn`), then publish again.",
             CONTRACT,
         )

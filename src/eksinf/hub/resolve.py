@@ -12,6 +12,7 @@ from typing import Any
 
 from .. import paths
 from ..errors import CONTRACT, EksinfError
+from ..model.resources import resource_name, resource_type
 from . import functions
 
 _PARAM = re.compile(r"\{\{\s*\.Params\.([A-Za-z0-9_]+)\s*\}\}")
@@ -21,7 +22,7 @@ _WHERE_RESOURCE = re.compile(r"ConfigHub\.(ResourceType|ResourceName)\s*=\s*'([^
 def _find(docs: list[dict], resource: dict[str, str], what: str) -> dict:
     rtype, rname = resource.get("ResourceType", ""), resource.get("ResourceName", "")
     for doc in docs:
-        if functions.resource_type(doc) == rtype and functions.resource_name(doc) == rname:
+        if resource_type(doc) == rtype and resource_name(doc) == rname:
             return doc
     raise EksinfError(
         f"{what}: no resource {rtype} {rname}",
@@ -73,8 +74,8 @@ def _where_resource(docs: list[dict], clause: str) -> list[dict]:
     return [
         d
         for d in docs
-        if ("ResourceType" not in wanted or functions.resource_type(d) == wanted["ResourceType"])
-        and ("ResourceName" not in wanted or functions.resource_name(d) == wanted["ResourceName"])
+        if ("ResourceType" not in wanted or resource_type(d) == wanted["ResourceType"])
+        and ("ResourceName" not in wanted or resource_name(d) == wanted["ResourceName"])
     ]
 
 
