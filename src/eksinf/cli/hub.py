@@ -359,6 +359,10 @@ def fn_set_image(
 # ---- release ----------------------------------------------------------------------------
 
 
+def _units(count: int | None) -> str:
+    return "unit count not reported" if count is None else f"{count} units"
+
+
 @release_app.command("publish")
 def release_publish(
     ctx: typer.Context,
@@ -379,7 +383,7 @@ def release_publish(
     else:
         typer.echo(
             f"{space}: published release {release.release_num} to {release.ref} "
-            f"({release.unit_count} units, {release.manifest_digest})"
+            f"({_units(release.unit_count)}, {release.manifest_digest})"
         )
 
 
@@ -397,7 +401,7 @@ def release_list(
         emit_json([r.to_json() for r in releases])
         return
     for r in releases:
-        typer.echo(f"{r.release_num}\t{r.unit_count} units\t{r.manifest_digest}\t{r.ref}")
+        typer.echo(f"{r.release_num}\t{_units(r.unit_count)}\t{r.manifest_digest}\t{r.ref}")
 
 
 # ---- sandbox ----------------------------------------------------------------------------

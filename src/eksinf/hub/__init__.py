@@ -42,7 +42,7 @@ def open_hub(root: Path, choice: str | None = None) -> Hub:
     if backend == "cub":
         from .cub import CubHub
 
-        return CubHub()
+        return CubHub(root)
     from .local import DEFAULT_PATH, LocalHub
 
     return LocalHub(root / config.get("hub_path", DEFAULT_PATH))

@@ -5,8 +5,10 @@ stdin: cub silently drops YAML link bodies). Failures are mapped onto the typed 
 recognised text; absence is reported only for a recognised not-found answer, and anything
 unrecognised is `Unavailable`, never "empty".
 
-Limit: no hosted ConfigHub is reachable from where this was built. The tests replay cub outputs
-written from the reference's recorded shapes (tests/fixtures/cub/), not a live session.
+The command lines and output shapes follow cub's own source (github.com/confighub/sdk,
+`cmd/cub/*.go`); tests/fixtures/cub/README.md names the file and commit of each. Limit: no hosted
+ConfigHub is reachable from where this was built, so the tests run a fake `cub` that answers in
+those shapes, not a live session.
 """
 
 from __future__ import annotations
@@ -16,14 +18,20 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import CONTRACT
-from ..model.names import OWNER, apps_space, base_space, owner_labels, variant_space
+from ..model.names import (
+    OWNER,
+    STATE_DIR,
+    apps_space,
+    base_space,
+    owner_labels,
+    variant_space,
+)
 from . import argo
 from .protocol import (
     APPS_SPACE_ANNOTATION,
@@ -46,9 +54,17 @@ from .protocol import (
 )
 
 TIMEOUT = 300
+# Re-upload into a populated space arrived in cub v0.2.14; older cub fails with "already exists".
+MIN_VERSION = (0, 2, 14)
+STAGING_DIR = Path(STATE_DIR) / "cub-upload"
 _NOT_FOUND = ("not found", "does not exist", "no such")
-_REUPLOADED = re.compile(r"Re-uploaded (\S+): (\d+) created, (\d+) updated, (\d+) emptied")
 _GATE_LINE = re.compile(r"(?:Apply Gates|Validation Errors|ApplyGates|ValidationErrors):\s*(\S+)")
+# The lines `cub variant upload` prints (cmd/cub/variant_upload_reconcile.go).
+_REUPLOADED = re.compile(r"^Re-uploaded (\S+): (\d+) created, (\d+) updated, (\d+) emptied$")
+_DRY_RUN_LINE = re.compile(r"^  ([+~-]) (\S+) \((create|update|empty)\)$")
+_FIRST_UPLOAD_LINE = re.compile(r"^  \+ (\S+)$")
+_NOT_IN_INPUT = re.compile(r"^Note: \d+ Unit\(s\) are in the Space but not in this input")
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
 
 
 @dataclass(frozen=True)
@@ -70,18 +86,39 @@ def run_cub(args: list[str], stdin: str | None = None) -> CubResult:
             "Install the ConfigHub CLI and run `cub auth login`, or use the embedded hub "
             "(--hub local).",
         )
+    # Without a body cub gets an empty stdin, never the user's terminal.
+    feed: dict[str, Any] = {"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}
     try:
         done = subprocess.run(
             [binary, *args],
-            input=stdin,
             capture_output=True,
             text=True,
             timeout=TIMEOUT,
             env={**os.environ, "CONFIGHUB_AGENT": "1"},
+            **feed,
         )
     except subprocess.TimeoutExpired as exc:
         raise Unavailable(f"cub {' '.join(args[:3])} timed out after {TIMEOUT}s") from exc
     return CubResult(done.returncode, done.stdout, done.stderr)
+
+
+def parse_version(text: str) -> tuple[int, int, int] | None:
+    """The client version in `cub version` output, or None for a build without one ("dev").
+
+    cub prints a `Client Version:` block; newer builds carry `Version: vX.Y.Z` in it, older
+    ones put the release tag on the `Commit:` line (cmd/cub/version.go)."""
+    in_client = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.endswith(":") and not raw.startswith(" "):
+            in_client = line == "Client Version:"
+            continue
+        key, _, value = line.partition(":")
+        if in_client and key in ("Version", "Commit"):
+            match = _VERSION.match(value.strip())
+            if match:
+                return (int(match.group(1)), int(match.group(2)), int(match.group(3)))
+    return None
 
 
 def _first_line(result: CubResult) -> str:
@@ -100,11 +137,36 @@ def _pick(row: dict, *names: str, default: Any = None) -> Any:
     return default
 
 
+def _slugs(lines: list[str], pattern: re.Pattern[str], kind: str | None = None) -> tuple[str, ...]:
+    found = []
+    for line in lines:
+        match = pattern.match(line)
+        if match and (kind is None or match.group(3) == kind):
+            found.append(match.group(2) if kind else match.group(1))
+    return tuple(sorted(found))
+
+
+def _not_in_input(lines: list[str]) -> tuple[str, ...]:
+    """The `  - <slug>` list under cub's "Note: N Unit(s) are in the Space but not in this
+    input" (units left alone without --prune)."""
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        if _NOT_IN_INPUT.match(line):
+            for item in lines[i + 2 :]:  # the note is two lines, then the list
+                if not item.startswith("  - "):
+                    break
+                out.append(item[4:].strip())
+    return tuple(sorted(out))
+
+
 class CubHub:
     name = "cub"
 
-    def __init__(self, runner: Runner = run_cub) -> None:
+    def __init__(self, root: Path, runner: Runner = run_cub) -> None:
+        self._staging = root / STAGING_DIR
         self._runner = runner
+        self._version_checked = False
+        self._target_refs: dict[str, str] = {}
 
     # ---- plumbing ---------------------------------------------------------------------------
 
@@ -120,6 +182,11 @@ class CubHub:
             return json.loads(out) if out.strip() else None
         except json.JSONDecodeError as exc:
             raise Unavailable(f"cub {' '.join(args[:2])}: output is not JSON ({exc})") from exc
+
+    def _rows(self, args: list[str]) -> list[dict]:
+        """A list read with every field: without `--select`, cub selects only its table
+        columns (cmd/cub/release_list.go, target_list.go build the select from them)."""
+        return self._json([*args, "--select", "*"]) or []
 
     def _error(self, args: list[str], result: CubResult) -> HubError:
         text = f"{result.stderr}\n{result.stdout}"
@@ -152,17 +219,47 @@ class CubHub:
         except HubError:
             return []
 
+    def require_version(self) -> None:
+        """Refuse a cub older than MIN_VERSION (once per hub): re-upload needs it. A build
+        that reports no release version (a local "dev" build) is let through."""
+        if self._version_checked:
+            return
+        version = parse_version(self._run(["version"]))
+        if version is not None and version < MIN_VERSION:
+            floor = "v{}.{}.{}".format(*MIN_VERSION)
+            raise Unavailable(
+                f"cub v{version[0]}.{version[1]}.{version[2]} is too old: re-uploading into an "
+                f"existing base needs cub {floor} or newer",
+                'Upgrade the ConfigHub CLI (older cub refuses the upload with "already '
+                'exists"), or rebuild the bases with `eksinf install --recreate`.',
+            )
+        self._version_checked = True
+
     # ---- records ----------------------------------------------------------------------------
 
-    @staticmethod
-    def _space(row: dict) -> Space:
+    def _target_ref(self, target_id: str) -> str:
+        """`<space>/<target>` of a TargetID: spaces name their release target by ID only."""
+        if target_id not in self._target_refs:
+            rows = self._rows(
+                ["target", "list", "--space", "*", "--where", f"TargetID = '{target_id}'"]
+            )
+            row = next(iter(rows), None)
+            if row is None:
+                raise NotFound(f"release target {target_id} is not listed by `cub target list`")
+            target = row.get("Target", row)
+            space = target.get("SpaceSlug") or (row.get("Space") or {}).get("Slug", "")
+            self._target_refs[target_id] = f"{space}/{target['Slug']}"
+        return self._target_refs[target_id]
+
+    def _space(self, row: dict) -> Space:
         space = row.get("Space", row)
+        target_id = space.get("ReleaseTargetID")
         return Space(
             space["SpaceID"],
             space["Slug"],
             space.get("Labels") or {},
             space.get("Annotations") or {},
-            _pick(row, "ReleaseTarget") or _pick(space, "ReleaseTargetSlug"),
+            self._target_ref(target_id) if target_id else None,
         )
 
     @staticmethod
@@ -193,7 +290,7 @@ class CubHub:
     # ---- spaces -----------------------------------------------------------------------------
 
     def list_spaces(self, where: str | None = None) -> list[Space]:
-        rows = self._json(["space", "list", *(["--where", where] if where else [])]) or []
+        rows = self._rows(["space", "list", *(["--where", where] if where else [])])
         return [self._space(r) for r in rows]
 
     def get_space(self, slug: str) -> Space:
@@ -201,7 +298,7 @@ class CubHub:
 
     def space_exists(self, slug: str) -> bool:
         try:
-            self.get_space(slug)
+            self._json(["space", "get", slug])
         except NotFound:  # absence only on a recognised not-found answer
             return False
         return True
@@ -230,7 +327,7 @@ class CubHub:
 
     def list_units(self, space: str | None = None, where: str | None = None) -> list[Unit]:
         args = ["unit", "list", "--space", space or "*"]
-        rows = self._json(args + (["--where", where] if where else [])) or []
+        rows = self._rows(args + (["--where", where] if where else []))
         return [self._unit(r) for r in rows]
 
     def get_unit(self, space: str, slug: str) -> Unit:
@@ -238,8 +335,9 @@ class CubHub:
         return self._unit({**row, "Space": row.get("Space") or {"Slug": space}})
 
     def unit_data(self, space: str, slug: str, revision: int | None = None) -> str:
-        args = ["unit", "data", slug, "--space", space]
-        return self._run(args + (["--revision", str(revision)] if revision else []))
+        if revision:  # cmd/cub/revision_data.go: `cub revision data <unit> <revision-num>`
+            return self._run(["revision", "data", "--space", space, slug, str(revision)])
+        return self._run(["unit", "data", slug, "--space", space])
 
     def create_unit(self, space: str, slug: str, data: str, *, target: str | None = None) -> Unit:
         args = ["unit", "create", "--space", space, slug, "-"]
@@ -253,12 +351,14 @@ class CubHub:
         return self.get_unit(space, slug)
 
     def history(self, space: str, slug: str) -> list[Revision]:
-        rows = self._json(["revision", "list", slug, "--space", space]) or []
+        rows = self._rows(["revision", "list", slug, "--space", space])
         revisions = [r.get("Revision", r) for r in rows]
         return sorted(
             (
                 Revision(
-                    r["RevisionNum"], r.get("Description", ""), _pick(r, "DataHash", default="")
+                    r["RevisionNum"],
+                    r.get("Description", ""),
+                    _pick(r, "DataHash", "ContentHash", default=""),
                 )
                 for r in revisions
             ),
@@ -271,6 +371,22 @@ class CubHub:
 
     # ---- variants ---------------------------------------------------------------------------
 
+    def _stage(self, space: str, files: dict[str, bytes]) -> Path:
+        """Write the unit files to `<stack>/.eksinf/cub-upload/<space>/`: a fixed path, so the
+        space's recorded input is the same on every upload. The folder is eksinf's own."""
+        folder = self._staging / space
+        if folder.is_symlink() or self._staging.is_symlink():
+            raise Unavailable(
+                f"{folder} is a symbolic link; eksinf stages uploads only in its own folder"
+            )
+        if folder.exists():
+            shutil.rmtree(folder)
+        for name, data in sorted(files.items()):
+            path = folder / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        return folder
+
     def variant_upload(
         self,
         component: str,
@@ -281,36 +397,37 @@ class CubHub:
         prune: bool = False,
         dry_run: bool = False,
     ) -> UploadReport:
+        """`cub variant upload` of the files eksinf already read. eksinf pulls OCI sources itself,
+        with its registry credentials, because cub pulls anonymously (public bundles only); the
+        fixed `--source-description` is the units' external-source identity, so every upload of
+        a component merges against the previous one and edits made in ConfigHub survive."""
         space = variant_space(component, variant)
         existed = self.space_exists(space)
+        if existed and not dry_run:
+            self.require_version()
         args = [
             "variant", "upload", "--component", component, "--variant", variant,
             "--granularity", "per-file", "--owner", OWNER,
+            "--source-description", f"eksinf {component}",
         ]  # fmt: skip
-        for key, value in sorted((labels or {}).items()):
-            args += ["--label", f"{key}={value}"]
+        for key, value in sorted((labels or {}).items()):  # --label would label the units
+            args += ["--space-label", f"{key}={value}"]
+        if source.digest:
+            args += ["--change-desc", f"{source.ref}@{source.digest}"]
         args += ["--dry-run"] if dry_run else []
         args += ["--prune"] if prune else []
-        if source.ref.startswith("oci://"):
-            out = self._run([*args, source.ref])
-        else:  # cub reads files: hand it the unit files in a directory of their own
-            with tempfile.TemporaryDirectory(prefix="eksinf-cub-") as tmp:
-                for name, data in source.files.items():
-                    (Path(tmp) / name).write_bytes(data)
-                out = self._run([*args, tmp])
+        out = self._run([*args, str(self._stage(space, source.files))])
+        lines = out.splitlines()
+        if dry_run:
+            return self._dry_run_report(space, lines)
         if not existed:
-            return UploadReport(space, True, revert_hint="")
-        counts = _REUPLOADED.search(out)
+            return UploadReport(space, True)
         revert = next(
-            (
-                ln.split(":", 1)[1].strip()
-                for ln in out.splitlines()
-                if ln.startswith("Revert with:")
-            ),
-            "",
+            (ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("Revert with:")), ""
         )
+        counts = next((m for m in map(_REUPLOADED.match, lines) if m), None)
         if counts is None:  # "Already up to date", or wording we do not know: nothing claimed
-            return UploadReport(space, False, revert_hint=revert)
+            return UploadReport(space, False, missing=_not_in_input(lines), revert_hint=revert)
         created, updated, emptied = (int(counts.group(i)) for i in (2, 3, 4))
         # cub reports counts, not unit names: entries stand in as "#1", "#2", ...
         return UploadReport(
@@ -319,7 +436,23 @@ class CubHub:
             created=tuple(f"#{i + 1}" for i in range(created)),
             updated=tuple(f"#{i + 1}" for i in range(updated)),
             emptied=tuple(f"#{i + 1}" for i in range(emptied)),
+            missing=_not_in_input(lines),
             revert_hint=revert,
+        )
+
+    @staticmethod
+    def _dry_run_report(space: str, lines: list[str]) -> UploadReport:
+        """The names cub's `--dry-run` prints: `  + slug` for a first upload, else
+        `  + slug (create)`, `  ~ slug (update)`, `  - slug (empty)`."""
+        if any(ln.startswith(f"Space {space} does not exist yet") for ln in lines):
+            return UploadReport(space, True, created=_slugs(lines, _FIRST_UPLOAD_LINE))
+        return UploadReport(
+            space,
+            False,
+            created=_slugs(lines, _DRY_RUN_LINE, "create"),
+            updated=_slugs(lines, _DRY_RUN_LINE, "update"),
+            emptied=_slugs(lines, _DRY_RUN_LINE, "empty"),
+            missing=_not_in_input(lines),
         )
 
     def variants_of(self, component: str) -> list[str]:
@@ -376,7 +509,7 @@ class CubHub:
         )
 
     def list_links(self, space: str) -> list[Link]:
-        return [self._link(r) for r in self._json(["link", "list", "--space", space]) or []]
+        return [self._link(r) for r in self._rows(["link", "list", "--space", space])]
 
     def set_link(
         self, space: str, unit: str, to_space: str, to_unit: str, bindings: dict[str, Any]
@@ -493,7 +626,7 @@ class CubHub:
             ]
         )  # fmt: skip
         space_id = self.get_space(space).space_id
-        for row in self._json(["target", "list", "--space", space]) or []:
+        for row in self._rows(["target", "list", "--space", space]):
             target = row.get("Target", row)
             self._run(
                 [
@@ -508,8 +641,8 @@ class CubHub:
             )
 
     def publish(self, space: str) -> Release:
-        row = self._json(["release", "publish", space])
-        return self._release(space, row)
+        # cmd/cub/release_publish.go prints the created Release itself, not an envelope
+        return self._release(space, self._json(["release", "publish", space]))
 
     @staticmethod
     def _release(space: str, row: dict) -> Release:
@@ -519,14 +652,13 @@ class CubHub:
             release.get("ReleaseNum", 0),
             release.get("Digest", ""),
             release.get("ManifestDigest", ""),
-            release.get("UnitCount", 0),
+            None,  # cub's Release carries no unit count
             f"space/{space}",
         )
 
     def list_releases(self, space: str) -> list[Release]:
-        return [
-            self._release(space, r) for r in self._json(["release", "list", "--space", space]) or []
-        ]
+        rows = self._rows(["release", "list", "--space", space])
+        return sorted((self._release(space, r) for r in rows), key=lambda r: r.release_num)
 
     def close(self) -> None:
         return None

@@ -208,7 +208,7 @@ class Release:
     release_num: int
     digest: str  # sha256 of the gzip'd tar bundle
     manifest_digest: str
-    unit_count: int
+    unit_count: int | None  # None: the hub does not report it (cub's Release has no count)
     ref: str  # where it was pushed
 
     def to_json(self) -> dict[str, Any]:
