@@ -18,6 +18,7 @@ import pytest
 from fakecub import FIXTURES, TABLE, CubFailure, FakeCub, parse
 
 from eksinf import deploy
+from eksinf.errors import EksinfError
 from eksinf.hub.cub import MIN_VERSION, CubHub, parse_version
 from eksinf.hub.protocol import (
     GateBlocked,
@@ -144,7 +145,7 @@ def test_reupload_labels_the_space_and_reports_counts_missing_and_revert(cub, tm
     assert report.missing == ("old-crds",)
     assert report.revert_hint.startswith("cub unit update --patch --space karpenter-base --restore")
     staged = tmp_path / ".eksinf" / "cub-upload" / "karpenter-base"
-    assert sorted(p.name for p in staged.iterdir()) == ["nodeclasses.yaml", "nodepools.yaml"]
+    assert sorted(p.name for p in staged.glob("*.yaml")) == ["nodeclasses.yaml", "nodepools.yaml"]
     same = hub.variant_upload("karpenter", "base", SOURCE, labels=labels)
     assert not same.changed
     with pytest.raises(HubError) as err:
@@ -152,6 +153,17 @@ def test_reupload_labels_the_space_and_reports_counts_missing_and_revert(cub, tm
     assert err.value.exit_code == 3 and "--granularity minimal" in str(err.value)
     cub.done()
     assert sum(1 for c in cub.calls() if c == ["version"]) == 1  # checked once per hub
+
+
+def test_a_staging_folder_eksinf_did_not_write_is_never_replaced(cub, tmp_path):
+    hub = CubHub(tmp_path)
+    mine = tmp_path / ".eksinf" / "cub-upload" / "karpenter-base"
+    mine.mkdir(parents=True)
+    (mine / "notes.txt").write_text("mine")
+    with pytest.raises(EksinfError) as err:
+        hub._stage("karpenter-base", SOURCE)
+    assert err.value.exit_code == 2 and "notes.txt" in err.value.message
+    assert (mine / "notes.txt").read_text() == "mine" and cub.calls() == []
 
 
 def test_cub_older_than_the_floor_is_refused_before_the_reupload(cub, tmp_path):

@@ -371,21 +371,25 @@ class CubHub:
 
     # ---- variants ---------------------------------------------------------------------------
 
-    def _stage(self, space: str, files: dict[str, bytes]) -> Path:
+    def _stage(self, space: str, source: UploadSource) -> Path:
         """Write the unit files to `<stack>/.eksinf/cub-upload/<space>/`: a fixed path, so the
-        space's recorded input is the same on every upload. The folder is eksinf's own."""
-        folder = self._staging / space
-        if folder.is_symlink() or self._staging.is_symlink():
-            raise Unavailable(
-                f"{folder} is a symbolic link; eksinf stages uploads only in its own folder"
-            )
-        if folder.exists():
-            shutil.rmtree(folder)
-        for name, data in sorted(files.items()):
-            path = folder / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-        return folder
+        space's recorded input is the same on every upload. The folder is eksinf's own
+        (outdir's marker; cub reads only the .yaml/.yml files)."""
+        from .. import outdir
+
+        files = {}
+        for name, data in sorted(source.files.items()):
+            try:
+                files[name] = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise HubError(
+                    f"{source.ref}: {name} is not UTF-8 (byte {exc.start})",
+                    "Unit files are YAML text; re-render or re-bundle the component.",
+                    CONTRACT,
+                ) from exc
+        folder = outdir.claim(self._staging / space)
+        outdir.write_tree(folder, files)
+        return folder.path
 
     def variant_upload(
         self,
@@ -416,7 +420,7 @@ class CubHub:
             args += ["--change-desc", f"{source.ref}@{source.digest}"]
         args += ["--dry-run"] if dry_run else []
         args += ["--prune"] if prune else []
-        out = self._run([*args, str(self._stage(space, source.files))])
+        out = self._run([*args, str(self._stage(space, source))])
         lines = out.splitlines()
         if dry_run:
             return self._dry_run_report(space, lines)
