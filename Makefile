@@ -8,12 +8,12 @@ RUFF ?= .venv/bin/ruff
 help:
 	@echo "render  render configs/ from components.yaml, versions.env and render/"
 	@echo "guard   check a fresh render for Helm features that do not survive flattening"
-	@echo "verify  fail if configs/ differs from a fresh render"
+	@echo "verify  fail if configs/ differs from a fresh render, or the API server would refuse a unit (validate)"
 	@echo "bundles write bundles/<component>.tar.gz (reproducible)"
 	@echo "push    push each bundle to \$$EKSINF_REGISTRY (default: oci-layout:.eksinf/oci)"
 	@echo "test    run the test suite"
 	@echo "lint    check profile links and cross-component invariants on configs/"
-	@echo "check   lint, format check, tests, verify and eksinf lint"
+	@echo "check   lint, format check, tests, verify, validate and eksinf lint"
 
 render:
 	$(EKSINF) render
@@ -23,6 +23,7 @@ guard:
 
 verify:
 	$(EKSINF) verify
+	$(EKSINF) validate
 
 lint:
 	$(EKSINF) lint
@@ -41,4 +42,5 @@ check:
 	$(RUFF) format --check .
 	$(PYTEST) -q
 	$(EKSINF) verify
+	$(EKSINF) validate
 	$(EKSINF) lint

@@ -416,7 +416,32 @@ class DeployReport:
         return out
 
 
-def _publish(hub: Hub, space: str, report: DeployReport, say: Say) -> None:
+def admit(hub: Hub, stack: Stack, space: str) -> None:
+    """Refuse (exit 3) to publish a space whose units the API server would not admit
+    (validate.release). Units still holding placeholders are left to the hub's own gate, which
+    names the missing links."""
+    from .validate.release import check_release
+
+    members = hub.list_units(space)
+    if any(u.placeholders for u in members):
+        return
+    units = {
+        u.slug: [d for d in load_docs(hub.unit_data(space, u.slug)) if isinstance(d, dict)]
+        for u in members
+    }
+    report = check_release(stack, space, units)
+    if not report.ok:
+        bad = [f for f in report.findings if f.status == "invalid"]
+        raise EksinfError(
+            f"release of {space} refused: {len(bad)} field(s) the API server would not admit; "
+            f"first: {bad[0].line()}",
+            hint="Fix the units (eksinf validate lists every finding on the stack), then publish again.",
+            exit_code=CONTRACT,
+        )
+
+
+def _publish(hub: Hub, stack: Stack, space: str, report: DeployReport, say: Say) -> None:
+    admit(hub, stack, space)
     try:
         release = hub.publish(space)
     except NoChanges:
@@ -503,10 +528,10 @@ def deploy(
     )
     checkpoint("deploy.linked")
     for comp in components:
-        _publish(hub, variant_space(comp.name, variant), report, say)
+        _publish(hub, stack, variant_space(comp.name, variant), report, say)
         checkpoint("deploy.published-one")
     if apps:
-        _publish(hub, apps, report, say)
+        _publish(hub, stack, apps, report, say)
     return report
 
 
@@ -646,7 +671,7 @@ def sandbox_down(hub: Hub, plan: list[str], *, say: Say = _quiet) -> list[str]:
 
 
 def publish(hub: Hub, space: str) -> tuple[str, Any]:
-    """`release publish`: ("published", Release) or ("current", Release|None)."""
+    """`release publish` (after `admit`): ("published", Release) or ("current", Release|None)."""
     try:
         return "published", hub.publish(space)
     except NoChanges as exc:

@@ -370,10 +370,15 @@ def release_publish(
     hub_choice: str = HUB_OPTION,
     json_out: bool = JSON_OPTION,
 ) -> None:
-    """Publish the space's units bound to its release target as an OCI artifact."""
+    """Publish the space's units bound to its release target as an OCI artifact.
+
+    Refused (exit 3) when the API server would not admit a unit: the same checks as
+    `eksinf validate`, on the units as published, against the stack's CRDs.
+    """
     from .. import deploy as flow
 
-    with _hub(ctx, hub_choice) as (hub, _stack):
+    with _hub(ctx, hub_choice) as (hub, stack):
+        flow.admit(hub, stack, space)  # exit 3 before anything is pushed
         outcome, release = flow.publish(hub, space)
     if json_out:
         emit_json({"outcome": outcome, "release": release.to_json() if release else None})

@@ -1,0 +1,20 @@
+"""A release's admission: the units a hub space publishes, checked before they are published.
+
+A release is resolved: every value is written in, so a placeholder anywhere is invalid. Custom
+resources are checked against the stack's committed CRDs (a release of the karpenter space
+carries Karpenter's CRDs, but the aws-network release needs ACK's from ack-controllers).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import links
+from .admission import Admission, Report, crds_of
+
+
+def check_release(stack: Any, space: str, units: dict[str, list[dict]]) -> Report:
+    """`units`: slug -> documents, as the space would publish them."""
+    crds = {**crds_of(links.read_units(stack.configs_dir)), **crds_of(units)}
+    admission = Admission(crds, stack.kube_version)
+    return admission.check_units(units, lambda slug: f"release {space}/{slug}.yaml")
