@@ -28,6 +28,7 @@ from .errors import CONTRACT, FAILURE, USAGE, EksinfError
 from .gitinfo import commit_of
 from .model.configs import parse_unit
 from .model.digest import sha256_hex
+from .model.placeholder import scan, text_may_hold
 from .outdir import claim, replace_with, staging_for
 from .render import PROVENANCE_FILE, ComponentOutput, RenderResult, Unit
 from .stack import Stack
@@ -93,6 +94,7 @@ class Bundle:
     files: tuple[str, ...]
     data: bytes = field(repr=False, compare=False)
     provenance: dict[str, Any] = field(default_factory=dict, compare=False)
+    placeholders: int = field(default=0, compare=False)  # values a link fills in (a base)
 
     @property
     def title(self) -> str:
@@ -112,6 +114,7 @@ class Bundle:
             "size": self.size,
             "files": list(self.files),
             "provenance": self.provenance,
+            "placeholders": self.placeholders,
         }
 
 
@@ -242,9 +245,21 @@ def build_bundles(
                 files=tuple(sorted(files)),
                 data=data,
                 provenance=provenance(stack, name, digest, tar_digest, commit),
+                placeholders=count_placeholders(name, files),
             )
         )
     return bundles
+
+
+def count_placeholders(component: str, files: dict[str, bytes]) -> int:
+    """Values still holding the link placeholder across a bundle's YAML files."""
+    total = 0
+    for name, data in files.items():
+        text = data.decode("utf-8")
+        if name.endswith((".yaml", ".yml")) and text_may_hold(text):
+            unit = parse_unit(component, name, text)
+            total += sum(1 for doc in unit.docs for _ in scan(doc))
+    return total
 
 
 # ---- unpacking ----------------------------------------------------------------------------
@@ -398,6 +413,11 @@ def safe_unpack(
 # ---- publishing ---------------------------------------------------------------------------
 
 ANNOTATION_PREFIX = "io.eksinf."
+# What an artifact is for. A base is `eksinf push`'s bundle of configs/: linked values are still
+# placeholders, so it is input to `eksinf install --from`, never applied. A release is what a hub
+# space publishes: resolved, what Argo CD, Flux and `kubectl apply` consume.
+KIND_ANNOTATION = f"{ANNOTATION_PREFIX}artifact.kind"
+BASE, RELEASE = "base", "release"
 PUSH_WORKERS = 4
 
 
@@ -417,6 +437,8 @@ def bundle_annotations(
     prov = bundle.provenance
     charts = ",".join(f"{c['chart']}@{c['version']}=sha256:{c['sha256']}" for c in prov["charts"])
     annotations = {
+        KIND_ANNOTATION: BASE,
+        f"{ANNOTATION_PREFIX}placeholders": str(bundle.placeholders),
         "org.opencontainers.image.version": version,
         "org.opencontainers.image.revision": prov["sourceCommit"] or "unknown",
         "org.opencontainers.image.source": source,

@@ -133,10 +133,20 @@ def pull_cmd(
 ) -> None:
     """Pull a bundle, verify its digests and unpack it safely (regular files only)."""
     from .. import oci
-    from ..bundle import safe_unpack
+    from ..bundle import ANNOTATION_PREFIX, BASE, KIND_ANNOTATION, safe_unpack
 
     pulled = oci.pull(ref, expect_digest=digest)
     files = safe_unpack(pulled.blob, out, stack_root=state(ctx).stack_root())
+    kind = pulled.annotations.get(KIND_ANNOTATION)
+    warning = None
+    if kind == BASE:
+        count = pulled.annotations.get(f"{ANNOTATION_PREFIX}placeholders", "?")
+        warning = (
+            f"{ref} is a base bundle ({count} placeholder values): not for kubectl apply, Argo CD "
+            "or Flux. Install it into a hub (eksinf install --from) and consume the space's "
+            "release (docs/publishing.md#bases-and-releases)."
+        )
+        progress(f"warning: {warning}")
     if json_out:
         emit_json(
             {
@@ -146,6 +156,8 @@ def pull_cmd(
                 "layerDigest": oci_digest(pulled.blob),
                 "title": pulled.title,
                 "annotations": pulled.annotations,
+                "kind": kind,
+                "warning": warning,
                 "files": files,
             }
         )

@@ -1042,7 +1042,11 @@ class LocalHub:
                 ref,
                 blob,
                 title=f"{space}.tar.gz",
-                annotations={"com.confighub.target": target_ref, "com.confighub.space": space},
+                annotations={
+                    "com.confighub.target": target_ref,
+                    "com.confighub.space": space,
+                    bundle.KIND_ANNOTATION: bundle.RELEASE,
+                },
                 tags=["latest", f"release-{num}"],
             )
             db.execute(

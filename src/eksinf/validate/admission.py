@@ -18,6 +18,7 @@ written in, as the hub publishes them) must pass fully.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -150,6 +151,7 @@ class Admission:
         self.crds = crds
         self.builtin_dir = core.schema_dir(kube_version)
         self._cel: Any = None
+        self._memo: dict[int, tuple] = {}
 
     def _evaluate(self) -> Callable[[str, Any], tuple[str, str]]:
         if self._cel is None:
@@ -184,6 +186,29 @@ class Admission:
         return report
 
     def check_doc(
+        self, report: Report, unit: str, doc: dict, bound: frozenset[str], raw: bool
+    ) -> None:
+        """Check one document. A document without placeholders gets the same findings whether
+        raw or resolved; resolving shares the documents no link touches, so those are checked
+        once (the memo keeps the document itself, so its id is not reused)."""
+        memo = self._memo.get(id(doc))
+        if memo is not None and memo[0] is doc:
+            _, found, schema, rules, transitions = memo
+            report.findings += [dataclasses.replace(f, unit=unit) for f in found]
+        else:
+            part = Report()
+            self._check_doc(part, unit, doc, bound, raw)
+            schema = next(iter(part.by_schema), "")
+            found, rules, transitions = part.findings, part.rules_evaluated, part.transition_rules
+            if not any(links.placeholders(doc)):
+                self._memo[id(doc)] = (doc, found, schema, rules, transitions)
+            report.findings += found
+        if schema:
+            report.by_schema[schema] = report.by_schema.get(schema, 0) + 1
+        report.rules_evaluated += rules
+        report.transition_rules += transitions
+
+    def _check_doc(
         self, report: Report, unit: str, doc: dict, bound: frozenset[str], raw: bool
     ) -> None:
         resource = _resource(doc)
