@@ -319,3 +319,15 @@ def test_release_publish_refuses_a_release_the_api_server_would_not_admit(stack_
     # nothing was published
     after = eksinf("release", "list", "karpenter-sandbox", "--json", cwd=stack_dir)
     assert json.loads(after.out) == json.loads(before.out)
+
+
+def test_a_damaged_cel_cache_changes_no_verdict(stack_dir, eksinf, tmp_path, monkeypatch):
+    monkeypatch.setenv("EKSINF_CACHE_DIR", str(tmp_path / "cache"))
+    code, first = run(eksinf, stack_dir)
+    assert code == 0
+    [cached] = list((tmp_path / "cache" / "cel").iterdir())
+    cached.write_bytes(b"not a pickle")
+    code, again = run(eksinf, stack_dir)
+    assert code == 0
+    assert again["celRulesEvaluated"] == first["celRulesEvaluated"]
+    assert again["raw"]["findings"] == first["raw"]["findings"]

@@ -197,10 +197,11 @@ class Admission:
             report.findings += [dataclasses.replace(f, unit=unit) for f in found]
         else:
             part = Report()
-            self._check_doc(part, unit, doc, bound, raw)
+            held = set(links.placeholders(doc))
+            self._check_doc(part, unit, doc, bound, raw, held)
             schema = next(iter(part.by_schema), "")
             found, rules, transitions = part.findings, part.rules_evaluated, part.transition_rules
-            if not any(links.placeholders(doc)):
+            if not held:
                 self._memo[id(doc)] = (doc, found, schema, rules, transitions)
             report.findings += found
         if schema:
@@ -209,7 +210,7 @@ class Admission:
         report.transition_rules += transitions
 
     def _check_doc(
-        self, report: Report, unit: str, doc: dict, bound: frozenset[str], raw: bool
+        self, report: Report, unit: str, doc: dict, bound: frozenset[str], raw: bool, held: set
     ) -> None:
         resource = _resource(doc)
 
@@ -217,7 +218,6 @@ class Admission:
             text = path if isinstance(path, str) else paths.format_path(list(path))
             report.findings.append(Finding(status, unit, resource, text, rule, value, message))
 
-        held = set(links.placeholders(doc))
         for path in sorted(held):
             if path in bound:
                 add(UNRESOLVED, path, "bound by a profile link", links.PLACEHOLDER)

@@ -46,6 +46,7 @@ _OLD_SELF = re.compile(r"\boldSelf\b")
 _UNDECLARED = re.compile(r"undeclared reference to '([^']+)'")
 ENGINE = f"cel-python {metadata.version('cel-python')}"
 
+_FORMAT = "rule -> pickled parse tree | parse error"  # in the cache key: a new layout, a new file
 PASS, FAIL, NOT_EVALUATED, TRANSITION = "pass", "fail", "not-evaluated", "transition"
 
 
@@ -186,7 +187,7 @@ FUNCTIONS: dict[str, Any] = {
 def _cache_file(rules: list[str]) -> Path:
     from ..charts import cache_dir
 
-    key = hashlib.sha256("\0".join([ENGINE, *sorted(set(rules))]).encode()).hexdigest()
+    key = hashlib.sha256("\0".join([ENGINE, _FORMAT, *sorted(set(rules))]).encode()).hexdigest()
     return cache_dir().parent / "cel" / f"{key[:32]}.pickle"
 
 
@@ -206,24 +207,26 @@ class Engine:
 
     def __init__(self, rules: list[str]) -> None:
         self._env: celpy.Environment | None = None
-        self._asts: dict[str, Any] = {}
+        # rule -> its parse tree, pickled (unpickled only when the rule runs), or why it failed
+        self._parsed: dict[str, bytes | str] = {}
         self._programs: dict[str, Any] = {}
-        self._errors: dict[str, str] = {}
         self._seen: dict[tuple[str, str], Outcome] = {}
         self._cache = _cache_file(rules)
         with contextlib.suppress(OSError, pickle.UnpicklingError, EOFError, AttributeError):
             loaded = pickle.loads(self._cache.read_bytes())
-            if isinstance(loaded, dict):
-                self._asts = loaded
-        missing = [r for r in dict.fromkeys(rules) if r not in self._asts]
+            if isinstance(loaded, dict) and all(
+                isinstance(v, bytes | str) for v in loaded.values()
+            ):
+                self._parsed = loaded
+        missing = [r for r in dict.fromkeys(rules) if r not in self._parsed]
         for rule in missing:
             try:
-                self._asts[rule] = self._environment().compile(rule)
+                self._parsed[rule] = pickle.dumps(self._environment().compile(rule))
             except celpy.CELParseError as exc:
-                self._errors[rule] = f"the CEL engine cannot parse it: {str(exc).splitlines()[0]}"
+                self._parsed[rule] = f"the CEL engine cannot parse it: {str(exc).splitlines()[0]}"
         if missing:
             with contextlib.suppress(OSError):  # an unwritable cache costs a parse next time
-                write_file(self._cache, pickle.dumps(self._asts))
+                write_file(self._cache, pickle.dumps(self._parsed))
 
     def _environment(self) -> celpy.Environment:
         if self._env is None:
@@ -233,7 +236,8 @@ class Engine:
     def _program(self, rule: str) -> Any:
         program = self._programs.get(rule)
         if program is None:
-            program = celpy.InterpretedRunner(self._env or _Parsed(), self._asts[rule], FUNCTIONS)
+            ast = pickle.loads(self._parsed[rule])  # a str (parse error) never gets here
+            program = celpy.InterpretedRunner(self._env or _Parsed(), ast, FUNCTIONS)
             self._programs[rule] = program
         return program
 
@@ -254,10 +258,14 @@ class Engine:
             return Outcome(
                 TRANSITION, "a transition rule (reads oldSelf): the server runs it on update only"
             )
-        if rule in self._errors:
-            return Outcome(NOT_EVALUATED, self._errors[rule])
+        parsed = self._parsed.get(rule)
+        if isinstance(parsed, str):
+            return Outcome(NOT_EVALUATED, parsed)
+        if parsed is None:  # not among the rules this engine was built for: a caller bug
+            raise KeyError(rule)
+        program = self._program(rule)  # outside the try: a broken program is a bug, not a verdict
         try:
-            result = self._program(rule).evaluate({"self": celpy.json_to_cel(value)})
+            result = program.evaluate({"self": celpy.json_to_cel(value)})
         except CELEvalError as exc:
             return self._error(exc)
         except (
