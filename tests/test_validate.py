@@ -52,6 +52,7 @@ def test_the_committed_stack_is_admissible_raw_and_resolved(stack_dir, eksinf):
     assert report["invalid"] == 0
     assert report["notEvaluated"] == 0
     assert report["celRulesEvaluated"] > 100  # Karpenter's and ACK's rules, on every object
+    assert 0 < report["celRulesDistinct"] <= report["celRulesEvaluated"]
     assert report["schemas"].keys() == {"builtin", "crd", "pinned"}
     # raw units hold the profile's placeholders, each at a bound path; resolved units none
     raw = report["raw"]
@@ -65,7 +66,10 @@ def test_the_committed_stack_is_admissible_raw_and_resolved(stack_dir, eksinf):
     text = eksinf("validate", cwd=stack_dir)
     assert text.code == 0
     assert " 0 invalid, " in text.err and " 0 not evaluated; " in text.err
-    assert f"{report['celRulesEvaluated']} CEL rules evaluated" in text.err
+    assert (
+        f"{report['celRulesEvaluated']} CEL rule evaluations "
+        f"({report['celRulesDistinct']} distinct rules)"
+    ) in text.err
 
 
 def test_a_broken_nodepool_nodeclass_and_deployment_exit_3_naming_each(stack_dir, eksinf):

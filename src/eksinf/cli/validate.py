@@ -38,7 +38,8 @@ def validate_cmd(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
     summary = (
         f"{total.resources} resources in {report.raw.units} units, raw and resolved "
         f"({report.profile}): {invalid} invalid, {total.count('unresolved')} unresolved "
-        f"(raw, bound), {missing} not evaluated; {total.rules_evaluated} CEL rules evaluated, "
+        f"(raw, bound), {missing} not evaluated; {total.rules_evaluated} CEL rule evaluations "
+        f"({report.distinct_rules} distinct rules), "
         f"{total.transition_rules} transition rules skipped (update only)"
     )
     if invalid:

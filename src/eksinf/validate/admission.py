@@ -153,6 +153,10 @@ class Admission:
         self._cel: Any = None
         self._memo: dict[int, tuple] = {}
 
+    @property
+    def distinct_rules(self) -> int:
+        return self._cel.distinct_evaluated if self._cel is not None else 0
+
     def _evaluate(self) -> Callable[[str, Any], tuple[str, str]]:
         if self._cel is None:
             from .cel import Engine  # celpy loads only when a custom resource is checked
@@ -291,6 +295,7 @@ class StackReport:
     raw: Report
     resolved: Report
     profile: str  # the profile whose values the resolved units carry
+    distinct_rules: int = 0  # different CEL rules evaluated (celRulesEvaluated counts runs)
 
     @property
     def total(self) -> Report:
@@ -304,6 +309,7 @@ class StackReport:
         total.pop("findings")
         return {
             **total,
+            "celRulesDistinct": self.distinct_rules,
             "profile": self.profile,
             "raw": self.raw.as_dict(),
             "resolved": self.resolved.as_dict(),
@@ -331,4 +337,4 @@ def validate_stack(stack: Any) -> StackReport:
     resolved = admission.check_units(
         published, lambda key: f"resolved({profile.name}) configs/{key}.yaml"
     )
-    return StackReport(raw, resolved, profile.name)
+    return StackReport(raw, resolved, profile.name, admission.distinct_rules)

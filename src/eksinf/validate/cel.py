@@ -253,6 +253,11 @@ class Engine:
             outcome = self._seen[key] = self._evaluate(rule, value)
         return outcome
 
+    @property
+    def distinct_evaluated(self) -> int:
+        """How many different rules ran to a pass or a failure at least once."""
+        return len({rule for (rule, _), o in self._seen.items() if o.status in (PASS, FAIL)})
+
     def _evaluate(self, rule: str, value: Any) -> Outcome:
         if _OLD_SELF.search(rule):
             return Outcome(
