@@ -8,7 +8,7 @@ import json
 
 import yaml
 
-from eksinf import links
+from eksinf.model import placeholder
 
 
 def _placeholders_in(folder) -> int:
@@ -17,7 +17,7 @@ def _placeholders_in(folder) -> int:
         for path in folder.glob("*.yaml")
         for doc in yaml.safe_load_all(path.read_text())
         if doc
-        for _ in links.placeholders(doc)
+        for _ in placeholder.scan(doc)
     )
 
 

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import links, paths
+from ..model import configs, placeholder
+from ..model.resources import find_resource
 from . import core, meta, structural
 from .structural import INVALID, NOT_EVALUATED, UNRESOLVED
 
@@ -201,7 +203,7 @@ class Admission:
             report.findings += [dataclasses.replace(f, unit=unit) for f in found]
         else:
             part = Report()
-            held = set(links.placeholders(doc))
+            held = set(placeholder.scan(doc))
             self._check_doc(part, unit, doc, bound, raw, held)
             schema = next(iter(part.by_schema), "")
             found, rules, transitions = part.findings, part.rules_evaluated, part.transition_rules
@@ -224,13 +226,13 @@ class Admission:
 
         for path in sorted(held):
             if path in bound:
-                add(UNRESOLVED, path, "bound by a profile link", links.PLACEHOLDER)
+                add(UNRESOLVED, path, "bound by a profile link", paths.get(doc, path))
             else:
                 add(
                     INVALID,
                     path,
                     "placeholder outside a binding" if raw else "placeholder in a resolved unit",
-                    links.PLACEHOLDER,
+                    paths.get(doc, path),
                     "no profile link writes this path, so it would ship unresolved"
                     if raw
                     else "the profile resolves no value here",
@@ -243,7 +245,7 @@ class Admission:
         crd = self.crds.get((api, kind))
         if crd is not None:
             report.by_schema["crd"] = report.by_schema.get("crd", 0) + 1
-            result = structural.check(crd.schema, doc, self._evaluate(), frozenset(held))
+            result = structural.check(crd.schema, doc, self._evaluate())
             report.rules_evaluated += result.rules_evaluated
             report.transition_rules += result.transition_rules
             for v in result.violations:
@@ -266,7 +268,7 @@ class Admission:
         report.by_schema[source] = report.by_schema.get(source, 0) + 1
         for parts, rule, value, message in core.errors(validator, doc):
             text = paths.format_path(parts)
-            if text in held or (isinstance(value, str) and links.PLACEHOLDER in value):
+            if text in held or placeholder.is_placeholder(value):
                 continue  # reported above, as unresolved or as a stray placeholder
             add(INVALID, text, rule, value, message)
 
@@ -278,7 +280,7 @@ def bound_paths(
     out: dict[tuple[str, int], set[str]] = {}
     for binding in bindings:
         docs = units.get(binding.unit_key) or []
-        doc = links.find_resource(docs, binding.kind, binding.name)
+        doc = find_resource(docs, binding.kind, binding.name)
         if doc is None:
             continue  # lint reports a binding that points nowhere
         index = next(i for i, d in enumerate(docs) if d is doc)
@@ -321,7 +323,7 @@ def validate_stack(stack: Any) -> StackReport:
     stack's profile; the hub plane is never published)."""
     from ..profile import load_profile
 
-    units = links.read_units(stack.configs_dir)
+    units = configs.read_units(stack.configs_dir)
     bindings = links.load_bindings(stack)
     admission = Admission(crds_of(units), stack.kube_version)
     raw = admission.check_units(

@@ -40,7 +40,7 @@ from celpy import celtypes
 from celpy.evaluation import CELEvalError
 
 from ..atomic import write_file
-from .quantity import parse_quantity
+from ..model.quantity import parse as parse_quantity
 
 _OLD_SELF = re.compile(r"\boldSelf\b")
 _UNDECLARED = re.compile(r"undeclared reference to '([^']+)'")

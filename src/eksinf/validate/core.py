@@ -4,7 +4,7 @@ schemas shipped in the package.
 
 The built-in schemas are kubernetes-validate's strict JSON Schemas (every object closed, so an
 unknown field is an error). They type a quantity as "string or number" with no pattern; here the
-quantity definition carries a format checked by validate.quantity, so `32Gx` fails as it does on
+quantity definition carries a format checked by model.quantity, so `32Gx` fails as it does on
 the server.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 import jsonschema
 from referencing import Registry, Resource
 
-from .quantity import parse_quantity
+from ..model.quantity import parse as parse_quantity
 
 QUANTITY_DEF = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 # Kinds whose CRD the cluster (not the stack) provides, or that are never applied: their pinned

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import links
+from ..model import configs
 from .admission import Admission, Report, crds_of
 
 
 def check_release(stack: Any, space: str, units: dict[str, list[dict]]) -> Report:
     """`units`: slug -> documents, as the space would publish them."""
-    crds = {**crds_of(links.read_units(stack.configs_dir)), **crds_of(units)}
+    crds = {**crds_of(configs.read_units(stack.configs_dir)), **crds_of(units)}
     admission = Admission(crds, stack.kube_version)
     return admission.check_units(units, lambda slug: f"release {space}/{slug}.yaml")

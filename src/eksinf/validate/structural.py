@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from .. import paths
-from ..links import PLACEHOLDER
+from ..model.placeholder import is_placeholder, scan
 
 INVALID, UNRESOLVED, NOT_EVALUATED = "invalid", "unresolved", "not-evaluated"
 
@@ -112,19 +112,12 @@ def _key(path: tuple) -> str:
 
 
 def has_placeholder(node: Any) -> bool:
-    if isinstance(node, str):
-        return PLACEHOLDER in node
-    if isinstance(node, dict):
-        return any(has_placeholder(v) for v in node.values())
-    if isinstance(node, list):
-        return any(has_placeholder(v) for v in node)
-    return False
+    return any(True for _ in scan(node))
 
 
 class _Checker:
-    def __init__(self, evaluate: Evaluate, bound: frozenset[str]) -> None:
+    def __init__(self, evaluate: Evaluate) -> None:
         self.evaluate = evaluate
-        self.bound = bound  # paths that a profile binding writes (raw units only)
         self.result = Result()
 
     def add(self, status: str, path: tuple, rule: str, value: Any, message: str = "") -> None:
@@ -160,25 +153,9 @@ class _Checker:
 
     # -- validation -------------------------------------------------------------------------
 
-    def placeholder(self, path: tuple, value: Any) -> bool:
-        """True when `value` is the placeholder: unresolved at a bound path, invalid elsewhere."""
-        if not (isinstance(value, str) and PLACEHOLDER in value):
-            return False
-        if _key(path) in self.bound:
-            self.add(UNRESOLVED, path, "bound by a profile link", value)
-        else:
-            self.add(
-                INVALID,
-                path,
-                "placeholder outside a binding",
-                value,
-                "no profile binding writes this path, so it would ship unresolved",
-            )
-        return True
-
     def check(self, schema: dict, value: Any, path: tuple) -> None:
-        if self.placeholder(path, value):
-            return
+        if is_placeholder(value):
+            return  # the caller reports every placeholder (unresolved, or invalid where unbound)
         if value is None:
             if not schema.get("nullable"):
                 self.add(INVALID, path, "nullable: false", value, "null is not allowed")
@@ -247,7 +224,7 @@ class _Checker:
 
     def combinator(self, keyword: str, subs: Any, value: Any, path: tuple) -> None:
         def passes(sub: dict) -> bool:
-            probe = _Checker(lambda _r, _v: ("pass", ""), self.bound)
+            probe = _Checker(lambda _r, _v: ("pass", ""))
             probe.values(sub, value, path)
             if "type" in sub and not _TYPES.get(sub["type"], lambda _v: True)(value):
                 return False
@@ -366,12 +343,11 @@ class _Checker:
             self.add(state, where, f"x-kubernetes-validations: {rule}", value, message)
 
 
-def check(
-    schema: dict, doc: dict, evaluate: Evaluate, bound: frozenset[str] = frozenset()
-) -> Result:
+def check(schema: dict, doc: dict, evaluate: Evaluate) -> Result:
     """Validate a custom resource (apiVersion, kind and metadata are the server's, not the
-    schema's: they are checked by validate.meta)."""
-    checker = _Checker(evaluate, bound)
+    schema's: they are checked by validate.meta). Placeholder values are skipped: the caller
+    reports them."""
+    checker = _Checker(evaluate)
     body = copy.deepcopy(
         {k: v for k, v in doc.items() if k not in ("apiVersion", "kind", "metadata")}
     )
