@@ -25,7 +25,7 @@ from .model import placeholder
 from .model.configs import Resource, of_kind, place, read_units, tag_path
 from .model.configs import resources as all_resources
 from .model.configs import tags as tag_map
-from .model.names import DISCOVERY_KEY
+from .model.names import DISCOVERY_KEY, FAMILY_KEY, GPU_RESOURCE
 from .model.placeholder import PLACEHOLDER
 from .model.quantity import gib_text as gib
 from .model.quantity import to_bytes as quantity
@@ -37,8 +37,6 @@ from .validate import ids
 from .yamlio import load_docs
 
 POOL_LABEL = "karpenter.sh/nodepool"
-GPU_RESOURCE = "nvidia.com/gpu"
-FAMILY_KEY = "karpenter.k8s.aws/instance-family"
 GPU_NAME_KEY = "karpenter.k8s.aws/instance-gpu-name"
 CAPACITY_KEY = "karpenter.sh/capacity-type"
 # The GPU each EC2 instance family carries, as Karpenter's instance-gpu-name label spells it.

@@ -7,40 +7,18 @@ is pure and turns the raw answers plus the price table into a `Status`.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
-from functools import cache
-from importlib import resources
 from typing import Any
 
 from ..errors import EksinfError
 from ..model.names import DISCOVERY_KEY
+from ..prices import PriceTable
 from .scope import StackScope
 from .session import AWS_FAILURES, AwsSession, aws_errors, error_code, paginate, tags_of, translate
 
 BILLING_STATES = ("pending", "running")
 _GPU_FAMILY = re.compile(r"^(g|p)\d")  # g4dn, g5, g5g, g6, g6e, p4d, p5, p5e, p5en ...
-
-
-@dataclass(frozen=True)
-class PriceTable:
-    about: str
-    as_of: str
-    hours_per_month: int
-    regions: dict[str, Any]
-
-    def instance_rate(self, region: str, instance_type: str) -> float | None:
-        return self.regions.get(region, {}).get("instances", {}).get(instance_type)
-
-    def fixed_rate(self, region: str, key: str) -> float | None:
-        return self.regions.get(region, {}).get(key)
-
-
-@cache
-def load_prices() -> PriceTable:
-    raw = json.loads(resources.files("eksinf").joinpath("data/prices.json").read_text())
-    return PriceTable(raw["about"], raw["as_of"], raw["hours_per_month"], raw["regions"])
 
 
 @dataclass(frozen=True)

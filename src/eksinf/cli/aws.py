@@ -88,6 +88,7 @@ def status_cmd(
     """What this stack runs on EC2 and what it costs (scoped to the stack's tags)."""
     from ..aws import status as status_mod
     from ..aws.kube import KubeClient
+    from ..prices import load_prices
 
     scope = stack_scope(ctx, region)
     try:
@@ -105,7 +106,7 @@ def status_cmd(
             exit_code=exc.exit_code if exc.exit_code == ENVIRONMENT else ENVIRONMENT,
         ) from exc
     stack_accounts = _stack_accounts(ctx, mgmt_kubeconfig, session)
-    report = status_mod.build_status(scope, raw, status_mod.load_prices(), stack_accounts)
+    report = status_mod.build_status(scope, raw, load_prices(), stack_accounts)
     section = None
     if workload_kubeconfig is not None:
         try:

@@ -23,6 +23,10 @@ MANAGED_BY = {"managed-by": "eks-inference"}
 # Karpenter's discovery tag: subnets and security groups carrying it (value: the network name)
 # are the ones a NodeClass's selector terms find.
 DISCOVERY_KEY = "karpenter.sh/discovery"
+# Karpenter's well-known label of an instance's family, and the GPU resource NVIDIA's device
+# plugin advertises (lint schedules against them; diff prices NodePool limits with them).
+FAMILY_KEY = "karpenter.k8s.aws/instance-family"
+GPU_RESOURCE = "nvidia.com/gpu"
 
 STATE_DIR = ".eksinf"  # per-stack local state (hub.db, OCI layout, kubeconfigs), never committed
 
