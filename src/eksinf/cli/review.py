@@ -106,7 +106,7 @@ def diff_cmd(
 def _review(ctx: typer.Context, base: str | None, mirror: Path | None, quiet: bool):
     from ..charts import mirror_dir
     from ..review import report, source
-    from ..review.snapshot import snapshot
+    from ..review.snapshot import snapshot, without_unchanged_units
 
     root = state(ctx).stack().root
     say = (lambda _m: None) if quiet else progress
@@ -119,6 +119,5 @@ def _review(ctx: typer.Context, base: str | None, mirror: Path | None, quiet: bo
         for side in (before, after)
         if side.rendered
     )
-    return report.review(
-        snapshot(before.files), snapshot(after.files), before.label, after.label, notes
-    )
+    old, new = without_unchanged_units(before.files, after.files)
+    return report.review(snapshot(old), snapshot(new), before.label, after.label, notes)

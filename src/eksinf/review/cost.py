@@ -132,10 +132,12 @@ def max_hourly(
     types, why = candidates(spec, catalogue)
     if why:
         return PoolCost(None, None, f"unknown: {why}")
-    if not types:
-        return PoolCost(0.0, None, "its requirements match no instance type: it launches nothing")
     # a type bigger than a limit cannot launch at all under it
     types = [t for t in types if all(_PER_TYPE[k](t) <= v for k, v in limits.items())]
+    if not types:
+        return PoolCost(
+            0.0, None, "no instance type fits its requirements and limits: it launches nothing"
+        )
     names = tuple(t.name for t in types)
     rates = {t.name: prices.instance_rate(region, t.name) for t in types}
     unpriced = tuple(n for n, r in rates.items() if r is None)

@@ -16,6 +16,7 @@ import yaml
 from ..errors import CONTRACT, EksinfError
 from ..links import BINDINGS_FILE, LINKS_DIR
 from ..model.configs import parse_unit
+from ..model.names import PROFILE_COMPONENT
 from ..stack import PLANES, parse_versions
 
 # Kinds of the inputs that are not Kubernetes objects; their apiVersion says where they live.
@@ -191,6 +192,28 @@ def _units(files: dict[str, str]) -> list[Resource]:
         docs = parse_unit(parts[1], parts[2], text).docs
         out += [Resource(parts[1], rel, d) for d in docs if d.get("kind")]
     return out
+
+
+def without_unchanged_units(
+    base: dict[str, str], head: dict[str, str]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Both sides without the unit files that are byte-identical on both: their resources cannot
+    differ, and parsing them is most of a review's time (CRD units are large). The profile is
+    kept: the cost bounds read its region."""
+
+    def same(rel: str) -> bool:
+        parts = rel.split("/")
+        return (
+            len(parts) == 3
+            and parts[0] == "configs"
+            and parts[1] != PROFILE_COMPONENT
+            and base.get(rel) == head.get(rel)
+        )
+
+    return (
+        {r: t for r, t in base.items() if not same(r)},
+        {r: t for r, t in head.items() if not same(r)},
+    )
 
 
 def snapshot(files: dict[str, str]) -> Snapshot:
