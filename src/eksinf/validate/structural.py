@@ -26,6 +26,7 @@ from .. import paths
 from ..model.placeholder import is_placeholder, scan
 
 INVALID, UNRESOLVED, NOT_EVALUATED = "invalid", "unresolved", "not-evaluated"
+MAX_DEPTH = 64  # bound every walk: no Kubernetes object in the stack nests half as deep
 
 
 @dataclass(frozen=True)
@@ -125,8 +126,11 @@ class _Checker:
 
     # -- defaulting and pruning -------------------------------------------------------------
 
-    def prepare(self, schema: dict, value: Any) -> Any:
+    def prepare(self, schema: dict, value: Any, depth: int = 0) -> Any:
         """Drop nulls of non-nullable fields and apply defaults, depth first (server order)."""
+        if depth > MAX_DEPTH:
+            return value  # check() reports the nesting
+        depth += 1
         if isinstance(value, dict) and schema.get("properties") is not None:
             props = schema["properties"]
             for key in list(value):
@@ -138,17 +142,17 @@ class _Checker:
                     value[key] = copy.deepcopy(sub["default"])
             for key, sub in props.items():
                 if key in value:
-                    value[key] = self.prepare(sub, value[key])
+                    value[key] = self.prepare(sub, value[key], depth)
             extra = schema.get("additionalProperties")
             if isinstance(extra, dict):
                 for key in value:
                     if key not in props:
-                        value[key] = self.prepare(extra, value[key])
+                        value[key] = self.prepare(extra, value[key], depth)
         elif isinstance(value, dict) and isinstance(schema.get("additionalProperties"), dict):
             for key in value:
-                value[key] = self.prepare(schema["additionalProperties"], value[key])
+                value[key] = self.prepare(schema["additionalProperties"], value[key], depth)
         elif isinstance(value, list) and isinstance(schema.get("items"), dict):
-            value[:] = [self.prepare(schema["items"], item) for item in value]
+            value[:] = [self.prepare(schema["items"], item, depth) for item in value]
         return value
 
     # -- validation -------------------------------------------------------------------------
@@ -156,6 +160,9 @@ class _Checker:
     def check(self, schema: dict, value: Any, path: tuple) -> None:
         if is_placeholder(value):
             return  # the caller reports every placeholder (unresolved, or invalid where unbound)
+        if len(path) > MAX_DEPTH:
+            self.add(INVALID, path, f"depth <= {MAX_DEPTH}", "...", "the object nests too deeply")
+            return
         if value is None:
             if not schema.get("nullable"):
                 self.add(INVALID, path, "nullable: false", value, "null is not allowed")
