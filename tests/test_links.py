@@ -11,10 +11,10 @@ from eksinf import paths
 from eksinf.errors import CONTRACT, EksinfError
 from eksinf.links import (
     Binding,
-    apply_binding,
     load_bindings,
     resolve_units,
 )
+from eksinf.links.engine import Target, write
 from eksinf.model.configs import read_units
 from eksinf.model.placeholder import PLACEHOLDER
 from eksinf.model.placeholder import scan as placeholders
@@ -23,6 +23,10 @@ from eksinf.profile import load_profile
 from eksinf.stack import load_stack
 
 NETWORK_BINDINGS = "render/aws-network/links/bindings.yaml"
+
+
+def apply_binding(b: Binding, doc: dict, value) -> bool:
+    return write(doc, Target.of(b), value)
 
 
 def binding(**kw) -> Binding:

@@ -7,14 +7,13 @@ between steps so tests can prove that.
 
 from __future__ import annotations
 
-import re
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import bundle, oci
+from . import bundle, links, oci
 from .errors import CONTRACT, USAGE, EksinfError
 from .faults import checkpoint
 from .hub.protocol import (
@@ -26,6 +25,7 @@ from .hub.protocol import (
     UploadReport,
     UploadSource,
 )
+from .links import Binding, engine
 from .model.digest import oci_digest
 from .model.names import (
     BASE,
@@ -42,7 +42,6 @@ from .model.names import (
     variant_space,
 )
 from .model.placeholder import PLACEHOLDER
-from .model.resources import find_resource, split_name
 from .outdir import MARKER
 from .stack import Stack
 from .yamlio import load_docs
@@ -185,77 +184,6 @@ def install(
 # ---- link-profile -----------------------------------------------------------------------
 
 
-def _param(source: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]", "_", source)
-
-
-def _data_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    return "int" if isinstance(value, int) else "string"
-
-
-def link_body(bindings: list[Any], unit_docs: list[dict], profile_doc: dict, where: str) -> dict:
-    """The TransformPaths body (ConfigHub's JSON shape) for one downstream unit's bindings."""
-    from . import links
-
-    profile_type = f"{profile_doc['apiVersion']}/{profile_doc['kind']}"
-    profile_name = f"/{profile_doc['metadata']['name']}"
-    upstream: dict[str, dict] = {}
-    downstream, setters = [], []
-    for b in bindings:
-        param = _param(b.source)
-        upstream[param] = {
-            "Name": param,
-            "Path": f"spec.{b.source}",
-            "Resource": {"ResourceType": profile_type, "ResourceName": profile_name},
-        }
-        doc = find_resource(unit_docs, b.kind, b.name)
-        if doc is None:
-            raise EksinfError(
-                f"{b.file}:{b.line}: {where} has no {b.kind} {b.name}",
-                "Fix the binding's kind/name, or re-render the component.",
-                CONTRACT,
-            )
-        ns, bare = split_name(b.name)
-        resource = {
-            "ResourceType": f"{doc['apiVersion']}/{doc['kind']}",
-            "ResourceName": f"{ns or ''}/{bare}",
-        }
-        if b.path is not None:
-            downstream.append(
-                {
-                    "Path": b.path,
-                    "Resource": resource,
-                    "Expression": f"{{{{.Params.{param}}}}}",
-                    "Evaluator": "template",
-                    "Parameters": [param],
-                    "DataType": _data_type(links.profile_value(profile_doc["spec"], b.source)),
-                }
-            )
-        else:
-            setters.append(
-                {
-                    "Parameters": [param],
-                    "FunctionInvocation": {
-                        "FunctionName": "set-env-var",
-                        "WhereResource": f"ConfigHub.ResourceType = '{resource['ResourceType']}' "
-                        f"AND ConfigHub.ResourceName = '{resource['ResourceName']}'",
-                        "Arguments": [
-                            {"Value": b.container},
-                            {"Value": b.env},
-                            {"Value": f"{{{{.Params.{param}}}}}"},
-                        ],
-                    },
-                }
-            )
-    return {
-        "UpstreamPaths": [upstream[k] for k in sorted(upstream)],
-        "DownstreamPaths": downstream,
-        "DownstreamSetters": setters,
-    }
-
-
 @dataclass
 class LinkResult:
     space: str
@@ -269,14 +197,12 @@ class LinkResult:
         return dict(self.__dict__)
 
 
-_BINDINGS_CACHE: dict[tuple, list[Any]] = {}
+_BINDINGS_CACHE: dict[tuple, list[Binding]] = {}
 
 
-def load_bindings(stack: Stack) -> list[Any]:
+def load_bindings(stack: Stack) -> list[Binding]:
     """links.load_bindings, parsed once per content of the binding files: the strict parse
     (with line numbers) costs ~0.1 s a file and deploy asks once per plane."""
-    from . import links
-
     key = tuple(
         (str(p), st.st_mtime_ns, st.st_size)
         for p in (links.bindings_path(stack, c.name) for c in stack.components)
@@ -303,6 +229,34 @@ def _profile_doc(hub: Hub, variant: str) -> dict:
     raise EksinfError(f"{space}/{PROFILE_UNIT} holds no {PROFILE_KIND}", exit_code=CONTRACT)
 
 
+def link_unit(
+    hub: Hub, space: str, unit: str, bindings: list[Binding], profile_doc: dict, variant: str
+) -> LinkResult:
+    """Link one unit to the profile variant (one TransformPaths link, built by the link engine)
+    and let the hub resolve it."""
+    body = engine.link_body(
+        bindings, load_docs(hub.unit_data(space, unit)), profile_doc, f"{space}/{unit}"
+    )
+    current = [
+        lk
+        for lk in hub.list_links(space)
+        if lk.from_unit == unit and lk.to_space == profile_space(variant)
+    ]
+    changed = not current or current[0].bindings != body
+    if changed:
+        hub.set_link(space, unit, profile_space(variant), PROFILE_UNIT, body)
+    checkpoint("link.linked")
+    resolved = hub.resolve(space, unit)
+    return LinkResult(
+        space,
+        unit,
+        len(body["DownstreamPaths"]),
+        len(body["DownstreamSetters"]),
+        changed,
+        resolved,
+    )
+
+
 def link_profile(
     hub: Hub,
     stack: Stack,
@@ -313,7 +267,7 @@ def link_profile(
 ) -> list[LinkResult]:
     """One TransformPaths link per (unit, profile) pair, then resolve each linked unit."""
     profile_doc = _profile_doc(hub, variant)
-    groups: dict[tuple[str, str], list[Any]] = {}
+    groups: dict[tuple[str, str], list[Binding]] = {}
     for b in load_bindings(stack):
         if components is None or b.component in components:
             groups.setdefault((b.component, b.unit), []).append(b)
@@ -323,33 +277,11 @@ def link_profile(
         if not hub.space_exists(space):
             say(f"SKIP {space} (not deployed)")
             continue
-        body = link_body(
-            bindings, load_docs(hub.unit_data(space, unit)), profile_doc, f"{space}/{unit}"
-        )
-        current = [
-            lk
-            for lk in hub.list_links(space)
-            if lk.from_unit == unit and lk.to_space == profile_space(variant)
-        ]
-        changed = not current or current[0].bindings != body
-        if changed:
-            hub.set_link(space, unit, profile_space(variant), PROFILE_UNIT, body)
-        checkpoint("link.linked")
-        resolved = hub.resolve(space, unit)
-        results.append(
-            LinkResult(
-                space,
-                unit,
-                len(body["DownstreamPaths"]),
-                len(body["DownstreamSetters"]),
-                changed,
-                resolved,
-            )
-        )
+        result = link_unit(hub, space, unit, bindings, profile_doc, variant)
+        results.append(result)
         say(
-            f"{space}/{unit}: {len(body['DownstreamPaths'])} path(s), "
-            f"{len(body['DownstreamSetters'])} setter(s)"
-            + ("" if changed or resolved else " (unchanged)")
+            f"{space}/{unit}: {result.paths} path(s), {result.setters} setter(s)"
+            + ("" if result.link_changed or result.resolved else " (unchanged)")
         )
     return results
 
@@ -369,8 +301,6 @@ def unlink_profile(hub: Hub, stack: Stack, variant: str, *, say: Say = _quiet) -
 
 
 def binding_table(stack: Stack) -> list[dict[str, Any]]:
-    from . import links
-
     return [
         {
             "component": b.component,

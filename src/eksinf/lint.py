@@ -177,8 +177,19 @@ def check_links(
                 "render/platform-profile/profile.yaml spec",
             )
             continue
+        if spec is not None:
+            try:
+                links.profile_value(spec, b.source)
+            except paths.PathError as exc:  # a list or map: the engine carries scalars only
+                report.add(
+                    "binding-source",
+                    exc.message,
+                    where,
+                    "render/platform-profile/profile.yaml spec",
+                )
+                continue
         current = paths.get(doc, target)
-        if current != PLACEHOLDER:
+        if not placeholder.is_placeholder(current):
             report.add(
                 "binding-literal",
                 f"linked field holds the literal {current!r}; every linked field ships as "

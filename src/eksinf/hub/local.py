@@ -18,11 +18,12 @@ from typing import Any
 
 from ..errors import CONTRACT, USAGE, EksinfError
 from ..faults import checkpoint
+from ..links import engine
 from ..model import placeholder
 from ..model.digest import oci_digest, sha256_hex
 from ..model.names import OWNER, OWNER_LABEL, apps_space, variant_space
 from ..yamlio import dump_docs, load_docs
-from . import argo, functions, merge, resolve, where
+from . import argo, functions, merge, where
 from .protocol import (
     APPS_SPACE_ANNOTATION,
     PLACEHOLDER_GATE_FUNCTION,
@@ -889,8 +890,8 @@ class LocalHub:
             for link in links:
                 what = f"link {space}/{link['slug']}"
                 body = json.loads(link["body"])
-                params = resolve.upstream_params(load_docs(link["up_data"]), body, what)
-                changed |= resolve.apply(docs, body, params, what)
+                params = engine.upstream_params(load_docs(link["up_data"]), body, what)
+                changed |= engine.apply_link(docs, body, params, what)
             if not changed:
                 return False
             return self._write(row, dump_docs(docs), "resolve links")

@@ -1,4 +1,4 @@
-"""Profile links: which profile value lands where, declared per component, resolved purely.
+"""Binding files: which profile value lands where, declared per component.
 
 Each component declares its bindings in `render/<component>/links/bindings.yaml` (a sub-folder,
 so the render never takes it for a unit):
@@ -15,24 +15,23 @@ so the render never takes it for a unit):
         name: kube-system/karpenter
         setter: {container: controller, env: AWS_REGION}   # by name, never by list position
 
-Every linked field ships as the placeholder (model.placeholder), so a link that never resolved is visible
-(and refused by the hub's vet-placeholders gate) instead of shipping a stale default.
+Every linked field ships as the placeholder (model.placeholder), so a link that never resolved
+is visible (and refused by the hub's vet-placeholders gate) instead of shipping a stale default.
+This module only parses and validates the files; `links.engine` writes the values.
 """
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from . import paths
-from .errors import CONTRACT, EksinfError
-from .model.resources import find_resource, pod_spec, pod_spec_path
-from .stack import Stack
-from .yamlio import load_source, read_source_text
+from .. import paths
+from ..errors import CONTRACT, EksinfError
+from ..stack import Stack
+from ..yamlio import load_source, read_source_text
 
 LINKS_DIR = "links"
 BINDINGS_FILE = "bindings.yaml"
@@ -187,97 +186,4 @@ def load_bindings(stack: Stack) -> list[Binding]:
         path = bindings_path(stack, comp.name)
         if path.is_file():
             out += _parse_file(comp.name, path, str(path.relative_to(stack.root)))
-    return out
-
-
-# ---- addressing -------------------------------------------------------------------------------
-
-
-def setter_path(doc: dict, container: str, env: str) -> str:
-    """The positional path a setter writes today, e.g. `spec.template.spec.containers.0.env.5.value`.
-
-    Raises PathError naming what is missing (the container, or the env var in it).
-    """
-    spec = pod_spec(doc)
-    if spec is None:
-        raise paths.PathError(f"{doc.get('kind')} has no pod template to set env vars in")
-    base = pod_spec_path(doc)
-    for field in ("containers", "initContainers"):
-        for ci, item in enumerate(spec.get(field) or []):
-            if item.get("name") != container:
-                continue
-            names = []
-            for ei, var in enumerate(item.get("env") or []):
-                names.append(var.get("name"))
-                if var.get("name") == env:
-                    if "value" not in var:
-                        raise paths.PathError(
-                            f"container {container!r} env var {env!r} has no literal value "
-                            "(valueFrom?)"
-                        )
-                    return f"{base}.{field}.{ci}.env.{ei}.value"
-            have = ", ".join(n for n in names if n) or "none"
-            raise paths.PathError(
-                f"container {container!r} has no env var {env!r} (it has: {have})",
-                "A setter changes an existing variable; add it to the source with the placeholder.",
-            )
-    have = ", ".join(c.get("name", "?") for c in spec.get("containers") or [])
-    raise paths.PathError(f"no container named {container!r} (containers: {have or 'none'})")
-
-
-def target_path(binding: Binding, doc: dict) -> str:
-    """The concrete path a binding writes in `doc` (setters resolved to today's position)."""
-    if binding.path is not None:
-        return binding.path
-    return setter_path(doc, binding.container or "", binding.env or "")
-
-
-def apply_binding(binding: Binding, doc: dict, value: Any) -> bool:
-    """Write `value` into one resource document. Returns whether anything changed.
-
-    Raises PathError (exit 3) when the path, container or env var does not exist: a link never
-    creates a field, because a created field is exactly the silent failure it exists to prevent.
-    """
-    return paths.set_existing(doc, target_path(binding, doc), value)
-
-
-def profile_value(spec: dict, source: str) -> Any:
-    try:
-        return paths.get(spec, source)
-    except paths.PathError as exc:
-        raise paths.PathError(f"profile spec.{source}: {exc.message}", exc.hint) from exc
-
-
-def resolve_units(
-    units: dict[str, list[dict]], profile_spec: dict, bindings: list[Binding]
-) -> dict[str, list[dict]]:
-    """Return copies of `units` (keyed `component/unit`) with every binding's value written in.
-
-    Bindings whose unit is not in `units` are skipped, so a caller may resolve one component.
-    Pure: the inputs are not modified. Units that no binding touches are returned as new lists of
-    the same (unmodified) documents; bound units are deep copies.
-    """
-    bound = {b.unit_key for b in bindings}
-    out = {key: copy.deepcopy(docs) if key in bound else list(docs) for key, docs in units.items()}
-    for binding in bindings:
-        docs = out.get(binding.unit_key)
-        if docs is None:
-            continue
-        doc = find_resource(docs, binding.kind, binding.name)
-        if doc is None:
-            raise EksinfError(
-                f"{binding.where}: {binding.kind} {binding.name} not found in unit "
-                f"{binding.unit_key}.yaml",
-                hint="Fix the binding's kind/name, or the unit that should hold the resource.",
-                exit_code=CONTRACT,
-            )
-        try:
-            value = profile_value(profile_spec, binding.source)
-            apply_binding(binding, doc, value)
-        except paths.PathError as exc:
-            raise EksinfError(
-                f"{binding.where}: {binding.describe()}: {exc.message}",
-                hint=exc.hint or "Fix the binding or the unit it points at.",
-                exit_code=CONTRACT,
-            ) from exc
     return out
