@@ -6,7 +6,7 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-from eksinf.hub import argo
+from eksinf import argo
 from eksinf.hub.protocol import UploadSource
 from eksinf.yamlio import dump_docs, load_docs
 

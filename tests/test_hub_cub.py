@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from fakecub import FIXTURES, TABLE, CubFailure, FakeCub, parse
 
-from eksinf import deploy
 from eksinf.errors import EksinfError
+from eksinf.flows import deploy
 from eksinf.hub.cub import MIN_VERSION, CubHub, parse_version
 from eksinf.hub.protocol import (
     GateBlocked,
@@ -294,8 +294,8 @@ def test_config_file_selects_the_backend(eksinf, stack_dir, monkeypatch):
 
 def test_owner_label_is_one_value_for_bases_and_enrolled_spaces(cub, stack_dir):
     """The enrolled cluster space (enroll's hub half), its apps space and the bases all carry
-    the one Owner value, protocol.OWNER."""
-    from eksinf.aws.enroll import hub_target
+    the one Owner value, model.names.OWNER."""
+    from eksinf.flows.enroll import hub_target
     from eksinf.stack import load_stack
 
     cub.simulate()

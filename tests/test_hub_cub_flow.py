@@ -99,7 +99,7 @@ def run_flow(eksinf, stack_dir: Path) -> dict:
 
 
 def test_cub_flow_twice_then_teardown(eksinf, stack_dir, cub, aws_env):  # noqa: F811
-    from eksinf.aws.enroll import hub_target
+    from eksinf.flows.enroll import hub_target
     from eksinf.hub import open_hub
 
     store = cub.simulate()

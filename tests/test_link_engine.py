@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from eksinf import deploy, lint
+from eksinf import lint
 from eksinf.errors import CONTRACT, EksinfError
+from eksinf.flows import deploy
 from eksinf.hub.local import LocalHub
 from eksinf.hub.protocol import UploadSource
 from eksinf.links import Binding, resolve_units

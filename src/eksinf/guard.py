@@ -11,10 +11,8 @@ from dataclasses import dataclass
 
 from .errors import CONTRACT, EksinfError
 from .render import ComponentOutput, RenderResult, output_digests, resource_id
-from .stack import Stack
+from .stack import ALLOW_FILE, Stack
 from .yamlio import load_source
-
-ALLOW_FILE = "HAZARDS.allow"
 
 # hazard -> (what goes wrong, what to do)
 HAZARDS: dict[str, tuple[str, str]] = {

@@ -22,10 +22,9 @@ from .atomic import write_file
 from .charts import ResolvedChart, read_lock, render_records_dir, resolve
 from .errors import CONTRACT, FAILURE, EksinfError
 from .helm import HelmEngine, RenderedChart, RenderOptions, default_engine
-from .links import LINKS_DIR
 from .model.digest import sha256_hex
 from .outdir import MARKER, claim, write_tree
-from .stack import ChartSpec, Component, Stack
+from .stack import ALLOW_FILE, LINKS_DIR, ChartSpec, Component, Stack
 from .yamlio import dump_docs, load_docs, load_mapping_docs, read_source_text
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
@@ -401,7 +400,6 @@ def _renders_bytes(rel: Path) -> bool:
     """Whether a file under render/ can change rendered bytes. A component's links/ (profile
     bindings, read live by lint and the hub) and its HAZARDS.allow (read live by the guard)
     never reach configs/, so editing them must not make configs/ look stale."""
-    from .guard import ALLOW_FILE  # guard imports this module
 
     return not (len(rel.parts) > 1 and rel.parts[1] in (LINKS_DIR, ALLOW_FILE))
 

@@ -19,6 +19,10 @@ from .yamlio import load_source, read_source_text
 
 PLANES = ("hub", "mgmt", "workload")  # apply order: the hub is never applied; mgmt converges first
 RENDERERS = ("copy", "helm")
+# Files under render/<component>/ that are sources of checks, never units: the component's
+# profile bindings (a sub-folder) and its allowed flattening hazards.
+LINKS_DIR = "links"
+ALLOW_FILE = "HAZARDS.allow"
 REQUIRED_VERSION_KEYS = ("RENDER_KUBE_VERSION",)
 _ENV_LINE = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 

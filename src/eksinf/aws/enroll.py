@@ -1,7 +1,8 @@
-"""Wiring an enrolled cluster: hub target and apps space, Argo CD repo credentials, root app.
+"""Wiring an enrolled cluster, its cluster half: Argo CD repo credentials and the root app.
 
 The hub half (space `<name>`, OCI target, apps space `<name>-argo-apps` holding the root
-Application unit, placeholder gate) goes through the hub's own API. The cluster half is built
+Application unit, placeholder gate) is flows/enroll.py's: this module never opens the hub.
+The cluster half is built
 by pure functions and applied through the one thin client (`kube.py`) with server-side apply,
 so re-running enroll converges instead of failing. The root Application applied to the cluster
 is the very unit the hub stores in the apps space.
@@ -16,9 +17,10 @@ from typing import Any
 import jsonschema
 import yaml
 
+from ..argo import application_schema
+from ..argo import root_application as hub_root
 from ..errors import CONTRACT, ENVIRONMENT, EksinfError
-from ..hub.argo import application_schema
-from ..model.names import apps_space, kubeconfig_path, owner_labels
+from ..model.names import apps_space, kubeconfig_path
 from ..yamlio import load_docs
 from .kube import (
     KubeClient,
@@ -39,8 +41,6 @@ def repo_creds_name(name: str) -> str:
 
 def root_application(name: str, registry: str, namespace: str) -> dict[str, Any]:
     """The hub's root Application for the apps space, placed in Argo CD's namespace."""
-    from ..hub.argo import root_application as hub_root
-
     doc = load_docs(hub_root(apps_space(name), registry))[0]
     doc["metadata"]["namespace"] = namespace
     return doc
@@ -79,29 +79,6 @@ def check_application(doc: dict[str, Any]) -> None:
             f"Application {doc.get('metadata', {}).get('name')}: {where}: {errors[0].message}",
             exit_code=CONTRACT,
         )
-
-
-def hub_target(stack_root: Path, name: str, registry: str) -> str:
-    """Create (idempotently) the target space, its OCI target and apps space in the hub."""
-    from ..deploy import ensure_target_space
-    from ..hub import open_hub
-
-    hub = open_hub(stack_root)
-    ensure_target_space(hub, name, registry, owner_labels(Cluster=name))
-    return f"{name}/target"
-
-
-def delete_hub_spaces(stack_root: Path, name: str) -> list[str]:
-    """Remove the apps space, then the target space (recursive, never forced)."""
-    from ..hub import open_hub
-
-    hub = open_hub(stack_root)
-    gone = []
-    for space in (apps_space(name), name):
-        if hub.space_exists(space):
-            hub.delete_space(space, recursive=True)
-            gone.append(space)
-    return gone
 
 
 def apply_wiring(kube: KubeClient, docs: list[dict[str, Any]]) -> list[str]:
@@ -162,14 +139,13 @@ def cluster_access(
 
 
 def wire(
-    stack_root: Path,
     name: str,
     access: ClusterAccess,
     registry: str,
     argocd_namespace: str,
     oci_credentials: tuple[str, str] | None,
 ) -> dict[str, Any]:
-    """Apply the cluster half, then keep the kubeconfig, then the hub half. Idempotent."""
+    """Apply the cluster half, then keep the kubeconfig. Idempotent."""
     if access.kube is None:
         raise EksinfError(
             f"cluster of {name} has no API endpoint yet: nothing to wire",
@@ -195,7 +171,6 @@ def wire(
     return {
         "kubeconfig": str(access.target_kubeconfig),
         "server": access.kube.server,
-        "target": hub_target(stack_root, name, registry),
         "appsSpace": apps_space(name),
         "applied": applied,
         "skipped": skipped,

@@ -12,12 +12,11 @@ Everything that touches AWS or a cluster takes the session or the client explici
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import CONTRACT, ENVIRONMENT, FAILURE, EksinfError
 from ..model.configs import of_kind, read_units, resources
@@ -372,22 +371,19 @@ def owns_nodepools(configs: Path, component: str) -> bool:
     return bool(of_kind(resources(read_units(configs, [component])), "NodePool"))
 
 
-def through_config(
-    hub: Any, spaces: list[str], function: str, args: list[str]
-) -> tuple[list[str], list[str]]:
-    """Run a hub function on each existing space and publish. Returns (changed, absent)."""
-    from ..hub.protocol import NoChanges
+class ConfigPlane(Protocol):
+    """What teardown asks of the config hub. flows/teardown.py supplies it from the Hub, so this
+    module never imports the hub; None when the stack has no hub."""
 
-    done, absent = [], []
-    for space in spaces:
-        if not hub.space_exists(space):
-            absent.append(space)
-            continue
-        hub.invoke(space, function, args)
-        with contextlib.suppress(NoChanges):  # already published with this content
-            hub.publish(space)
-        done.append(space)
-    return done, absent
+    def through(
+        self, spaces: list[str], function: str, args: list[str]
+    ) -> tuple[list[str], list[str]]:
+        """Run a hub function on each existing space and publish. Returns (changed, absent)."""
+        ...
+
+    def delete_spaces(self, spaces: list[str]) -> list[str]:
+        """Delete the spaces that exist (recursively); return those deleted."""
+        ...
 
 
 # ---- the whole run -----------------------------------------------------------------------------
@@ -496,7 +492,7 @@ def run(
     session: AwsSession,
     scope: StackScope,
     kube: KubeClient | None,
-    hub: Any,
+    config: ConfigPlane | None,
     timing: Timing,
     delete_config: bool,
     say: Say = _quiet,
@@ -517,26 +513,23 @@ def run(
         out = Outcome(plane)
         outcomes.append(out)
         if plane == "workload":
-            _drain(plan, session, scope, hub, timing, out, say)
+            _drain(plan, session, scope, config, timing, out, say)
         else:
-            _mgmt(plan, session, scope, kube, hub, timing, out, say)
+            _mgmt(plan, session, scope, kube, config, timing, out, say)
     if delete_config:
         for out in outcomes:
-            if hub is None:
+            if config is None:
                 out.record("config", "skipped", "no hub in this stack", say)
                 continue
-            removed = []
-            for comp in plan.components[out.plane]:
-                space = variant_space(comp, plan.variant)
-                if hub.space_exists(space):
-                    hub.delete_space(space, recursive=True)
-                    removed.append(space)
+            removed = config.delete_spaces(
+                [variant_space(comp, plan.variant) for comp in plan.components[out.plane]]
+            )
             out.record("config", "done", f"deleted {', '.join(removed) or 'no spaces'}", say)
     return outcomes
 
 
-def _drain(plan, session, scope, hub, timing, out: Outcome, say: Say) -> None:
-    if hub is None:
+def _drain(plan, session, scope, config, timing, out: Outcome, say: Say) -> None:
+    if config is None:
         out.record(
             "drain",
             "skipped",
@@ -546,7 +539,7 @@ def _drain(plan, session, scope, hub, timing, out: Outcome, say: Say) -> None:
         )
     else:
         function, args = ZERO_LIMITS
-        done, absent = through_config(hub, list(plan.nodepool_spaces), function, args)
+        done, absent = config.through(list(plan.nodepool_spaces), function, args)
         missing = f"; absent: {', '.join(absent)}" if absent else ""
         out.record(
             "limits",
@@ -554,7 +547,7 @@ def _drain(plan, session, scope, hub, timing, out: Outcome, say: Say) -> None:
             f"NodePool spec.limits.cpu=0 published on {', '.join(done) or 'none'}{missing}",
             say,
         )
-        done, absent = through_config(hub, list(plan.spaces["workload"]), "set-replicas", ["0"])
+        done, absent = config.through(list(plan.spaces["workload"]), "set-replicas", ["0"])
         missing = f"; absent: {', '.join(absent)}" if absent else ""
         out.record(
             "drain",
@@ -566,7 +559,7 @@ def _drain(plan, session, scope, hub, timing, out: Outcome, say: Say) -> None:
     out.record("instances", "done", "EC2 shows no instance of the stack", say)
 
 
-def _mgmt(plan, session, scope, kube, hub, timing, out: Outcome, say: Say) -> None:
+def _mgmt(plan, session, scope, kube, config, timing, out: Outcome, say: Say) -> None:
     if kube is None:
         out.record(
             "ack-objects",
@@ -576,7 +569,7 @@ def _mgmt(plan, session, scope, kube, hub, timing, out: Outcome, say: Say) -> No
             say,
         )
     else:
-        _delete_through_ack(plan, session, scope, kube, hub, timing, out, say)
+        _delete_through_ack(plan, session, scope, kube, config, timing, out, say)
     profiles = release_instance_profiles(session, scope)
     out.record("instance-profiles", "done", ", ".join(profiles) or "none of the stack's", say)
     done, failed = sweep_orphans(session, scope)
@@ -589,10 +582,10 @@ def _mgmt(plan, session, scope, kube, hub, timing, out: Outcome, say: Say) -> No
     out.final = leftovers(session, scope)
 
 
-def _delete_through_ack(plan, session, scope, kube, hub, timing, out: Outcome, say: Say) -> None:
-    if hub is not None:
-        done, _ = through_config(
-            hub, list(plan.spaces["mgmt"]), "set-annotation", [DELETION_POLICY, "delete"]
+def _delete_through_ack(plan, session, scope, kube, config, timing, out: Outcome, say: Say) -> None:
+    if config is not None:
+        done, _ = config.through(
+            list(plan.spaces["mgmt"]), "set-annotation", [DELETION_POLICY, "delete"]
         )
         out.record(
             "authorise",

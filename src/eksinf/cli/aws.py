@@ -421,6 +421,7 @@ def enroll_cluster_cmd(
     import os
 
     from ..aws import contract, enroll
+    from ..flows import enroll as enroll_flow
 
     stack = state(ctx).stack()
     scope = contract.with_cluster(stack_scope(ctx, region), eks_cluster, region)
@@ -452,7 +453,7 @@ def enroll_cluster_cmd(
             exit_code=3,
         )
     user, password = os.environ.get("EKSINF_OCI_USERNAME"), os.environ.get("EKSINF_OCI_PASSWORD")
-    wiring = enroll.wire(
+    wiring = enroll_flow.enroll(
         stack.root,
         name,
         access,
@@ -489,6 +490,7 @@ def enroll_remove_cmd(
     """Detach a cluster: remove the root app (orphaning workloads); optionally its hub spaces."""
     from ..aws import enroll
     from ..aws.kube import KubeClient
+    from ..flows import enroll as enroll_flow
 
     stack = state(ctx).stack()
     path = kubeconfig or kubeconfig_path(stack.root, name)
@@ -512,24 +514,11 @@ def enroll_remove_cmd(
         for item in enroll.detach(kube, name, argocd_namespace):
             typer.echo(f"removed {item}")
     if delete_spaces:
-        for space in enroll.delete_hub_spaces(stack.root, name):
+        for space in enroll_flow.delete_hub_spaces(stack.root, name):
             typer.echo(f"deleted hub space {space}")
 
 
 # ---- teardown --------------------------------------------------------------------------------
-
-
-def _config_hub(root: Path):
-    """The hub, if this stack has one: opening it must not create one as a side effect."""
-    from ..hub import open_hub, read_config
-
-    config = read_config(root)
-    if config.get("hub", "local") == "local":
-        from ..hub.local import DEFAULT_PATH
-
-        if not (root / config.get("hub_path", DEFAULT_PATH)).exists():
-            return None
-    return open_hub(root)
 
 
 def teardown_cmd(
@@ -555,6 +544,7 @@ def teardown_cmd(
     """Destroy the stack's AWS infrastructure and prove nothing billing is left (needs --yes)."""
     from ..aws import teardown as td
     from ..aws.kube import KubeClient
+    from ..flows.teardown import stack_config
 
     if plane not in (None, "workload", "mgmt"):
         raise EksinfError(
@@ -595,16 +585,17 @@ def teardown_cmd(
         nothing_changed()
         return
     kube = KubeClient.from_kubeconfig(plan.kube_path, session) if plan.kube_path.is_file() else None
-    outcomes = td.run(
-        plan,
-        session,
-        scope,
-        kube,
-        _config_hub(stack.root),
-        td.Timing(wait_timeout, poll),
-        delete_config,
-        say=progress,
-    )
+    with stack_config(stack.root) as config:
+        outcomes = td.run(
+            plan,
+            session,
+            scope,
+            kube,
+            config,
+            td.Timing(wait_timeout, poll),
+            delete_config,
+            say=progress,
+        )
     finals = [o.final for o in outcomes if o.final is not None]
     for final in finals:
         for eip in final.idle_eips:

@@ -52,13 +52,8 @@ def _hub(ctx: typer.Context, choice: str | None) -> Iterator[tuple[Hub, object]]
     from ..hub import open_hub
 
     stack = state(ctx).stack()
-    hub = open_hub(stack.root, choice)
-    try:
+    with open_hub(stack.root, choice) as hub:
         yield hub, stack
-    finally:
-        close = getattr(hub, "close", None)
-        if close:
-            close()
 
 
 # ---- install / deploy / link-profile ----------------------------------------------------
@@ -85,7 +80,7 @@ def install_cmd(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Create or refresh the <component>-base spaces (re-install merges: edits survive)."""
-    from .. import deploy as flow
+    from ..flows import deploy as flow
 
     if recreate and not yes and not dry_run:
         dry_run = True  # destructive: show the plan, change nothing
@@ -137,7 +132,7 @@ def deploy_cmd(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Create a plane's variants bound to a target, link them to the profile, resolve, publish."""
-    from .. import deploy as flow
+    from ..flows import deploy as flow
 
     with _hub(ctx, hub_choice) as (hub, stack):
         report = flow.deploy(
@@ -167,22 +162,14 @@ def link_profile_cmd(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Link each bound unit to the profile variant (one link per unit pair) and resolve it."""
-    from .. import deploy as flow
+    from ..flows import deploy as flow
 
     if list_only and unlink:
         raise EksinfError("--list and --unlink exclude each other", exit_code=USAGE)
     with _hub(ctx, hub_choice) as (hub, stack):
         if list_only:
             bindings = links_mod.load_bindings(stack)
-            existing = []
-            for comp in stack.components:
-                space = variant_space(comp.name, variant)
-                if comp.plane != "hub" and hub.space_exists(space):
-                    existing += [
-                        lk.to_json()
-                        for lk in hub.list_links(space)
-                        if lk.to_space == profile_space(variant)
-                    ]
+            existing = [lk.to_json() for lk in flow.profile_links(hub, stack, variant)]
             if json_out:
                 emit_json({"bindings": binding_rows(bindings), "links": existing})
                 return
@@ -375,7 +362,7 @@ def release_publish(
     Refused (exit 3) when the API server would not admit a unit: the same checks as
     `eksinf validate`, on the units as published, against the stack's CRDs.
     """
-    from .. import deploy as flow
+    from ..flows import deploy as flow
 
     with _hub(ctx, hub_choice) as (hub, stack):
         flow.admit(hub, stack, space)  # exit 3 before anything is pushed
@@ -423,10 +410,10 @@ def sandbox_up(
 ) -> None:
     """Render configs/ if missing, install bases, create the profile and both planes' variants on stand-in targets, link,
     resolve and publish (to an OCI layout under .eksinf/). Creates no infrastructure."""
-    from .. import deploy as flow
+    from ..flows import sandbox as sandbox_flow
 
     with _hub(ctx, hub_choice) as (hub, stack):
-        report = flow.sandbox_up(
+        report = sandbox_flow.sandbox_up(
             hub, stack, name=name, variant=variant, mirror=mirror, say=progress
         )
     if json_out:
@@ -457,10 +444,12 @@ def sandbox_down(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Delete everything `sandbox up` created, in an order the hub accepts."""
-    from .. import deploy as flow
+    from ..flows import sandbox as sandbox_flow
 
     with _hub(ctx, hub_choice) as (hub, stack):
-        plan = flow.sandbox_down_plan(hub, stack, name=name, variant=variant, keep_bases=keep_bases)
+        plan = sandbox_flow.sandbox_down_plan(
+            hub, stack, name=name, variant=variant, keep_bases=keep_bases
+        )
         if not yes:
             if json_out:
                 emit_json({"would_delete": plan})
@@ -471,7 +460,7 @@ def sandbox_down(
                 typer.echo("nothing to delete")
             progress("re-run with --yes to delete")
             return
-        deleted = flow.sandbox_down(hub, plan, say=progress)
+        deleted = sandbox_flow.sandbox_down(hub, plan, say=progress)
     if json_out:
         emit_json({"deleted": deleted})
     else:
@@ -618,7 +607,7 @@ def hub_upload(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Upload one component per file (re-upload merges; unit IDs are kept)."""
-    from .. import deploy as flow
+    from ..flows import deploy as flow
 
     with _hub(ctx, hub_choice) as (hub, _stack):
         report = hub.variant_upload(

@@ -8,11 +8,9 @@ import typer
 
 from .. import links as links_mod
 from ..errors import CONTRACT, EksinfError
-from ..model import placeholder
 from ..model.configs import read_units
-from ..model.resources import resource_label
 from ..outdir import claim, write_tree
-from ..yamlio import dump_docs, load_mapping_docs
+from ..yamlio import dump_docs
 from .common import JSON_OPTION, emit_json, progress, state
 
 links_app = typer.Typer(
@@ -73,33 +71,15 @@ def links_resolve_cmd(
     Nothing under configs/ changes. Fails (exit 3) if a placeholder is left unresolved; the
     output is still written so you can look at it.
     """
-    from ..profile import check_profile  # jsonschema: loaded only by the commands that check
+    from ..profile import load_profile  # jsonschema: loaded only by the commands that check
 
     stack = state(ctx).stack()
-    if not profile.is_file():
-        raise EksinfError(
-            f"{profile}: profile file not found",
-            hint="Pass the PlatformProfile YAML, e.g. render/platform-profile/profile.yaml.",
-            exit_code=CONTRACT,
-        )
-    docs = load_mapping_docs(profile, label=str(profile))
-    if len(docs) != 1:
-        raise EksinfError(
-            f"{profile}: expected one PlatformProfile document, found {len(docs)}",
-            exit_code=CONTRACT,
-        )
     owned = claim(out, stack.root)  # before any work: never the stack, its sources or configs/
-    checked = check_profile(docs[0], str(profile))
+    spec = load_profile(stack, profile).spec
     bindings = links_mod.load_bindings(stack)
-    units = read_units(stack.configs_dir)
-    resolved = links_mod.resolve_units(units, checked.spec, bindings)
+    resolved = links_mod.resolve_units(read_units(stack.configs_dir), spec, bindings)
     write_tree(owned, {f"{key}.yaml": dump_docs(docs) for key, docs in resolved.items()})
-    left = [
-        f"{key}.yaml: {resource_label(doc)} {path}"
-        for key, docs in sorted(resolved.items())
-        for doc in docs
-        for path in placeholder.scan(doc)
-    ]
+    left = links_mod.unresolved(resolved)
     if json_out:
         emit_json(
             {

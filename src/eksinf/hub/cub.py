@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import argo
 from ..errors import CONTRACT
 from ..model.names import (
     OWNER,
@@ -32,10 +33,10 @@ from ..model.names import (
     owner_labels,
     variant_space,
 )
-from . import argo
 from .protocol import (
     APPS_SPACE_ANNOTATION,
     AlreadyExists,
+    Closing,
     FunctionResult,
     GateBlocked,
     HubError,
@@ -159,7 +160,7 @@ def _not_in_input(lines: list[str]) -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
-class CubHub:
+class CubHub(Closing):
     name = "cub"
 
     def __init__(self, root: Path, runner: Runner = run_cub) -> None:

@@ -16,19 +16,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import CONTRACT, USAGE, EksinfError
+from .. import argo
+from ..errors import CONTRACT, FAILURE, USAGE, EksinfError
 from ..faults import checkpoint
 from ..links import engine
 from ..model import placeholder
 from ..model.digest import oci_digest, sha256_hex
 from ..model.names import OWNER, OWNER_LABEL, apps_space, variant_space
 from ..yamlio import dump_docs, load_docs
-from . import argo, functions, merge, where
+from . import functions, merge, where
 from .protocol import (
     APPS_SPACE_ANNOTATION,
     PLACEHOLDER_GATE_FUNCTION,
     UPSTREAM_SPACE_ANNOTATION,
     AlreadyExists,
+    Closing,
     FunctionResult,
     GateBlocked,
     HubError,
@@ -120,7 +122,7 @@ class _Rollback(Exception):
     """Raised inside a transaction to discard it (dry runs)."""
 
 
-class LocalHub:
+class LocalHub(Closing):
     name = "local"
 
     def __init__(self, path: Path) -> None:
@@ -1039,17 +1041,34 @@ class LocalHub:
             num = (latest["num"] if latest else 0) + 1
             ref = release_ref(target["registry"], space)
             target_ref = self._target_ref(target["id"])
-            pushed = oci.push(
-                ref,
-                blob,
-                title=f"{space}.tar.gz",
-                annotations={
-                    "com.confighub.target": target_ref,
-                    "com.confighub.space": space,
-                    bundle.KIND_ANNOTATION: bundle.RELEASE,
-                },
-                tags=["latest", f"release-{num}"],
-            )
+            heads = {u["id"]: u["head"] for u in members}
+        # The push is registry I/O: it runs outside the write transaction, so no other writer
+        # waits on a registry, and a failed push leaves the hub as it was.
+        pushed = oci.push(
+            ref,
+            blob,
+            title=f"{space}.tar.gz",
+            annotations={
+                "com.confighub.target": target_ref,
+                "com.confighub.space": space,
+                bundle.KIND_ANNOTATION: bundle.RELEASE,
+            },
+            tags=["latest", f"release-{num}"],
+        )
+        with self._tx() as db:
+            now = db.execute(
+                "SELECT * FROM units WHERE space_id=? AND target_id=? ORDER BY slug",
+                (row["id"], target["id"]),
+            ).fetchall()
+            newest = db.execute(
+                "SELECT max(num) FROM releases WHERE space_id=?", (row["id"],)
+            ).fetchone()[0]
+            if {u["id"]: u["head"] for u in now} != heads or (newest or 0) != num - 1:
+                raise HubError(
+                    f"{space} changed while release {num} was being pushed; nothing was recorded",
+                    "Publish again: the release is built from the units as they are then.",
+                    FAILURE,
+                )
             db.execute(
                 "INSERT INTO releases VALUES(?,?,?,?,?,?)",
                 (row["id"], num, digest, pushed.manifest_digest, len(files), ref),

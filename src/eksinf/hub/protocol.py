@@ -8,7 +8,7 @@ Errors are typed, so callers branch on the class, never on message text.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 from ..errors import CONTRACT, ENVIRONMENT, FAILURE, EksinfError
 from ..model.placeholder import PLACEHOLDER
@@ -278,10 +278,29 @@ class FunctionResult:
 # ---- the protocol ---------------------------------------------------------------------------
 
 
+class Closing:
+    """A hub's lifetime: `with open_hub(root) as hub:` closes it on every path out."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 class Hub(Protocol):
-    """Every operation is atomic: it either happens completely or not at all."""
+    """Every operation is atomic: it either happens completely or not at all. Open one with
+    `with open_hub(...) as hub:`; the context closes it (a LocalHub holds an SQLite connection)."""
 
     name: str
+
+    # lifetime
+    def close(self) -> None: ...
+    def __enter__(self) -> Hub: ...
+    def __exit__(self, *exc: object) -> None: ...
 
     # spaces
     def list_spaces(self, where: str | None = None) -> list[Space]: ...

@@ -3,7 +3,7 @@ value into a unit (`links.engine`). Lint, `links resolve`, the hub's link-profil
 resolve all go through the engine; see docs/linking.md."""
 
 from .bindings import BINDINGS_FILE, LINKS_DIR, Binding, bindings_path, load_bindings
-from .engine import Target, profile_value, resolve_units, target_path, write
+from .engine import Target, profile_value, resolve_units, target_path, unresolved, write
 
 __all__ = [
     "BINDINGS_FILE",
@@ -15,5 +15,6 @@ __all__ = [
     "profile_value",
     "resolve_units",
     "target_path",
+    "unresolved",
     "write",
 ]

@@ -30,10 +30,9 @@ import yaml
 
 from .. import paths
 from ..errors import CONTRACT, EksinfError
-from ..stack import Stack
+from ..stack import LINKS_DIR, Stack
 from ..yamlio import load_source, read_source_text
 
-LINKS_DIR = "links"
 BINDINGS_FILE = "bindings.yaml"
 _KEYS = {"source", "unit", "kind", "name", "path", "setter"}
 _REQUIRED = ("source", "unit", "kind", "name")

@@ -22,10 +22,12 @@ from typing import Any
 
 from .. import paths
 from ..errors import CONTRACT, EksinfError
+from ..model import placeholder
 from ..model.resources import (
     find_resource,
     pod_spec,
     pod_spec_path,
+    resource_label,
     resource_name,
     resource_type,
     split_name,
@@ -173,6 +175,16 @@ def resolve_units(
                 exc.hint or "Fix the binding or the unit it points at.",
             ) from exc
     return out
+
+
+def unresolved(units: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """`<component>/<unit>.yaml: Kind ns/name path` of every placeholder left (model.placeholder)."""
+    return [
+        f"{key}.yaml: {resource_label(doc)} {path}"
+        for key, docs in sorted(units.items())
+        for doc in docs
+        for path in placeholder.scan(doc)
+    ]
 
 
 # ---- the hub: the same bindings as a ConfigHub TransformPaths link -----------------------------

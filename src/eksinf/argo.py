@@ -11,7 +11,7 @@ import json
 from functools import cache
 from importlib import resources
 
-from ..yamlio import dump_docs
+from .yamlio import dump_docs
 
 ARGOCD_MIN_VERSION = "3.1"
 ARGOCD_NAMESPACE = "argocd"

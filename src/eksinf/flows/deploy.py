@@ -1,4 +1,4 @@
-"""The deploy path: install bases, deploy planes, link to the profile, sandbox. Talks only to `Hub`.
+"""The deploy path: install bases, deploy planes, link to the profile. Talks only to `Hub`.
 
 Every step is idempotent: a rerun after a crash (or a second run) finds what exists, checks it
 is what it should be, and does only what is missing. Fault points (`faults.checkpoint`) sit
@@ -13,38 +13,35 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import bundle, links, oci
-from .errors import CONTRACT, USAGE, EksinfError
-from .faults import checkpoint
-from .hub.protocol import (
+from .. import bundle, links, oci
+from ..errors import CONTRACT, USAGE, EksinfError
+from ..faults import checkpoint
+from ..hub.protocol import (
     AlreadyExists,
     GateBlocked,
     Hub,
+    Link,
     NoChanges,
     NotFound,
     UploadReport,
     UploadSource,
 )
-from .links import Binding, engine
-from .model.digest import oci_digest
-from .model.names import (
+from ..links import Binding, engine
+from ..model.digest import oci_digest
+from ..model.names import (
     BASE,
     MANAGED_BY,
     PROFILE_COMPONENT,
     PROFILE_KIND,
     PROFILE_UNIT,
-    STATE_DIR,
-    apps_space,
     base_space,
-    owner_labels,
     profile_space,
-    sandbox_spaces,
     variant_space,
 )
-from .model.placeholder import PLACEHOLDER
-from .outdir import MARKER
-from .stack import Stack
-from .yamlio import load_docs
+from ..model.placeholder import PLACEHOLDER
+from ..outdir import MARKER
+from ..stack import Stack
+from ..yamlio import load_docs
 
 GATE_TRIGGER = "no-placeholders"
 GATE_DESCRIPTION = f"Blocks publishing a release that still holds a {PLACEHOLDER} value."
@@ -52,7 +49,7 @@ GATE_DESCRIPTION = f"Blocks publishing a release that still holds a {PLACEHOLDER
 Say = Callable[[str], None]
 
 
-def _quiet(_msg: str) -> None:
+def quiet(_msg: str) -> None:
     return None
 
 
@@ -66,7 +63,7 @@ def _dir_files(path: Path) -> dict[str, bytes]:
     }
 
 
-def _unpacked(blob: bytes) -> dict[str, bytes]:
+def unpacked_files(blob: bytes) -> dict[str, bytes]:
     with tempfile.TemporaryDirectory(prefix="eksinf-upload-") as tmp:
         out = Path(tmp) / "unit-files"
         bundle.safe_unpack(blob, out)
@@ -85,9 +82,9 @@ def read_source(ref: str) -> UploadSource:
         return UploadSource(ref, _dir_files(path))
     if path.is_file():
         blob = path.read_bytes()
-        return UploadSource(ref, _unpacked(blob), oci_digest(blob))
+        return UploadSource(ref, unpacked_files(blob), oci_digest(blob))
     pulled = oci.pull(ref.removeprefix("oci://"))
-    return UploadSource(ref, _unpacked(pulled.blob), pulled.manifest_digest)
+    return UploadSource(ref, unpacked_files(pulled.blob), pulled.manifest_digest)
 
 
 def source_for(component: str, where: str | None, stack: Stack) -> UploadSource | None:
@@ -144,7 +141,7 @@ def install(
     prune: bool = False,
     recreate: bool = False,
     sources: dict[str, UploadSource] | None = None,
-    say: Say = _quiet,
+    say: Say = quiet,
 ) -> InstallReport:
     """Create or refresh `<component>-base` for every component (all planes)."""
     report = InstallReport(dry_run=dry_run)
@@ -263,7 +260,7 @@ def link_profile(
     variant: str,
     *,
     components: list[str] | None = None,
-    say: Say = _quiet,
+    say: Say = quiet,
 ) -> list[LinkResult]:
     """One TransformPaths link per (unit, profile) pair, then resolve each linked unit."""
     profile_doc = _profile_doc(hub, variant)
@@ -286,7 +283,17 @@ def link_profile(
     return results
 
 
-def unlink_profile(hub: Hub, stack: Stack, variant: str, *, say: Say = _quiet) -> list[str]:
+def profile_links(hub: Hub, stack: Stack, variant: str) -> list[Link]:
+    """The profile links that exist in the variant's deployed spaces."""
+    found: list[Link] = []
+    for comp in stack.components:
+        space = variant_space(comp.name, variant)
+        if comp.plane != "hub" and hub.space_exists(space):
+            found += [lk for lk in hub.list_links(space) if lk.to_space == profile_space(variant)]
+    return found
+
+
+def unlink_profile(hub: Hub, stack: Stack, variant: str, *, say: Say = quiet) -> list[str]:
     removed = []
     for comp in stack.components:
         space = variant_space(comp.name, variant)
@@ -298,23 +305,6 @@ def unlink_profile(hub: Hub, stack: Stack, variant: str, *, say: Say = _quiet) -
                 removed.append(f"{space}/{lk.slug}")
                 say(f"unlinked {space}/{lk.slug}")
     return removed
-
-
-def binding_table(stack: Stack) -> list[dict[str, Any]]:
-    return [
-        {
-            "component": b.component,
-            "unit": b.unit,
-            "source": b.source,
-            "kind": b.kind,
-            "name": b.name,
-            "path": b.path,
-            "setter": None if b.path is not None else f"set-env-var {b.container} {b.env}",
-            "file": str(b.file),
-            "line": b.line,
-        }
-        for b in links.load_bindings(stack)
-    ]
 
 
 # ---- deploy -----------------------------------------------------------------------------
@@ -350,7 +340,7 @@ def admit(hub: Hub, stack: Stack, space: str) -> None:
     """Refuse (exit 3) to publish a space whose units the API server would not admit
     (validate.release). Units still holding placeholders are left to the hub's own gate, which
     names the missing links."""
-    from .validate.release import check_release
+    from ..validate.release import check_release
 
     members = hub.list_units(space)
     if any(u.placeholders for u in members):
@@ -390,7 +380,7 @@ def deploy(
     target: str,
     variant: str = "dev",
     dry_run: bool = False,
-    say: Say = _quiet,
+    say: Say = quiet,
 ) -> DeployReport:
     if plane == "hub":
         raise EksinfError(
@@ -465,50 +455,6 @@ def deploy(
     return report
 
 
-# ---- sandbox ----------------------------------------------------------------------------
-
-
-def sandbox_registry(stack: Stack) -> str:
-    return f"oci-layout:{stack.root / STATE_DIR / 'oci'}"
-
-
-def bundled_sources(stack: Stack) -> dict[str, UploadSource]:
-    """Each component's committed units, bundled exactly as `eksinf bundle` would, then read
-    back through the same safe unpack an installed bundle goes through."""
-    sources = {}
-    for comp in stack.components:
-        files = bundle.component_files(stack, comp.name)
-        if not files:
-            continue
-        blob = bundle.bundle_bytes(files)
-        digest = oci_digest(blob)
-        sources[comp.name] = UploadSource(
-            f"bundle {comp.name}{bundle.BUNDLE_SUFFIX}", _unpacked(blob), digest
-        )
-    return sources
-
-
-@dataclass
-class SandboxReport:
-    install: InstallReport
-    spaces_created: list[str]
-    planes: list[DeployReport]
-
-    @property
-    def changed(self) -> bool:
-        return (
-            self.install.changed or bool(self.spaces_created) or any(p.changed for p in self.planes)
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "changed": self.changed,
-            "install": self.install.to_json(),
-            "spaces_created": self.spaces_created,
-            "planes": [p.to_json() for p in self.planes],
-        }
-
-
 def ensure_target_space(hub: Hub, space: str, registry: str, labels: dict[str, str]) -> bool:
     """The hub half of enrolling a cluster: space, OCI target (with its apps space and root
     Application) and the placeholder gate. Returns whether the space was new."""
@@ -519,87 +465,6 @@ def ensure_target_space(hub: Hub, space: str, registry: str, labels: dict[str, s
     return created
 
 
-def render_configs(stack: Stack, mirror: Path | None, say: Say) -> None:
-    """Render configs/ (a fresh clone has none until `eksinf render`), guarded as render is."""
-    from . import charts, guard
-    from .render import render_stack, write_configs
-
-    say(f"{stack.configs_dir} is missing: rendering it")
-    result = render_stack(stack, charts.mirror_dir(mirror), progress=say)
-    report = guard.check(result)
-    if not report.ok:
-        raise EksinfError(
-            "the render has hazards the guard refuses; configs/ was not written",
-            "Run `eksinf render` to see them.",
-            CONTRACT,
-        )
-    write_configs(result)
-
-
-def sandbox_up(
-    hub: Hub,
-    stack: Stack,
-    *,
-    name: str = "sandbox",
-    variant: str = "sandbox",
-    mirror: Path | None = None,
-    say: Say = _quiet,
-) -> SandboxReport:
-    if not stack.configs_dir.is_dir():
-        render_configs(stack, mirror, say)
-    sources = bundled_sources(stack)
-    installed = install(hub, stack, sources=sources, say=say)
-    checkpoint("sandbox.installed")
-    created = []
-    if not hub.space_exists(profile_space(variant)):
-        hub.variant_create(variant, base_space(PROFILE_COMPONENT))
-        created.append(profile_space(variant))
-    registry = sandbox_registry(stack)
-    for space in sandbox_spaces(name):
-        if ensure_target_space(hub, space, registry, owner_labels(Mode="sandbox")):
-            created.append(space)
-    checkpoint("sandbox.targets")
-    planes = []
-    for plane, space in zip(("mgmt", "workload"), sandbox_spaces(name), strict=True):
-        planes.append(
-            deploy(hub, stack, plane=plane, target=f"{space}/target", variant=variant, say=say)
-        )
-    return SandboxReport(installed, created, planes)
-
-
-def sandbox_down_plan(
-    hub: Hub,
-    stack: Stack,
-    *,
-    name: str = "sandbox",
-    variant: str = "sandbox",
-    keep_bases: bool = False,
-) -> list[str]:
-    """Spaces to delete, in an order the hub accepts: component variants, apps spaces, the
-    profile variant, target spaces, then the bases `sandbox up` installed, except a base that a
-    variant outside this sandbox (say `dev`) still builds on, or all of them with keep_bases."""
-    mgmt, workload = sandbox_spaces(name)
-    order = [variant_space(c.name, variant) for c in reversed(stack.components) if c.plane != "hub"]
-    order += [apps_space(mgmt), apps_space(workload), profile_space(variant), mgmt, workload]
-    plan = [s for s in order if hub.space_exists(s)]
-    if not keep_bases:
-        for comp in reversed(stack.components):
-            base = base_space(comp.name)
-            in_use = [v for v in hub.variants_of(comp.name) if v not in plan]
-            if hub.space_exists(base) and not in_use:
-                plan.append(base)
-    return plan
-
-
-def sandbox_down(hub: Hub, plan: list[str], *, say: Say = _quiet) -> list[str]:
-    deleted = []
-    for space in plan:
-        hub.delete_space(space, recursive=True)
-        deleted.append(space)
-        say(f"deleted {space}")
-    return deleted
-
-
 def publish(hub: Hub, space: str) -> tuple[str, Any]:
     """`release publish` (after `admit`): ("published", Release) or ("current", Release|None)."""
     try:
@@ -608,4 +473,4 @@ def publish(hub: Hub, space: str) -> tuple[str, Any]:
         return "current", exc.release
 
 
-__all__ = ["GateBlocked", "install", "deploy", "link_profile", "sandbox_up", "sandbox_down"]
+__all__ = ["GateBlocked", "install", "deploy", "link_profile", "publish"]

@@ -1,0 +1,157 @@
+"""The sandbox: the whole configuration on stand-in targets (an OCI layout under .eksinf/),
+installed, linked, resolved and published through the same deploy path a real target uses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import bundle
+from ..errors import CONTRACT, EksinfError
+from ..faults import checkpoint
+from ..hub.protocol import Hub, UploadSource
+from ..model.digest import oci_digest
+from ..model.names import (
+    PROFILE_COMPONENT,
+    STATE_DIR,
+    apps_space,
+    base_space,
+    owner_labels,
+    profile_space,
+    sandbox_spaces,
+    variant_space,
+)
+from ..stack import Stack
+from .deploy import (
+    DeployReport,
+    InstallReport,
+    Say,
+    deploy,
+    ensure_target_space,
+    install,
+    quiet,
+    unpacked_files,
+)
+
+
+def sandbox_registry(stack: Stack) -> str:
+    return f"oci-layout:{stack.root / STATE_DIR / 'oci'}"
+
+
+def bundled_sources(stack: Stack) -> dict[str, UploadSource]:
+    """Each component's committed units, bundled exactly as `eksinf bundle` would, then read
+    back through the same safe unpack an installed bundle goes through."""
+    sources = {}
+    for comp in stack.components:
+        files = bundle.component_files(stack, comp.name)
+        if not files:
+            continue
+        blob = bundle.bundle_bytes(files)
+        digest = oci_digest(blob)
+        sources[comp.name] = UploadSource(
+            f"bundle {comp.name}{bundle.BUNDLE_SUFFIX}", unpacked_files(blob), digest
+        )
+    return sources
+
+
+@dataclass
+class SandboxReport:
+    install: InstallReport
+    spaces_created: list[str]
+    planes: list[DeployReport]
+
+    @property
+    def changed(self) -> bool:
+        return (
+            self.install.changed or bool(self.spaces_created) or any(p.changed for p in self.planes)
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "changed": self.changed,
+            "install": self.install.to_json(),
+            "spaces_created": self.spaces_created,
+            "planes": [p.to_json() for p in self.planes],
+        }
+
+
+def render_configs(stack: Stack, mirror: Path | None, say: Say) -> None:
+    """Render configs/ (a fresh clone has none until `eksinf render`), guarded as render is."""
+    from .. import charts, guard
+    from ..render import render_stack, write_configs
+
+    say(f"{stack.configs_dir} is missing: rendering it")
+    result = render_stack(stack, charts.mirror_dir(mirror), progress=say)
+    report = guard.check(result)
+    if not report.ok:
+        raise EksinfError(
+            "the render has hazards the guard refuses; configs/ was not written",
+            "Run `eksinf render` to see them.",
+            CONTRACT,
+        )
+    write_configs(result)
+
+
+def sandbox_up(
+    hub: Hub,
+    stack: Stack,
+    *,
+    name: str = "sandbox",
+    variant: str = "sandbox",
+    mirror: Path | None = None,
+    say: Say = quiet,
+) -> SandboxReport:
+    if not stack.configs_dir.is_dir():
+        render_configs(stack, mirror, say)
+    sources = bundled_sources(stack)
+    installed = install(hub, stack, sources=sources, say=say)
+    checkpoint("sandbox.installed")
+    created = []
+    if not hub.space_exists(profile_space(variant)):
+        hub.variant_create(variant, base_space(PROFILE_COMPONENT))
+        created.append(profile_space(variant))
+    registry = sandbox_registry(stack)
+    for space in sandbox_spaces(name):
+        if ensure_target_space(hub, space, registry, owner_labels(Mode="sandbox")):
+            created.append(space)
+    checkpoint("sandbox.targets")
+    planes = []
+    for plane, space in zip(("mgmt", "workload"), sandbox_spaces(name), strict=True):
+        planes.append(
+            deploy(hub, stack, plane=plane, target=f"{space}/target", variant=variant, say=say)
+        )
+    return SandboxReport(installed, created, planes)
+
+
+def sandbox_down_plan(
+    hub: Hub,
+    stack: Stack,
+    *,
+    name: str = "sandbox",
+    variant: str = "sandbox",
+    keep_bases: bool = False,
+) -> list[str]:
+    """Spaces to delete, in an order the hub accepts: component variants, apps spaces, the
+    profile variant, target spaces, then the bases `sandbox up` installed, except a base that a
+    variant outside this sandbox (say `dev`) still builds on, or all of them with keep_bases."""
+    mgmt, workload = sandbox_spaces(name)
+    order = [variant_space(c.name, variant) for c in reversed(stack.components) if c.plane != "hub"]
+    order += [apps_space(mgmt), apps_space(workload), profile_space(variant), mgmt, workload]
+    plan = [s for s in order if hub.space_exists(s)]
+    if not keep_bases:
+        for comp in reversed(stack.components):
+            base = base_space(comp.name)
+            in_use = [v for v in hub.variants_of(comp.name) if v not in plan]
+            if hub.space_exists(base) and not in_use:
+                plan.append(base)
+    return plan
+
+
+def sandbox_down(hub: Hub, plan: list[str], *, say: Say = quiet) -> list[str]:
+    deleted = []
+    for space in plan:
+        hub.delete_space(space, recursive=True)
+        deleted.append(space)
+        say(f"deleted {space}")
+    return deleted
