@@ -100,7 +100,19 @@ def links_resolve_cmd(
         )
 
 
-def lint_cmd(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
+def print_table(rows: list[dict[str, str]], columns: tuple[str, ...]) -> None:
+    """Plain aligned columns, the last one unpadded (as the binding table)."""
+    cells = [tuple(c.upper() for c in columns)] + [tuple(r[c] for c in columns) for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(columns) - 1)]
+    for row in cells:
+        typer.echo("  ".join([*(c.ljust(w) for c, w in zip(row, widths, strict=False)), row[-1]]))
+
+
+def lint_cmd(
+    ctx: typer.Context,
+    list_only: bool = typer.Option(False, "--list", help="Print the table of checks and exit."),
+    json_out: bool = JSON_OPTION,
+) -> None:
     """Check links and cross-component invariants on the committed configs/ (exit 3 on a finding).
 
     Placeholders are resolved through the bindings with the stack's profile first, so linked
@@ -108,6 +120,13 @@ def lint_cmd(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
     """
     from .. import lint
 
+    if list_only:
+        rows = lint.table()
+        if json_out:
+            emit_json(rows)
+        else:
+            print_table(rows, ("name", "domain", "severity", "anchor", "summary"))
+        return
     report = lint.lint_stack(state(ctx).stack())
     if json_out:
         emit_json(report.as_dict())
