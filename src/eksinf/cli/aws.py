@@ -9,7 +9,7 @@ import typer
 
 from ..errors import ENVIRONMENT, EksinfError
 from ..model.names import apps_space, kubeconfig_path
-from .common import JSON_OPTION, emit_json, err_console, progress, state
+from .common import JSON_OPTION, emit_json, err_console, print_table, progress, state
 
 # The AWS stages pull in boto3/botocore and requests (~0.2 s): each command imports what it
 # uses, so `eksinf --help` and the build commands never load them.
@@ -397,7 +397,12 @@ def _print_checks(report) -> None:
 @enroll_app.command("cluster")
 def enroll_cluster_cmd(
     ctx: typer.Context,
-    name: str = typer.Option(..., "--name", help="Target name (also the apps space prefix)."),
+    name: str = typer.Option(
+        None, "--name", help="Target name (also the apps space prefix). Required to enroll."
+    ),
+    list_checks: bool = typer.Option(
+        False, "--list-checks", help="Print the table of contract rules and exit."
+    ),
     eks_cluster: str = typer.Option(
         None, "--eks-cluster", help="EKS cluster name. Default: the profile's clusterName."
     ),
@@ -423,6 +428,15 @@ def enroll_cluster_cmd(
     from ..aws import contract, enroll
     from ..flows import enroll as enroll_flow
 
+    if list_checks:
+        rows = contract.table()
+        if json_out:
+            emit_json(rows)
+        else:
+            print_table(rows, ("name", "severity", "anchor", "summary"))
+        return
+    if not name:
+        raise EksinfError("enroll cluster needs --name", exit_code=2)
     stack = state(ctx).stack()
     scope = contract.with_cluster(stack_scope(ctx, region), eks_cluster, region)
     session = aws_session(scope, aws_profile)

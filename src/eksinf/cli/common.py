@@ -52,3 +52,11 @@ MIRROR_OPTION = typer.Option(
     file_okay=False,
 )
 JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
+
+
+def print_table(rows: list[dict[str, str]], columns: tuple[str, ...]) -> None:
+    """Plain aligned columns, the last one unpadded (as the binding table)."""
+    cells = [tuple(c.upper() for c in columns)] + [tuple(r[c] for c in columns) for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(columns) - 1)]
+    for row in cells:
+        typer.echo("  ".join([*(c.ljust(w) for c, w in zip(row, widths, strict=False)), row[-1]]))

@@ -11,7 +11,7 @@ from ..errors import CONTRACT, EksinfError
 from ..model.configs import read_units
 from ..outdir import claim, write_tree
 from ..yamlio import dump_docs
-from .common import JSON_OPTION, emit_json, progress, state
+from .common import JSON_OPTION, emit_json, print_table, progress, state
 
 links_app = typer.Typer(
     help="Profile links: which profile value lands in which unit, resource and field.",
@@ -98,14 +98,6 @@ def links_resolve_cmd(
             "`eksinf lint` lists them all.",
             exit_code=CONTRACT,
         )
-
-
-def print_table(rows: list[dict[str, str]], columns: tuple[str, ...]) -> None:
-    """Plain aligned columns, the last one unpadded (as the binding table)."""
-    cells = [tuple(c.upper() for c in columns)] + [tuple(r[c] for c in columns) for r in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(columns) - 1)]
-    for row in cells:
-        typer.echo("  ".join([*(c.ljust(w) for c, w in zip(row, widths, strict=False)), row[-1]]))
 
 
 def lint_cmd(

@@ -1,39 +1,33 @@
-"""The cluster contract: what a bring-your-own EKS cluster must have before workloads land.
+"""The cluster contract's rules: pure judgements of gathered facts, one registered function each.
 
-One named check per element. Each records the AWS or Kubernetes call that proves it and the
-fix. Severity `required` blocks (a failure is "cluster is missing X", exit 3); `advisory` only
-warns. A check whose query failed is `unknown`, never passed (unknown is not zero).
+A rule takes the facts (`facts.gather`) and returns its Check(s): none when it does not apply
+(the stack needs no Pod Identity association, say). RULES is the one table (name, severity,
+docs anchor); `eksinf enroll cluster --list-checks` prints it. Each rule is tested directly with
+facts, no AWS (tests/test_contract_rules.py).
 """
 
 from __future__ import annotations
 
-import json
 import re
-import time
-import urllib.parse
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from ..errors import EksinfError
-from ..model.configs import read_units, resources
-from ..model.names import DISCOVERY_KEY
-from ..model.quantity import whole_gib
-from .kube import KubeClient, KubeError, resource_path
-from .scope import StackScope
-from .session import AWS_FAILURES, AwsSession, Caller, error_code, paginate, translate
-
-SUPPORTED_VERSIONS = ("1.30", "1.31", "1.32", "1.33", "1.34")
-ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
-AGENT_ADDON = "eks-pod-identity-agent"
-ROOT_OVERHEAD_GIB = (
-    30  # OS, container images and logs on a GPU node's root volume, besides the cache
+from ...model.names import DISCOVERY_KEY
+from ..scope import StackScope
+from .facts import (
+    ADMIN_POLICY,
+    AGENT_ADDON,
+    ARGOCD_FLOOR,
+    POD_IDENTITY_ACTIONS,
+    POD_IDENTITY_SERVICE,
+    ROOT_OVERHEAD_GIB,
+    SUPPORTED_VERSIONS,
+    Facts,
+    StackNeeds,
 )
-ARGOCD_FLOOR = (3, 1)  # older Argo CD cannot resolve oci:// plain-manifest sources
-POD_IDENTITY_SERVICE = "pods.eks.amazonaws.com"
-# The Pod Identity agent assumes the role and tags the session; a trust without TagSession
-# fails at credential time, long after the association looked fine.
-POD_IDENTITY_ACTIONS = ("sts:AssumeRole", "sts:TagSession")
+
+ANCHOR = "docs/contract.md#elements"
 
 
 @dataclass(frozen=True)
@@ -63,327 +57,71 @@ class Check:
 
 
 @dataclass(frozen=True)
-class StackNeeds:
-    """What the rendered stack expects of the cluster, read from configs/ (never hard-coded)."""
+class Context:
+    """What every rule judges."""
 
-    pod_identities: tuple[tuple[str, str], ...] = ()  # (namespace, serviceaccount)
-    irsa_accounts: tuple[tuple[str, str], ...] = ()
-    reserved_pools: tuple[str, ...] = ()  # NodePools that may only use reserved capacity
+    facts: Facts
+    scope: StackScope
+    needs: StackNeeds
+    kube_used: bool  # a kubeconfig was given or generated
+    argocd_namespace: str
 
-
-def stack_needs(configs: Path) -> StackNeeds:
-    pias, irsa, reserved = set(), set(), set()
-    for r in resources(read_units(configs)):
-        if r.kind == "PodIdentityAssociation" and r.spec.get("serviceAccount"):
-            pias.add((r.spec.get("namespace", ""), r.spec["serviceAccount"]))
-        elif r.kind == "ServiceAccount" and "eks.amazonaws.com/role-arn" in r.annotations:
-            irsa.add((r.namespace or "", r.name))
-        elif r.kind == "NodePool" and _reserved_only(r.spec):
-            reserved.add(r.name)
-    return StackNeeds(tuple(sorted(pias)), tuple(sorted(irsa)), tuple(sorted(reserved)))
+    @property
+    def entry_missing(self) -> bool:
+        """The caller has no access entry (False when that could not be read)."""
+        principal = self.facts.caller.principal_arn if self.facts.caller else "?"
+        entries = self.facts.access_entries
+        return entries is not None and principal not in entries
 
 
-def _reserved_only(spec: dict[str, Any]) -> bool:
-    reqs = ((spec.get("template") or {}).get("spec") or {}).get("requirements") or []
-    for req in reqs:
-        if req.get("key") == "karpenter.sh/capacity-type" and req.get("operator") == "In":
-            return list(req.get("values") or []) == ["reserved"]
-    return False
+RuleFn = Callable[[Context], list[Check]]
 
 
 @dataclass(frozen=True)
-class AssociationRole:
-    """The role behind one Pod Identity association and what its trust grants the agent."""
-
-    service_account: str  # namespace/name
-    role_arn: str
-    granted: tuple[str, ...] | None  # actions trusted for POD_IDENTITY_SERVICE; None = unread
-    error: str = ""  # why it could not be read ("" when read, "no such role" when absent)
-
-
-def _statement_list(document: Any) -> list[dict[str, Any]]:
-    if isinstance(document, str):  # IAM returns the document URL-encoded
-        document = json.loads(urllib.parse.unquote(document))
-    statements = (document or {}).get("Statement") or []
-    return [statements] if isinstance(statements, dict) else list(statements)
+class Rule:
+    name: str
+    severity: str  # required: a fail blocks enroll; advisory: reported only
+    anchor: str
+    summary: str
+    run: RuleFn
 
 
-def _as_list(value: Any) -> list[str]:
-    return [value] if isinstance(value, str) else list(value or [])
+RULES: list[Rule] = []
 
 
-def trusted_actions(document: Any, service: str) -> tuple[str, ...]:
-    """The actions an assume-role policy allows `service` (wildcards expanded to what we need)."""
-    granted: set[str] = set()
-    for statement in _statement_list(document):
-        principal = statement.get("Principal") or {}
-        services = _as_list(principal.get("Service")) if isinstance(principal, dict) else []
-        if statement.get("Effect") != "Allow" or service not in services:
-            continue
-        for action in _as_list(statement.get("Action")):
-            if action in ("*", "sts:*"):
-                granted.update(POD_IDENTITY_ACTIONS)
-            else:
-                granted.add(action)
-    return tuple(sorted(granted))
+def rule(name: str, severity: str = "required", anchor: str = ANCHOR) -> Callable[[RuleFn], RuleFn]:
+    """Register a rule in the table, in evaluation order."""
+
+    def register(fn: RuleFn) -> RuleFn:
+        RULES.append(Rule(name, severity, anchor, (fn.__doc__ or "").strip(), fn))
+        return fn
+
+    return register
 
 
-@dataclass
-class Facts:
-    """Everything the checks look at, gathered once (I/O in `gather`, judgement in `evaluate`)."""
-
-    region: str
-    cluster_name: str
-    caller: Caller | None = None
-    cluster: dict[str, Any] | None = None
-    cluster_error: str = ""
-    access_entries: list[str] | None = None
-    access_error: str = ""
-    granted: bool = False
-    addon_status: str | None = None  # None = absent
-    addon_error: str = ""
-    associations: list[tuple[str, str]] | None = None
-    associations_error: str = ""
-    association_roles: list[AssociationRole] = field(default_factory=list)
-    oidc_providers: list[str] | None = None
-    oidc_error: str = ""
-    discovery_subnets: list[dict[str, Any]] | None = None
-    discovery_sgs: list[dict[str, Any]] | None = None
-    discovery_error: str = ""
-    node_role: dict[str, Any] | None = None
-    node_role_error: str = ""
-    instance_profiles: int = 0
-    ami_id: str | None = None
-    ami_source: str = ""
-    ami_error: str = ""
-    reservations: list[dict[str, Any]] | None = None
-    reservations_error: str = ""
-    version: str | None = None
-    endpoint_status: int | None = None
-    endpoint_error: str = ""
-    argocd_image: str | None = None
-    argocd_error: str = ""
-    live_gpu_volume_gib: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+def table() -> list[dict[str, str]]:
+    return [
+        {"name": r.name, "severity": r.severity, "anchor": r.anchor, "summary": r.summary}
+        for r in RULES
+    ]
 
 
-def _aws(what: str, fn: Any) -> tuple[Any, str]:
-    """(result, "") or (None, reason): a failed query becomes a reason, never an empty answer."""
-    try:
-        return fn(), ""
-    except AWS_FAILURES as exc:
-        return None, translate(exc, what).message
-    except EksinfError as exc:
-        return None, exc.message
+def evaluate(
+    facts: Facts, scope: StackScope, needs: StackNeeds, kube_used: bool, argocd_namespace: str
+) -> list[Check]:
+    """Judge the gathered facts with every rule, in table order: pure, so every rule is tested
+    without AWS. With no cluster at all, only cluster-active speaks: every other element hangs
+    off the cluster."""
+    ctx = Context(facts, scope, needs, kube_used, argocd_namespace)
+    checks: list[Check] = []
+    for entry in RULES:
+        checks += entry.run(ctx)
+        if entry.name == "cluster-active" and facts.cluster is None and not facts.cluster_error:
+            break
+    return checks
 
 
-def ami_parameter(alias: str, k8s_version: str) -> tuple[str, str] | None:
-    """SSM parameter and image name behind a Karpenter al2023@vYYYYMMDD alias (NVIDIA variant)."""
-    match = re.fullmatch(r"al2023@(v\d{8})", alias)
-    if not match:
-        return None
-    name = f"amazon-eks-node-al2023-x86_64-nvidia-{k8s_version}-{match.group(1)}"
-    return (
-        f"/aws/service/eks/optimized-ami/{k8s_version}/amazon-linux-2023/x86_64/nvidia/"
-        f"{name}/image_id",
-        name,
-    )
-
-
-def grant_access(session: AwsSession, cluster: str, principal: str) -> None:
-    eks = session.client("eks")
-    try:
-        eks.create_access_entry(clusterName=cluster, principalArn=principal, type="STANDARD")
-        eks.associate_access_policy(
-            clusterName=cluster,
-            principalArn=principal,
-            policyArn=ADMIN_POLICY,
-            accessScope={"type": "cluster"},
-        )
-    except AWS_FAILURES as exc:
-        raise translate(exc, f"granting {principal} access to {cluster}") from exc
-
-
-def gather(
-    session: AwsSession,
-    scope: StackScope,
-    needs: StackNeeds,
-    kube: KubeClient | None,
-    grant: bool = False,
-    argocd_namespace: str = "argocd",
-    grant_polls: int = 18,
-    grant_delay: float = 10.0,
-    sleep: Any = time.sleep,
-) -> Facts:
-    name = scope.cluster
-    facts = Facts(region=scope.region, cluster_name=name)
-    facts.caller, _ = _aws("sts get-caller-identity", lambda: session.caller)
-    eks, ec2, iam = session.client("eks"), session.client("ec2"), session.client("iam")
-    try:
-        facts.cluster = eks.describe_cluster(name=name)["cluster"]
-    except AWS_FAILURES as exc:
-        if error_code(exc) != "ResourceNotFoundException":
-            facts.cluster_error = translate(exc, "eks describe-cluster").message
-    if facts.cluster is not None:
-        entries, facts.access_error = _aws(
-            "eks list-access-entries",
-            lambda: paginate(eks, "list_access_entries", "accessEntries", clusterName=name),
-        )
-        facts.access_entries = entries
-        principal = facts.caller.principal_arn if facts.caller else None
-        if grant and principal and entries is not None and principal not in entries:
-            grant_access(session, name, principal)
-            facts.granted = True
-            facts.access_entries = [*entries, principal]
-        try:
-            addon = eks.describe_addon(clusterName=name, addonName=AGENT_ADDON)["addon"]
-            facts.addon_status = addon.get("status", "UNKNOWN")
-        except AWS_FAILURES as exc:
-            if error_code(exc) != "ResourceNotFoundException":
-                facts.addon_error = translate(exc, "eks describe-addon").message
-        assoc, facts.associations_error = _aws(
-            "eks list-pod-identity-associations",
-            lambda: paginate(
-                eks, "list_pod_identity_associations", "associations", clusterName=name
-            ),
-        )
-        if assoc is not None:
-            facts.associations = sorted((a["namespace"], a["serviceAccount"]) for a in assoc)
-            wanted = [
-                a for a in assoc if (a["namespace"], a["serviceAccount"]) in needs.pod_identities
-            ]
-            facts.association_roles = [
-                _association_role(eks, iam, name, a) for a in sorted(wanted, key=_sa_of)
-            ]
-    if needs.irsa_accounts:
-        providers, facts.oidc_error = _aws(
-            "iam list-open-id-connect-providers",
-            lambda: iam.list_open_id_connect_providers()["OpenIDConnectProviderList"],
-        )
-        if providers is not None:
-            facts.oidc_providers = [p["Arn"] for p in providers]
-    tag = [{"Name": f"tag:{DISCOVERY_KEY}", "Values": [scope.network]}]
-    facts.discovery_subnets, facts.discovery_error = _aws(
-        "ec2 describe-subnets", lambda: paginate(ec2, "describe_subnets", "Subnets", Filters=tag)
-    )
-    sgs, err = _aws(
-        "ec2 describe-security-groups",
-        lambda: paginate(ec2, "describe_security_groups", "SecurityGroups", Filters=tag),
-    )
-    facts.discovery_sgs, facts.discovery_error = sgs, facts.discovery_error or err
-    try:
-        facts.node_role = iam.get_role(RoleName=scope.node_role)["Role"]
-        facts.instance_profiles = len(
-            iam.list_instance_profiles_for_role(RoleName=scope.node_role)["InstanceProfiles"]
-        )
-    except AWS_FAILURES as exc:
-        if error_code(exc) != "NoSuchEntity":
-            facts.node_role_error = translate(exc, "iam get-role").message
-    _gather_ami(session, scope, facts)
-    if needs.reserved_pools:
-        found, facts.reservations_error = _aws(
-            "ec2 describe-capacity-reservations",
-            lambda: session.client("ec2").describe_capacity_reservations(
-                Filters=[
-                    {"Name": f"tag:{scope.tag_key}", "Values": [scope.stack]},
-                    {"Name": "state", "Values": ["active"]},
-                ]
-            )["CapacityReservations"],
-        )
-        facts.reservations = found
-    if kube is not None:
-        # A fresh access entry takes ~30 s to be honoured: poll, bounded, only after a grant.
-        for attempt in range(grant_polls if facts.granted else 1):
-            if attempt:
-                sleep(grant_delay)
-            _gather_kube(kube, facts, argocd_namespace)
-            if facts.endpoint_status not in (401, 403):
-                break
-    return facts
-
-
-def _sa_of(association: dict[str, Any]) -> str:
-    return f"{association['namespace']}/{association['serviceAccount']}"
-
-
-def _association_role(eks: Any, iam: Any, cluster: str, summary: dict[str, Any]) -> AssociationRole:
-    """ListPodIdentityAssociations names no role: describe the association, then read the
-    role's trust policy."""
-    sa = _sa_of(summary)
-    try:
-        association = eks.describe_pod_identity_association(
-            clusterName=cluster, associationId=summary["associationId"]
-        )["association"]
-    except AWS_FAILURES as exc:
-        return AssociationRole(
-            sa, "", None, translate(exc, "eks describe-pod-identity-association").message
-        )
-    role_arn = association.get("roleArn", "")
-    try:
-        role = iam.get_role(RoleName=role_arn.rsplit("/", 1)[-1])["Role"]
-    except AWS_FAILURES as exc:
-        if error_code(exc) == "NoSuchEntity":
-            return AssociationRole(sa, role_arn, (), "no such role")
-        return AssociationRole(sa, role_arn, None, translate(exc, "iam get-role").message)
-    return AssociationRole(
-        sa, role_arn, trusted_actions(role.get("AssumeRolePolicyDocument"), POD_IDENTITY_SERVICE)
-    )
-
-
-def _gather_ami(session: AwsSession, scope: StackScope, facts: Facts) -> None:
-    version = (facts.cluster or {}).get("version")
-    if not version:
-        facts.ami_error = "no cluster version to resolve the alias against"
-        return
-    target = ami_parameter(scope.gpu_ami_alias, version)
-    if target is None:
-        facts.ami_error = f"alias {scope.gpu_ami_alias} is not an al2023@vYYYYMMDD alias"
-        return
-    param, image_name = target
-    try:
-        facts.ami_id = session.client("ssm").get_parameter(Name=param)["Parameter"]["Value"]
-        facts.ami_source = f"ssm {param}"
-        return
-    except AWS_FAILURES as exc:
-        if error_code(exc) != "ParameterNotFound":
-            facts.ami_error = translate(exc, "ssm get-parameter").message
-            return
-    images, err = _aws(
-        "ec2 describe-images",
-        lambda: session.client("ec2").describe_images(
-            Owners=["amazon"], Filters=[{"Name": "name", "Values": [image_name]}]
-        )["Images"],
-    )
-    if images:
-        facts.ami_id, facts.ami_source = images[0]["ImageId"], f"image {image_name}"
-    else:
-        facts.ami_error = err or f"neither SSM {param} nor an Amazon image named {image_name}"
-
-
-def _gather_kube(kube: KubeClient, facts: Facts, argocd_namespace: str) -> None:
-    try:
-        facts.version = kube.version().get("gitVersion", "?")
-    except KubeError as exc:
-        facts.endpoint_status, facts.endpoint_error = exc.status, exc.message
-        return
-    try:
-        deploy = kube.get(resource_path("apps/v1", "Deployment", argocd_namespace, "argocd-server"))
-        if deploy is not None:
-            containers = deploy.get("spec", {}).get("template", {}).get("spec", {}).get(
-                "containers"
-            ) or [{}]
-            facts.argocd_image = containers[0].get("image", "")
-        gpu = kube.get(resource_path("karpenter.k8s.aws/v1", "EC2NodeClass", None, "gpu"))
-        if gpu is not None:
-            for bdm in gpu.get("spec", {}).get("blockDeviceMappings") or []:
-                size = whole_gib(str((bdm.get("ebs") or {}).get("volumeSize", "")))
-                if size is not None:
-                    facts.live_gpu_volume_gib = size
-    except KubeError as exc:
-        facts.argocd_error = exc.message
-
-
-def _pod_identity_trust(facts: Facts) -> Check:
+def pod_identity_trust_check(facts: Facts) -> Check:
     actions = " and ".join(POD_IDENTITY_ACTIONS)
     element = f"a role trusting {POD_IDENTITY_SERVICE} ({actions}) behind each association"
     call = (
@@ -437,14 +175,12 @@ def _argocd_version(image: str) -> tuple[int, int] | None:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
-def evaluate(
-    facts: Facts, scope: StackScope, needs: StackNeeds, kube_used: bool, argocd_namespace: str
-) -> list[Check]:
-    """Judge the gathered facts: pure, so every rule is tested without AWS."""
+@rule("cluster-active")
+def cluster_active(ctx: Context) -> list[Check]:
+    """Cluster ACTIVE at a supported version."""
+    facts = ctx.facts
     c, r = facts.cluster_name, facts.region
     checks: list[Check] = []
-
-    # 1. cluster ACTIVE at a supported version
     call = f"eks:DescribeCluster name={c}"
     if facts.cluster_error:
         checks.append(
@@ -477,8 +213,15 @@ def evaluate(
                 else "wait for ACTIVE, or upgrade the control plane to a supported version",
             )
         )
+    return checks
 
-    # 2. access entry for the caller
+
+@rule("access-entry")
+def access_entry(ctx: Context) -> list[Check]:
+    """Access entry for the caller."""
+    facts = ctx.facts
+    c, r = facts.cluster_name, facts.region
+    checks: list[Check] = []
     principal = facts.caller.principal_arn if facts.caller else "?"
     call = f"eks:ListAccessEntries clusterName={c}"
     fix = (
@@ -522,8 +265,16 @@ def evaluate(
                 fix if entry_missing else "",
             )
         )
+    return checks
 
-    # 3. endpoint reachable
+
+@rule("endpoint-reachable")
+def endpoint_reachable(ctx: Context) -> list[Check]:
+    """Endpoint reachable."""
+    facts = ctx.facts
+    kube_used = ctx.kube_used
+    entry_missing = ctx.entry_missing
+    checks: list[Check] = []
     call = "GET /version on the cluster endpoint"
     if not kube_used:
         checks.append(
@@ -570,8 +321,15 @@ def evaluate(
                 "reach the endpoint from here (public access, VPN or a bastion), or fix the kubeconfig",
             )
         )
+    return checks
 
-    # 4. pod identity: the agent add-on and the associations the stack needs
+
+@rule("pod-identity-agent")
+def pod_identity_agent(ctx: Context) -> list[Check]:
+    """The pod identity agent add-on is active."""
+    facts = ctx.facts
+    c, r = facts.cluster_name, facts.region
+    checks: list[Check] = []
     call = f"eks:DescribeAddon clusterName={c} addonName={AGENT_ADDON}"
     fix = f"aws eks create-addon --cluster-name {c} --addon-name {AGENT_ADDON} --region {r}"
     if facts.addon_error:
@@ -602,6 +360,16 @@ def evaluate(
                 "" if ok else fix,
             )
         )
+    return checks
+
+
+@rule("pod-identity-associations")
+def pod_identity_associations(ctx: Context) -> list[Check]:
+    """A Pod Identity association for each ServiceAccount the stack needs."""
+    facts, needs = ctx.facts, ctx.needs
+    c = facts.cluster_name
+    checks: list[Check] = []
+
     if needs.pod_identities:
         call = f"eks:ListPodIdentityAssociations clusterName={c}"
         wanted = ", ".join(f"{ns}/{sa}" for ns, sa in needs.pod_identities)
@@ -633,12 +401,24 @@ def evaluate(
                     else "",
                 )
             )
+    return checks
 
-    # 4b. the role behind each association trusts the Pod Identity agent
+
+@rule("pod-identity-trust")
+def pod_identity_trust(ctx: Context) -> list[Check]:
+    """The role behind each association trusts the Pod Identity agent."""
+    facts, needs = ctx.facts, ctx.needs
+    checks: list[Check] = []
     if needs.pod_identities:
-        checks.append(_pod_identity_trust(facts))
+        checks.append(pod_identity_trust_check(facts))
+    return checks
 
-    # 5. IRSA issuer, only where IRSA is used
+
+@rule("irsa-issuer")
+def irsa_issuer(ctx: Context) -> list[Check]:
+    """IRSA issuer, only where IRSA is used."""
+    facts, needs = ctx.facts, ctx.needs
+    checks: list[Check] = []
     call = "eks:DescribeCluster identity.oidc.issuer vs iam:ListOpenIDConnectProviders"
     if not needs.irsa_accounts:
         checks.append(
@@ -677,8 +457,14 @@ def evaluate(
                 else f"aws iam create-open-id-connect-provider --url {issuer} --client-id-list sts.amazonaws.com",
             )
         )
+    return checks
 
-    # 6. discovery tags on private subnets and a security group
+
+@rule("discovery-tags")
+def discovery_tags(ctx: Context) -> list[Check]:
+    """Discovery tags on private subnets and a security group."""
+    facts, scope = ctx.facts, ctx.scope
+    checks: list[Check] = []
     call = f"ec2:DescribeSubnets + ec2:DescribeSecurityGroups tag:{DISCOVERY_KEY}={scope.network}"
     element = f"the {DISCOVERY_KEY}={scope.network} tag on its private subnets and security group"
     if facts.discovery_subnets is None or facts.discovery_sgs is None:
@@ -709,8 +495,14 @@ def evaluate(
                 else "",
             )
         )
+    return checks
 
-    # 7. node role with an instance-profile path
+
+@rule("node-role")
+def node_role(ctx: Context) -> list[Check]:
+    """Node role with an instance-profile path."""
+    facts, scope = ctx.facts, ctx.scope
+    checks: list[Check] = []
     call = f"iam:GetRole {scope.node_role} + iam:ListInstanceProfilesForRole"
     if facts.node_role_error:
         checks.append(
@@ -748,8 +540,14 @@ def evaluate(
                 "" if ok else "trust ec2.amazonaws.com in the node role",
             )
         )
+    return checks
 
-    # 8. GPU AMI alias resolvable
+
+@rule("gpu-ami")
+def gpu_ami(ctx: Context) -> list[Check]:
+    """GPU AMI alias resolvable."""
+    facts, scope = ctx.facts, ctx.scope
+    checks: list[Check] = []
     call = "ssm:GetParameter (EKS optimized AMI) or ec2:DescribeImages owner amazon"
     element = f"a resolvable GPU AMI for alias {scope.gpu_ami_alias}"
     if facts.ami_id:
@@ -767,8 +565,14 @@ def evaluate(
                 "pin gpuAMIAlias in the profile to a released al2023 version for this Kubernetes version",
             )
         )
+    return checks
 
-    # 9. root volume fits the model cache (advisory: the profile check already refuses a bad plan)
+
+@rule("root-volume")
+def root_volume(ctx: Context) -> list[Check]:
+    """Root volume fits the model cache (advisory: the profile check already refuses a bad plan)."""
+    facts, scope = ctx.facts, ctx.scope
+    checks: list[Check] = []
     volume = facts.live_gpu_volume_gib or scope.gpu_root_volume_gib
     cache = scope.model_cache_gib
     call = "EC2NodeClass gpu spec.blockDeviceMappings (cluster, else profile) vs profile modelCacheSize"
@@ -797,8 +601,14 @@ def evaluate(
                 else "raise gpuRootVolumeSize in the profile (pods are evicted on ephemeral-storage otherwise)",
             )
         )
+    return checks
 
-    # 10. capacity reservation for reserved-only pools (advisory: the pool simply never launches)
+
+@rule("capacity-reservation", severity="advisory")
+def capacity_reservation(ctx: Context) -> list[Check]:
+    """Capacity reservation for reserved-only pools (advisory: the pool simply never launches)."""
+    facts, scope, needs = ctx.facts, ctx.scope, ctx.needs
+    checks: list[Check] = []
     if needs.reserved_pools:
         pools = ", ".join(needs.reserved_pools)
         call = f"ec2:DescribeCapacityReservations tag:{scope.tag_key}={scope.stack} state=active"
@@ -831,8 +641,15 @@ def evaluate(
                     severity="advisory",
                 )
             )
+    return checks
 
-    # 11. Argo CD present at the floor version (enroll wires it; it does not install it)
+
+@rule("argocd")
+def argocd(ctx: Context) -> list[Check]:
+    """Argo CD present at the floor version (enroll wires it; it does not install it)."""
+    facts = ctx.facts
+    kube_used, argocd_namespace = ctx.kube_used, ctx.argocd_namespace
+    checks: list[Check] = []
     if kube_used and facts.version:
         call = f"GET deployments/argocd-server in {argocd_namespace}"
         element = f"Argo CD {ARGOCD_FLOOR[0]}.{ARGOCD_FLOOR[1]}+ in namespace {argocd_namespace}"
@@ -851,55 +668,3 @@ def evaluate(
                 Check("argocd", element, "pass" if ok else "fail", detail, call, "" if ok else fix)
             )
     return checks
-
-
-@dataclass(frozen=True)
-class ContractReport:
-    cluster: str
-    region: str
-    checks: tuple[Check, ...]
-
-    @property
-    def violations(self) -> list[Check]:
-        return [c for c in self.checks if c.blocks]
-
-    @property
-    def warnings(self) -> list[Check]:
-        return [c for c in self.checks if not c.blocks and c.status in ("warn", "unknown", "fail")]
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "cluster": self.cluster,
-            "region": self.region,
-            "conforms": not self.violations,
-            "checks": [c.as_json() for c in self.checks],
-            "violations": [c.name for c in self.violations],
-            "warnings": [c.name for c in self.warnings],
-        }
-
-
-def missing_lines(report: ContractReport) -> list[str]:
-    lines = []
-    for check in report.violations:
-        verb = "is missing" if check.status == "fail" else "may be missing (could not check)"
-        lines.append(f"cluster {verb} {check.element}: {check.detail}")
-        if check.fix:
-            lines.append(f"  fix: {check.fix}")
-    return lines
-
-
-def check_cluster(
-    session: AwsSession,
-    scope: StackScope,
-    needs: StackNeeds,
-    kube: KubeClient | None,
-    grant: bool = False,
-    argocd_namespace: str = "argocd",
-) -> ContractReport:
-    facts = gather(session, scope, needs, kube, grant, argocd_namespace)
-    checks = evaluate(facts, scope, needs, kube is not None, argocd_namespace)
-    return ContractReport(scope.cluster, scope.region, tuple(checks))
-
-
-def with_cluster(scope: StackScope, cluster: str | None, region: str | None) -> StackScope:
-    return replace(scope, cluster=cluster or scope.cluster, region=region or scope.region)

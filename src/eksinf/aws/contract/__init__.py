@@ -1,0 +1,90 @@
+"""`eksinf enroll cluster`'s contract: facts gathered from AWS and the cluster (facts.py),
+judged by registered rules (rules.py). See docs/contract.md."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..kube import KubeClient
+from ..scope import StackScope
+from ..session import AwsSession
+from .facts import (
+    ADMIN_POLICY,
+    Facts,
+    StackNeeds,
+    ami_parameter,
+    gather,
+    stack_needs,
+    trusted_actions,
+)
+from .rules import RULES, Check, evaluate, table
+
+__all__ = [
+    "ADMIN_POLICY",
+    "RULES",
+    "Check",
+    "ContractReport",
+    "Facts",
+    "StackNeeds",
+    "ami_parameter",
+    "check_cluster",
+    "evaluate",
+    "missing_lines",
+    "stack_needs",
+    "table",
+    "trusted_actions",
+    "with_cluster",
+]
+
+
+@dataclass(frozen=True)
+class ContractReport:
+    cluster: str
+    region: str
+    checks: tuple[Check, ...]
+
+    @property
+    def violations(self) -> list[Check]:
+        return [c for c in self.checks if c.blocks]
+
+    @property
+    def warnings(self) -> list[Check]:
+        return [c for c in self.checks if not c.blocks and c.status in ("warn", "unknown", "fail")]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "cluster": self.cluster,
+            "region": self.region,
+            "conforms": not self.violations,
+            "checks": [c.as_json() for c in self.checks],
+            "violations": [c.name for c in self.violations],
+            "warnings": [c.name for c in self.warnings],
+        }
+
+
+def missing_lines(report: ContractReport) -> list[str]:
+    lines = []
+    for check in report.violations:
+        verb = "is missing" if check.status == "fail" else "may be missing (could not check)"
+        lines.append(f"cluster {verb} {check.element}: {check.detail}")
+        if check.fix:
+            lines.append(f"  fix: {check.fix}")
+    return lines
+
+
+def check_cluster(
+    session: AwsSession,
+    scope: StackScope,
+    needs: StackNeeds,
+    kube: KubeClient | None,
+    grant: bool = False,
+    argocd_namespace: str = "argocd",
+) -> ContractReport:
+    facts = gather(session, scope, needs, kube, grant, argocd_namespace)
+    checks = evaluate(facts, scope, needs, kube is not None, argocd_namespace)
+    return ContractReport(scope.cluster, scope.region, tuple(checks))
+
+
+def with_cluster(scope: StackScope, cluster: str | None, region: str | None) -> StackScope:
+    return replace(scope, cluster=cluster or scope.cluster, region=region or scope.region)

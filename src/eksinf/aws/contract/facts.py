@@ -1,0 +1,353 @@
+"""The cluster contract's facts: what the stack needs (from configs/) and what AWS and the
+cluster say, gathered once with the caller's session. Judging them is rules.py's job."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...errors import EksinfError
+from ...model.configs import read_units, resources
+from ...model.names import DISCOVERY_KEY
+from ...model.quantity import whole_gib
+from ..kube import KubeClient, KubeError, resource_path
+from ..scope import StackScope
+from ..session import AWS_FAILURES, AwsSession, Caller, error_code, paginate, translate
+
+SUPPORTED_VERSIONS = ("1.30", "1.31", "1.32", "1.33", "1.34")
+ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+AGENT_ADDON = "eks-pod-identity-agent"
+ROOT_OVERHEAD_GIB = (
+    30  # OS, container images and logs on a GPU node's root volume, besides the cache
+)
+ARGOCD_FLOOR = (3, 1)  # older Argo CD cannot resolve oci:// plain-manifest sources
+POD_IDENTITY_SERVICE = "pods.eks.amazonaws.com"
+# The Pod Identity agent assumes the role and tags the session; a trust without TagSession
+# fails at credential time, long after the association looked fine.
+POD_IDENTITY_ACTIONS = ("sts:AssumeRole", "sts:TagSession")
+
+
+@dataclass(frozen=True)
+class StackNeeds:
+    """What the rendered stack expects of the cluster, read from configs/ (never hard-coded)."""
+
+    pod_identities: tuple[tuple[str, str], ...] = ()  # (namespace, serviceaccount)
+    irsa_accounts: tuple[tuple[str, str], ...] = ()
+    reserved_pools: tuple[str, ...] = ()  # NodePools that may only use reserved capacity
+
+
+def stack_needs(configs: Path) -> StackNeeds:
+    pias, irsa, reserved = set(), set(), set()
+    for r in resources(read_units(configs)):
+        if r.kind == "PodIdentityAssociation" and r.spec.get("serviceAccount"):
+            pias.add((r.spec.get("namespace", ""), r.spec["serviceAccount"]))
+        elif r.kind == "ServiceAccount" and "eks.amazonaws.com/role-arn" in r.annotations:
+            irsa.add((r.namespace or "", r.name))
+        elif r.kind == "NodePool" and _reserved_only(r.spec):
+            reserved.add(r.name)
+    return StackNeeds(tuple(sorted(pias)), tuple(sorted(irsa)), tuple(sorted(reserved)))
+
+
+def _reserved_only(spec: dict[str, Any]) -> bool:
+    reqs = ((spec.get("template") or {}).get("spec") or {}).get("requirements") or []
+    for req in reqs:
+        if req.get("key") == "karpenter.sh/capacity-type" and req.get("operator") == "In":
+            return list(req.get("values") or []) == ["reserved"]
+    return False
+
+
+@dataclass(frozen=True)
+class AssociationRole:
+    """The role behind one Pod Identity association and what its trust grants the agent."""
+
+    service_account: str  # namespace/name
+    role_arn: str
+    granted: tuple[str, ...] | None  # actions trusted for POD_IDENTITY_SERVICE; None = unread
+    error: str = ""  # why it could not be read ("" when read, "no such role" when absent)
+
+
+def _statement_list(document: Any) -> list[dict[str, Any]]:
+    if isinstance(document, str):  # IAM returns the document URL-encoded
+        document = json.loads(urllib.parse.unquote(document))
+    statements = (document or {}).get("Statement") or []
+    return [statements] if isinstance(statements, dict) else list(statements)
+
+
+def _as_list(value: Any) -> list[str]:
+    return [value] if isinstance(value, str) else list(value or [])
+
+
+def trusted_actions(document: Any, service: str) -> tuple[str, ...]:
+    """The actions an assume-role policy allows `service` (wildcards expanded to what we need)."""
+    granted: set[str] = set()
+    for statement in _statement_list(document):
+        principal = statement.get("Principal") or {}
+        services = _as_list(principal.get("Service")) if isinstance(principal, dict) else []
+        if statement.get("Effect") != "Allow" or service not in services:
+            continue
+        for action in _as_list(statement.get("Action")):
+            if action in ("*", "sts:*"):
+                granted.update(POD_IDENTITY_ACTIONS)
+            else:
+                granted.add(action)
+    return tuple(sorted(granted))
+
+
+@dataclass
+class Facts:
+    """Everything the checks look at, gathered once (I/O in `gather`, judgement in `evaluate`)."""
+
+    region: str
+    cluster_name: str
+    caller: Caller | None = None
+    cluster: dict[str, Any] | None = None
+    cluster_error: str = ""
+    access_entries: list[str] | None = None
+    access_error: str = ""
+    granted: bool = False
+    addon_status: str | None = None  # None = absent
+    addon_error: str = ""
+    associations: list[tuple[str, str]] | None = None
+    associations_error: str = ""
+    association_roles: list[AssociationRole] = field(default_factory=list)
+    oidc_providers: list[str] | None = None
+    oidc_error: str = ""
+    discovery_subnets: list[dict[str, Any]] | None = None
+    discovery_sgs: list[dict[str, Any]] | None = None
+    discovery_error: str = ""
+    node_role: dict[str, Any] | None = None
+    node_role_error: str = ""
+    instance_profiles: int = 0
+    ami_id: str | None = None
+    ami_source: str = ""
+    ami_error: str = ""
+    reservations: list[dict[str, Any]] | None = None
+    reservations_error: str = ""
+    version: str | None = None
+    endpoint_status: int | None = None
+    endpoint_error: str = ""
+    argocd_image: str | None = None
+    argocd_error: str = ""
+    live_gpu_volume_gib: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _aws(what: str, fn: Any) -> tuple[Any, str]:
+    """(result, "") or (None, reason): a failed query becomes a reason, never an empty answer."""
+    try:
+        return fn(), ""
+    except AWS_FAILURES as exc:
+        return None, translate(exc, what).message
+    except EksinfError as exc:
+        return None, exc.message
+
+
+def ami_parameter(alias: str, k8s_version: str) -> tuple[str, str] | None:
+    """SSM parameter and image name behind a Karpenter al2023@vYYYYMMDD alias (NVIDIA variant)."""
+    match = re.fullmatch(r"al2023@(v\d{8})", alias)
+    if not match:
+        return None
+    name = f"amazon-eks-node-al2023-x86_64-nvidia-{k8s_version}-{match.group(1)}"
+    return (
+        f"/aws/service/eks/optimized-ami/{k8s_version}/amazon-linux-2023/x86_64/nvidia/"
+        f"{name}/image_id",
+        name,
+    )
+
+
+def grant_access(session: AwsSession, cluster: str, principal: str) -> None:
+    eks = session.client("eks")
+    try:
+        eks.create_access_entry(clusterName=cluster, principalArn=principal, type="STANDARD")
+        eks.associate_access_policy(
+            clusterName=cluster,
+            principalArn=principal,
+            policyArn=ADMIN_POLICY,
+            accessScope={"type": "cluster"},
+        )
+    except AWS_FAILURES as exc:
+        raise translate(exc, f"granting {principal} access to {cluster}") from exc
+
+
+def gather(
+    session: AwsSession,
+    scope: StackScope,
+    needs: StackNeeds,
+    kube: KubeClient | None,
+    grant: bool = False,
+    argocd_namespace: str = "argocd",
+    grant_polls: int = 18,
+    grant_delay: float = 10.0,
+    sleep: Any = time.sleep,
+) -> Facts:
+    name = scope.cluster
+    facts = Facts(region=scope.region, cluster_name=name)
+    facts.caller, _ = _aws("sts get-caller-identity", lambda: session.caller)
+    eks, ec2, iam = session.client("eks"), session.client("ec2"), session.client("iam")
+    try:
+        facts.cluster = eks.describe_cluster(name=name)["cluster"]
+    except AWS_FAILURES as exc:
+        if error_code(exc) != "ResourceNotFoundException":
+            facts.cluster_error = translate(exc, "eks describe-cluster").message
+    if facts.cluster is not None:
+        entries, facts.access_error = _aws(
+            "eks list-access-entries",
+            lambda: paginate(eks, "list_access_entries", "accessEntries", clusterName=name),
+        )
+        facts.access_entries = entries
+        principal = facts.caller.principal_arn if facts.caller else None
+        if grant and principal and entries is not None and principal not in entries:
+            grant_access(session, name, principal)
+            facts.granted = True
+            facts.access_entries = [*entries, principal]
+        try:
+            addon = eks.describe_addon(clusterName=name, addonName=AGENT_ADDON)["addon"]
+            facts.addon_status = addon.get("status", "UNKNOWN")
+        except AWS_FAILURES as exc:
+            if error_code(exc) != "ResourceNotFoundException":
+                facts.addon_error = translate(exc, "eks describe-addon").message
+        assoc, facts.associations_error = _aws(
+            "eks list-pod-identity-associations",
+            lambda: paginate(
+                eks, "list_pod_identity_associations", "associations", clusterName=name
+            ),
+        )
+        if assoc is not None:
+            facts.associations = sorted((a["namespace"], a["serviceAccount"]) for a in assoc)
+            wanted = [
+                a for a in assoc if (a["namespace"], a["serviceAccount"]) in needs.pod_identities
+            ]
+            facts.association_roles = [
+                _association_role(eks, iam, name, a) for a in sorted(wanted, key=_sa_of)
+            ]
+    if needs.irsa_accounts:
+        providers, facts.oidc_error = _aws(
+            "iam list-open-id-connect-providers",
+            lambda: iam.list_open_id_connect_providers()["OpenIDConnectProviderList"],
+        )
+        if providers is not None:
+            facts.oidc_providers = [p["Arn"] for p in providers]
+    tag = [{"Name": f"tag:{DISCOVERY_KEY}", "Values": [scope.network]}]
+    facts.discovery_subnets, facts.discovery_error = _aws(
+        "ec2 describe-subnets", lambda: paginate(ec2, "describe_subnets", "Subnets", Filters=tag)
+    )
+    sgs, err = _aws(
+        "ec2 describe-security-groups",
+        lambda: paginate(ec2, "describe_security_groups", "SecurityGroups", Filters=tag),
+    )
+    facts.discovery_sgs, facts.discovery_error = sgs, facts.discovery_error or err
+    try:
+        facts.node_role = iam.get_role(RoleName=scope.node_role)["Role"]
+        facts.instance_profiles = len(
+            iam.list_instance_profiles_for_role(RoleName=scope.node_role)["InstanceProfiles"]
+        )
+    except AWS_FAILURES as exc:
+        if error_code(exc) != "NoSuchEntity":
+            facts.node_role_error = translate(exc, "iam get-role").message
+    _gather_ami(session, scope, facts)
+    if needs.reserved_pools:
+        found, facts.reservations_error = _aws(
+            "ec2 describe-capacity-reservations",
+            lambda: session.client("ec2").describe_capacity_reservations(
+                Filters=[
+                    {"Name": f"tag:{scope.tag_key}", "Values": [scope.stack]},
+                    {"Name": "state", "Values": ["active"]},
+                ]
+            )["CapacityReservations"],
+        )
+        facts.reservations = found
+    if kube is not None:
+        # A fresh access entry takes ~30 s to be honoured: poll, bounded, only after a grant.
+        for attempt in range(grant_polls if facts.granted else 1):
+            if attempt:
+                sleep(grant_delay)
+            _gather_kube(kube, facts, argocd_namespace)
+            if facts.endpoint_status not in (401, 403):
+                break
+    return facts
+
+
+def _sa_of(association: dict[str, Any]) -> str:
+    return f"{association['namespace']}/{association['serviceAccount']}"
+
+
+def _association_role(eks: Any, iam: Any, cluster: str, summary: dict[str, Any]) -> AssociationRole:
+    """ListPodIdentityAssociations names no role: describe the association, then read the
+    role's trust policy."""
+    sa = _sa_of(summary)
+    try:
+        association = eks.describe_pod_identity_association(
+            clusterName=cluster, associationId=summary["associationId"]
+        )["association"]
+    except AWS_FAILURES as exc:
+        return AssociationRole(
+            sa, "", None, translate(exc, "eks describe-pod-identity-association").message
+        )
+    role_arn = association.get("roleArn", "")
+    try:
+        role = iam.get_role(RoleName=role_arn.rsplit("/", 1)[-1])["Role"]
+    except AWS_FAILURES as exc:
+        if error_code(exc) == "NoSuchEntity":
+            return AssociationRole(sa, role_arn, (), "no such role")
+        return AssociationRole(sa, role_arn, None, translate(exc, "iam get-role").message)
+    return AssociationRole(
+        sa, role_arn, trusted_actions(role.get("AssumeRolePolicyDocument"), POD_IDENTITY_SERVICE)
+    )
+
+
+def _gather_ami(session: AwsSession, scope: StackScope, facts: Facts) -> None:
+    version = (facts.cluster or {}).get("version")
+    if not version:
+        facts.ami_error = "no cluster version to resolve the alias against"
+        return
+    target = ami_parameter(scope.gpu_ami_alias, version)
+    if target is None:
+        facts.ami_error = f"alias {scope.gpu_ami_alias} is not an al2023@vYYYYMMDD alias"
+        return
+    param, image_name = target
+    try:
+        facts.ami_id = session.client("ssm").get_parameter(Name=param)["Parameter"]["Value"]
+        facts.ami_source = f"ssm {param}"
+        return
+    except AWS_FAILURES as exc:
+        if error_code(exc) != "ParameterNotFound":
+            facts.ami_error = translate(exc, "ssm get-parameter").message
+            return
+    images, err = _aws(
+        "ec2 describe-images",
+        lambda: session.client("ec2").describe_images(
+            Owners=["amazon"], Filters=[{"Name": "name", "Values": [image_name]}]
+        )["Images"],
+    )
+    if images:
+        facts.ami_id, facts.ami_source = images[0]["ImageId"], f"image {image_name}"
+    else:
+        facts.ami_error = err or f"neither SSM {param} nor an Amazon image named {image_name}"
+
+
+def _gather_kube(kube: KubeClient, facts: Facts, argocd_namespace: str) -> None:
+    try:
+        facts.version = kube.version().get("gitVersion", "?")
+    except KubeError as exc:
+        facts.endpoint_status, facts.endpoint_error = exc.status, exc.message
+        return
+    try:
+        deploy = kube.get(resource_path("apps/v1", "Deployment", argocd_namespace, "argocd-server"))
+        if deploy is not None:
+            containers = deploy.get("spec", {}).get("template", {}).get("spec", {}).get(
+                "containers"
+            ) or [{}]
+            facts.argocd_image = containers[0].get("image", "")
+        gpu = kube.get(resource_path("karpenter.k8s.aws/v1", "EC2NodeClass", None, "gpu"))
+        if gpu is not None:
+            for bdm in gpu.get("spec", {}).get("blockDeviceMappings") or []:
+                size = whole_gib(str((bdm.get("ebs") or {}).get("volumeSize", "")))
+                if size is not None:
+                    facts.live_gpu_volume_gib = size
+    except KubeError as exc:
+        facts.argocd_error = exc.message

@@ -1,0 +1,145 @@
+"""Every contract rule, called directly with facts: no AWS, no cluster. One good set of facts
+passes every rule; each case then breaks one fact and names the status the rule must report.
+
+Sources of the rules are cited in docs/contract.md (EKS access entries and the admin policy,
+the Pod Identity agent's trust actions, Karpenter's discovery tag, Argo CD's oci:// floor).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import pytest
+
+from eksinf.aws.contract import RULES, Facts, StackNeeds, evaluate
+from eksinf.aws.contract.facts import AssociationRole
+from eksinf.aws.contract.rules import Context
+from eksinf.aws.scope import StackScope
+from eksinf.aws.session import Caller
+
+CALLER = Caller("111122223333", "arn:aws:iam::111122223333:user/ops", "AID")
+SCOPE = StackScope(
+    stack="demo",
+    tag_key="eksinf.dev/stack",
+    cluster="demo",
+    network="demo-net",
+    region="us-west-2",
+    node_role="demo-node-role",
+    gpu_ami_alias="al2023@v20260724",
+    gpu_root_volume_gib=200,
+    model_cache_gib=40,
+)
+NEEDS = StackNeeds(
+    pod_identities=(("kube-system", "karpenter"),),
+    irsa_accounts=(("ns", "sa"),),
+    reserved_pools=("gpu-reserved",),
+)
+POD_TRUST = ("sts:AssumeRole", "sts:TagSession")
+ISSUER = "https://oidc.eks.us-west-2.amazonaws.com/id/ABC"
+
+
+def good() -> Facts:
+    return Facts(
+        region="us-west-2",
+        cluster_name="demo",
+        caller=CALLER,
+        cluster={
+            "status": "ACTIVE",
+            "version": "1.33",
+            "identity": {"oidc": {"issuer": ISSUER}},
+            "resourcesVpcConfig": {"endpointPublicAccess": True, "endpointPrivateAccess": False},
+        },
+        access_entries=[CALLER.principal_arn],
+        addon_status="ACTIVE",
+        associations=[("kube-system", "karpenter")],
+        association_roles=[
+            AssociationRole("kube-system/karpenter", "arn:aws:iam::1:role/k", POD_TRUST)
+        ],
+        oidc_providers=["arn:aws:iam::1:oidc-provider/oidc.eks.us-west-2.amazonaws.com/id/ABC"],
+        discovery_subnets=[{"SubnetId": "subnet-1", "MapPublicIpOnLaunch": False}],
+        discovery_sgs=[{"GroupId": "sg-1"}],
+        node_role={"AssumeRolePolicyDocument": "ec2.amazonaws.com", "Path": "/"},
+        ami_id="ami-1",
+        ami_source="ssm",
+        reservations=[{"CapacityReservationId": "cr-1"}],
+        version="v1.33.1",
+        argocd_image="quay.io/argoproj/argocd:v3.1.0",
+    )
+
+
+def judge(name: str, facts: Facts, needs: StackNeeds = NEEDS, kube_used: bool = True) -> list:
+    (entry,) = [r for r in RULES if r.name == name]
+    return entry.run(Context(facts, SCOPE, needs, kube_used, "argocd"))
+
+
+# rule -> (how to break the good facts, the status the rule must then report)
+BROKEN: dict[str, tuple[Callable[[Facts], Facts], str]] = {
+    "cluster-active": (lambda f: replace(f, cluster={**(f.cluster or {}), "version": "1.20"}), "fail"),
+    "access-entry": (lambda f: replace(f, access_entries=[]), "fail"),
+    "endpoint-reachable": (lambda f: replace(f, version=None, endpoint_error="timeout"), "fail"),
+    "pod-identity-agent": (lambda f: replace(f, addon_status=None), "fail"),
+    "pod-identity-associations": (lambda f: replace(f, associations=[]), "fail"),
+    "pod-identity-trust": (
+        lambda f: replace(
+            f,
+            association_roles=[
+                AssociationRole("kube-system/karpenter", "arn:aws:iam::1:role/k", ("sts:AssumeRole",))
+            ],
+        ),
+        "fail",
+    ),
+    "irsa-issuer": (lambda f: replace(f, oidc_providers=[]), "fail"),
+    "discovery-tags": (lambda f: replace(f, discovery_sgs=[]), "fail"),
+    "node-role": (lambda f: replace(f, node_role=None), "fail"),
+    "gpu-ami": (lambda f: replace(f, ami_id=None, ami_error="no such parameter"), "fail"),
+    "root-volume": (lambda f: replace(f, live_gpu_volume_gib=50), "fail"),
+    "capacity-reservation": (lambda f: replace(f, reservations=[]), "warn"),
+    "argocd": (lambda f: replace(f, argocd_image="quay.io/argoproj/argocd:v2.14.0"), "fail"),
+}  # fmt: skip
+
+
+def test_every_rule_has_a_direct_case() -> None:
+    assert [r.name for r in RULES] == list(BROKEN)
+
+
+@pytest.mark.parametrize("name", list(BROKEN))
+def test_rule_passes_good_facts_and_flags_the_broken_one(name: str) -> None:
+    (check,) = judge(name, good())
+    assert (check.name, check.status) == (name, "pass"), check.detail
+    breaker, status = BROKEN[name]
+    (check,) = judge(name, breaker(good()))
+    assert check.status == status, check.detail
+    assert check.blocks is (status == "fail" and check.severity == "required")
+    if status == "fail":
+        assert check.fix, f"{name}: a failing element names its fix"
+
+
+def test_rules_that_do_not_apply_say_so() -> None:
+    none = StackNeeds()
+    assert judge("pod-identity-associations", good(), none) == []
+    assert judge("pod-identity-trust", good(), none) == []
+    assert judge("capacity-reservation", good(), none) == []
+    (irsa,) = judge("irsa-issuer", good(), none)
+    assert (irsa.status, irsa.severity) == ("skipped", "advisory")
+    (endpoint,) = judge("endpoint-reachable", good(), kube_used=False)
+    assert (endpoint.status, endpoint.blocks) == ("skipped", False)
+    assert judge("argocd", good(), kube_used=False) == []
+
+
+def test_a_401_is_explained_by_the_missing_access_entry() -> None:
+    facts = replace(good(), access_entries=[], version=None, endpoint_status=401)
+    (endpoint,) = judge("endpoint-reachable", facts)
+    assert (endpoint.status, endpoint.blocks) == ("skipped", False)
+
+
+def test_unreadable_facts_are_unknown_and_block() -> None:
+    facts = replace(good(), access_entries=None, access_error="AccessDenied")
+    (entry,) = judge("access-entry", facts)
+    assert (entry.status, entry.blocks) == ("unknown", True)
+
+
+def test_no_cluster_stops_at_cluster_active() -> None:
+    checks = evaluate(replace(good(), cluster=None), SCOPE, NEEDS, True, "argocd")
+    assert [(c.name, c.status) for c in checks] == [("cluster-active", "fail")]
+    assert len(evaluate(good(), SCOPE, NEEDS, True, "argocd")) == len(RULES)
