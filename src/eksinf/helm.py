@@ -72,7 +72,11 @@ class SdkEngine:
         from helm_python.errors import HelmError
 
         kube = opts.kube_version if opts.kube_version.startswith("v") else f"v{opts.kube_version}"
-        options = {"name": opts.release, "namespace": opts.namespace, "kube_version": kube}
+        options: dict[str, Any] = {
+            "name": opts.release,
+            "namespace": opts.namespace,
+            "kube_version": kube,
+        }
         if opts.api_versions:
             options["api_versions"] = list(opts.api_versions)
         try:

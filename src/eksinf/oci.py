@@ -462,7 +462,7 @@ class LayoutStore:
 
     def tags(self) -> list[str]:
         return sorted(
-            (m.get("annotations") or {}).get(REF_NAME)
+            str((m.get("annotations") or {}).get(REF_NAME))
             for m in self._index().get("manifests", [])
             if (m.get("annotations") or {}).get(REF_NAME)
         )
@@ -539,8 +539,8 @@ def push(
     stale = [
         tag
         for tag in tags
-        if existing[tag] is None
-        or (tag in MUTABLE_TAGS and oci_digest(existing[tag]) != manifest_digest)
+        if (held := existing[tag]) is None
+        or (tag in MUTABLE_TAGS and oci_digest(held) != manifest_digest)
     ]
     if stale:
         for data in (EMPTY_CONFIG, blob):

@@ -270,7 +270,7 @@ def _dedupe_crds(
     kept: list[dict] = []
     shared: dict[str, str] = {}
     for doc in crds:
-        name = (doc.get("metadata") or {}).get("name")
+        name = str((doc.get("metadata") or {}).get("name"))
         first = owners.get(name)
         if first is None:
             owners[name] = _CrdSource(spec.name, origin_of.get(name, "?"), doc)
@@ -463,6 +463,7 @@ def render_stack(
             progress(f"{comp.name}: {len(units)} units (copied)")
             continue
         resolved = {spec.name: resolve(stack, spec, mirror, lock) for spec in comp.charts}
+        assert engine is not None  # need_helm: a helm component is being rendered
         units, renders = _helm_units(stack, comp, resolved, engine)
         outputs.append(ComponentOutput(comp, tuple(units), tuple(renders)))
         for r in renders:

@@ -175,6 +175,8 @@ def load_docs(text: str) -> list[Any]:
         docs = []
         while loader.check_node():
             node = loader.get_node()
+            if node is None:  # check_node() said there is one
+                break
             try:
                 doc = _build(node, loader, {})
             except _NeedsConstructor:
@@ -217,7 +219,7 @@ class _Dumper(yaml.CSafeDumper):
     pass
 
 
-def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+def _represent_str(dumper: Any, value: str) -> yaml.Node:
     # Block style keeps long descriptions (CRD schemas) readable and diffable line by line.
     if "\n" in value:
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")

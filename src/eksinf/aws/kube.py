@@ -73,11 +73,16 @@ class KubeAuth:
     eks_cluster: str | None = None  # set when the kubeconfig's user execs `aws eks get-token`
 
 
+def _remove_if_present(name: str) -> None:
+    if os.path.exists(name):
+        os.unlink(name)
+
+
 def _temp_file(data: bytes) -> str:
     fd, name = tempfile.mkstemp(prefix="eksinf-kube-")
     with os.fdopen(fd, "wb") as handle:
         handle.write(data)
-    atexit.register(lambda: os.path.exists(name) and os.unlink(name))
+    atexit.register(_remove_if_present, name)
     return name
 
 

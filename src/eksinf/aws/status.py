@@ -56,11 +56,14 @@ class Status:
 
     @property
     def unknown_items(self) -> int:
-        return sum(1 for r in (*self.instances, *self.fixed) if r.hourly is None)
+        return sum(1 for r in self._costed() if r.hourly is None)
 
     @property
     def hourly_known(self) -> float:
-        return round(sum(r.hourly or 0.0 for r in (*self.instances, *self.fixed)), 4)
+        return round(sum(r.hourly or 0.0 for r in self._costed()), 4)
+
+    def _costed(self) -> tuple[InstanceRow | FixedCost, ...]:
+        return (*self.instances, *self.fixed)
 
     @property
     def pools(self) -> dict[str, list[InstanceRow]]:

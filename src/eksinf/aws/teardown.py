@@ -340,7 +340,8 @@ def delete_ack_objects(
     for obj in objects:
         kube.delete(obj.path)
     deadline = clock() + timeout
-    previous, stalled, swept = -1, 0, []
+    previous, stalled = -1, 0
+    swept: list[str] = []
     while True:
         remaining = [o.label for o in objects if kube.get(o.path) is not None]
         if not remaining:

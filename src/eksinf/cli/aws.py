@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -107,7 +107,7 @@ def status_cmd(
         ) from exc
     stack_accounts = _stack_accounts(ctx, mgmt_kubeconfig, session)
     report = status_mod.build_status(scope, raw, load_prices(), stack_accounts)
-    section = None
+    section: dict[str, Any] | None = None
     if workload_kubeconfig is not None:
         try:
             kube = KubeClient.from_kubeconfig(workload_kubeconfig, session)
@@ -210,6 +210,7 @@ def creds_status_cmd(
     namespace = ack_namespace(ctx)
     info = creds_mod.read_secret(kube, namespace)
     pods = kube.items(f"/api/v1/namespaces/{namespace}/pods")
+    pod_names = sorted(str(p["metadata"]["name"]) for p in pods)
     body = {
         "cluster": kube.server,
         "namespace": namespace,
@@ -220,7 +221,7 @@ def creds_status_cmd(
         "expiresAt": info.expires_at,
         "expired": info.expired,
         "source": info.source,
-        "pods": sorted(p["metadata"]["name"] for p in pods),
+        "pods": pod_names,
     }
     if json_out:
         emit_json(body)
@@ -236,7 +237,7 @@ def creds_status_cmd(
         if info.expired:
             warn("expired: run `aws sso login && eksinf creds refresh`")
     typer.echo(f"source: {info.source or 'unknown'}")
-    typer.echo(f"pods in {namespace}: {', '.join(body['pods']) or 'none'}")
+    typer.echo(f"pods in {namespace}: {', '.join(pod_names) or 'none'}")
 
 
 def _write_own_credentials(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -61,7 +62,7 @@ def components_cmd(
 ) -> None:
     """List the stack's components in apply order."""
     stack = state(ctx).stack()
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "name": c.name,
             "plane": c.plane,

@@ -21,6 +21,7 @@ from .links import binding_rows, print_binding_table
 # imports them when it runs, so other commands' start-up does not pay for them.
 if TYPE_CHECKING:
     from ..hub.protocol import Hub
+    from ..stack import Stack
 
 HUB_OPTION = typer.Option(
     None, "--hub", help="Hub backend: local (SQLite, default) or cub. Default: .eksinf/config.yaml."
@@ -48,7 +49,7 @@ def register(app: typer.Typer) -> None:
 
 
 @contextmanager
-def _hub(ctx: typer.Context, choice: str | None) -> Iterator[tuple[Hub, object]]:
+def _hub(ctx: typer.Context, choice: str | None) -> Iterator[tuple[Hub, Stack]]:
     from ..hub import open_hub
 
     stack = state(ctx).stack()

@@ -705,7 +705,8 @@ class LocalHub(Closing):
             self._annotate(sid, {UPSTREAM_SPACE_ANNOTATION: up["id"]})
             if target_id:
                 self._set_release_target(sid, target_id)
-            ships_namespace, namespaces = False, {}
+            ships_namespace = False
+            namespaces: dict[str, int] = {}
             clones: dict[str, str] = {}  # upstream unit id -> clone id
             for unit in db.execute(
                 "SELECT * FROM units WHERE space_id=? ORDER BY slug", (up["id"],)
@@ -740,7 +741,11 @@ class LocalHub(Closing):
                         json.loads(link["body"]),
                     )
             if target_row and target_row["apps_space"]:
-                namespace = max(sorted(namespaces), key=namespaces.get) if namespaces else "default"
+                namespace = (
+                    max(sorted(namespaces), key=lambda n: namespaces[n])
+                    if namespaces
+                    else "default"
+                )
                 app = argo.child_application(
                     slug,
                     target_row["registry"],
@@ -1049,7 +1054,7 @@ class LocalHub(Closing):
             blob,
             title=f"{space}.tar.gz",
             annotations={
-                "com.confighub.target": target_ref,
+                "com.confighub.target": target_ref or "",
                 "com.confighub.space": space,
                 bundle.KIND_ANNOTATION: bundle.RELEASE,
             },

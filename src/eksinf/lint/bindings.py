@@ -111,15 +111,15 @@ def check_links(
         covered[key] = b
         valid.append(b)
     report.checks.append("placeholders")
-    for key, docs in sorted(units.items()):
+    for unit_key, docs in sorted(units.items()):
         for doc in docs:
             for path in placeholder.scan(doc):
                 report.placeholders += 1
-                if (key, id(doc), path) not in covered:
+                if (unit_key, id(doc), path) not in covered:
                     report.add(
                         "placeholder-unbound",
                         f"placeholder with no binding: nothing will ever resolve {path}",
-                        place(key, doc, path),
-                        f"render/{key.split('/')[0]}/links/bindings.yaml",
+                        place(unit_key, doc, path),
+                        f"render/{unit_key.split('/')[0]}/links/bindings.yaml",
                     )
     return valid

@@ -275,7 +275,7 @@ def check_tag_keys(report: Report, ctx: Context) -> None:
 
 def _taggable_kinds(resources: list[Resource]) -> set[tuple[str, str]]:
     """(group, kind) of every ACK kind whose CRD (as rendered) has spec.tags."""
-    out = set()
+    out: set[tuple[str, str]] = set()
     for crd in of_kind(resources, "CustomResourceDefinition"):
         spec = crd.doc.get("spec") or {}
         group, kind = spec.get("group", ""), (spec.get("names") or {}).get("kind")
@@ -285,7 +285,7 @@ def _taggable_kinds(resources: list[Resource]) -> set[tuple[str, str]]:
             schema = (version.get("schema") or {}).get("openAPIV3Schema") or {}
             fields = ((schema.get("properties") or {}).get("spec") or {}).get("properties") or {}
             if "tags" in fields:
-                out.add((group, kind))
+                out.add((str(group), str(kind)))
     return out
 
 

@@ -134,6 +134,7 @@ def _pools(resources: list[Resource]) -> list[Pool]:
 
 def _selects(pool: Pool, key: str, op: str, values: list[str]) -> bool:
     """Can a node of `pool` satisfy one selector expression?"""
+    have: set[str] | None
     if key in pool.labels:
         have = {str(pool.labels[key])}
     elif key in pool.requirements and pool.requirements[key][0] == "In":

@@ -118,7 +118,7 @@ def tags(spec: dict[str, Any]) -> dict[str, Any]:
     """EC2/IAM tags are a key/value list; EKS and Karpenter tags are a map. Return a map."""
     found = spec.get("tags") or {}
     if isinstance(found, list):
-        return {t.get("key"): t.get("value") for t in found if isinstance(t, dict)}
+        return {str(t.get("key")): t.get("value") for t in found if isinstance(t, dict)}
     return dict(found) if isinstance(found, dict) else {}
 
 

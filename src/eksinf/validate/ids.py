@@ -40,7 +40,8 @@ class Duplicate:
 
 def resource_id(doc: dict) -> ResourceId:
     api = str(doc.get("apiVersion") or "")
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    meta = doc.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
     return ResourceId(
         api.rpartition("/")[0],
         str(doc.get("kind") or ""),
