@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from eksinf import deploy
+from eksinf.flows import sandbox
 from eksinf.hub.local import LocalHub
 from eksinf.stack import load_stack
 
@@ -86,7 +86,7 @@ def main() -> None:
             before = len(hub.list_units())
             t0 = time.perf_counter()
             for i in range(start, start + count):
-                deploy.sandbox_up(hub, stack, name=f"sb{i}", variant=f"v{i}")
+                sandbox.sandbox_up(hub, stack, name=f"sb{i}", variant=f"v{i}")
             elapsed = time.perf_counter() - t0
             added = len(hub.list_units()) - before
             per_unit.append(elapsed / added)

@@ -18,8 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-from eksinf.links import read_units
 from eksinf.lint import lint_stack
+from eksinf.model.configs import read_units
 from eksinf.stack import load_stack
 
 REPO = Path(__file__).resolve().parent.parent
