@@ -116,7 +116,9 @@ def crds_of(units: dict[str, list[dict]]) -> dict[tuple[str, str], Crd]:
             for version in spec.get("versions") or []:
                 schema = _version_schema(version)
                 if version.get("served", True) and isinstance(schema, dict):
-                    out[(f"{spec.get('group')}/{version.get('name')}", kind)] = Crd(schema, key)
+                    out[(f"{spec.get('group')}/{version.get('name')}", str(kind))] = Crd(
+                        schema, key
+                    )
     return out
 
 
@@ -141,7 +143,8 @@ def cel_rules(crds: Iterable[Crd]) -> list[str]:
 
 
 def _resource(doc: dict) -> str:
-    m = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    m = doc.get("metadata")
+    m = m if isinstance(m, dict) else {}
     ns = m.get("namespace")
     return f"{doc.get('apiVersion')} {doc.get('kind')} {ns + '/' if ns else ''}{m.get('name', '?')}"
 
@@ -266,8 +269,8 @@ class Admission:
             )
             return
         report.by_schema[source] = report.by_schema.get(source, 0) + 1
-        for parts, rule, value, message in core.errors(validator, doc):
-            text = paths.format_path(parts)
+        for error_parts, rule, value, message in core.errors(validator, doc):
+            text = paths.format_path(error_parts)
             if text in held or placeholder.is_placeholder(value):
                 continue  # reported above, as unresolved or as a stray placeholder
             add(INVALID, text, rule, value, message)

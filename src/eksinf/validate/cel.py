@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import celpy
 from celpy import celtypes
@@ -68,7 +68,7 @@ class Quantity(celtypes.StringType):
         parsed = parse_quantity(str(text))
         if parsed is None:
             raise ValueError(f"invalid quantity {text!r}")
-        out = super().__new__(cls, str(text))
+        out = cast(Quantity, super().__new__(cls, str(text)))
         out.value = parsed
         return out
 
@@ -236,7 +236,9 @@ class Engine:
     def _program(self, rule: str) -> Any:
         program = self._programs.get(rule)
         if program is None:
-            ast = pickle.loads(self._parsed[rule])  # a str (parse error) never gets here
+            ast = pickle.loads(
+                cast(bytes, self._parsed[rule])
+            )  # a str (parse error) never gets here
             program = celpy.InterpretedRunner(self._env or _Parsed(), ast, FUNCTIONS)
             self._programs[rule] = program
         return program
