@@ -30,6 +30,8 @@ from .kube import (
     resource_path,
     write_kubeconfig,
 )
+from .scope import StackScope
+from .session import AwsSession
 from .status import describe_cluster
 
 REPO_CREDS_LABEL = "argocd.argoproj.io/secret-type"
@@ -117,7 +119,11 @@ class ClusterAccess:
 
 
 def cluster_access(
-    stack_root: Path, name: str, scope: Any, session: Any, kubeconfig: Path | None
+    stack_root: Path,
+    name: str,
+    scope: StackScope,
+    session: AwsSession,
+    kubeconfig: Path | None,
 ) -> ClusterAccess:
     target = kubeconfig_path(stack_root, name)
     if kubeconfig is not None:

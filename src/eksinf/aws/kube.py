@@ -21,6 +21,7 @@ import yaml
 
 from ..atomic import write_file
 from ..errors import ENVIRONMENT, FAILURE, EksinfError
+from .session import AwsSession
 
 FIELD_MANAGER = "eksinf"
 _CORE_KINDS = {"Namespace", "Secret", "ConfigMap", "Pod", "ServiceAccount", "Service"}
@@ -163,11 +164,11 @@ class KubeClient:
         self._http.verify = False if auth.insecure else (auth.ca_file or True)
 
     @classmethod
-    def from_kubeconfig(cls, path: Path, session: Any = None) -> KubeClient:
+    def from_kubeconfig(cls, path: Path, session: AwsSession | None = None) -> KubeClient:
         return cls.from_auth(read_kubeconfig(path), session)
 
     @classmethod
-    def from_auth(cls, auth: KubeAuth, session: Any = None) -> KubeClient:
+    def from_auth(cls, auth: KubeAuth, session: AwsSession | None = None) -> KubeClient:
         token = None
         if auth.eks_cluster and session is not None:
             token = session.eks_token(auth.eks_cluster)

@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import EksinfError
 from ..model.names import DISCOVERY_KEY
 from ..prices import PriceTable
+from .kube import KubeClient
 from .scope import StackScope
 from .session import AWS_FAILURES, AwsSession, aws_errors, error_code, paginate, tags_of, translate
 
@@ -363,7 +364,7 @@ def node_class_rows(items: list[dict[str, Any]]) -> list[NodeClassRow]:
     return rows
 
 
-def node_class_section(kube: Any, network: str) -> dict[str, Any]:
+def node_class_section(kube: KubeClient, network: str) -> dict[str, Any]:
     """What Karpenter resolved from the discovery selectors, or why it is unknown."""
     try:
         found = kube.get(NODECLASS_PATH)

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from ..errors import CONTRACT, ENVIRONMENT, FAILURE, EksinfError
 from ..model.configs import of_kind, read_units, resources
 from ..model.names import variant_space
+from ..stack import Stack
 from . import creds as creds_mod
 from .ack import AckObject, ack_accounts, ack_objects
 from .kube import KubeClient, resource_path
@@ -410,7 +411,7 @@ class Timing:
 
 
 def make_plan(
-    stack: Any,
+    stack: Stack,
     planes: list[str],
     variant: str,
     kube_path: Path,
