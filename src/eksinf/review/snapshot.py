@@ -90,14 +90,12 @@ def _components(files: dict[str, str]) -> dict[str, tuple[str, int]]:
         raise EksinfError(
             f"components.yaml: not YAML ({str(exc).splitlines()[0]})", exit_code=CONTRACT
         ) from exc
-    out = {}
+    out: dict[str, tuple[str, int]] = {}
     for item in (data or {}).get("components") or []:
         if isinstance(item, dict) and isinstance(item.get("name"), str):
-            plane = item.get("plane") if item.get("plane") in PLANES else "?"
-            out[item["name"]] = (
-                plane,
-                item.get("order") if isinstance(item.get("order"), int) else 0,
-            )
+            plane = str(item.get("plane")) if item.get("plane") in PLANES else "?"
+            order = item.get("order")
+            out[item["name"]] = (plane, order if isinstance(order, int) else 0)
     return out
 
 

@@ -156,7 +156,7 @@ def files_at(stack_root: Path, sha: str) -> dict[str, bytes]:
         if not record:
             continue
         meta, _, path = record.partition(b"\t")
-        mode, kind, oid, size = meta.split()
+        mode, kind, oid, listed_size = meta.split()
         rel = path.decode()[len(prefix) :]
         if mode == b"120000":
             raise EksinfError(
@@ -167,7 +167,7 @@ def files_at(stack_root: Path, sha: str) -> dict[str, bytes]:
         if kind != b"blob":
             continue  # a submodule is not part of the stack
         entries.append((rel, oid.decode()))
-        total += int(size)
+        total += int(listed_size)
     _bounded(len(entries), total, f"commit {sha[:12]}")
     if not entries:
         return {}
