@@ -430,3 +430,12 @@ def test_the_walk_is_bounded():
         lambda _r, _v: ("pass", ""),
     )
     assert [v.rule for v in result.violations] == [f"depth <= {structural.MAX_DEPTH}"]
+
+
+def test_json_stays_json_when_the_stack_cannot_be_read(stack_dir, eksinf):
+    (stack_dir / NODEPOOLS).write_text("a: [1\n")
+    result = eksinf("validate", "--json", cwd=stack_dir)
+    assert result.code == CONTRACT
+    report = json.loads(result.out)
+    assert report["ok"] is False
+    assert report["error"].startswith(f"{NODEPOOLS}:")

@@ -26,7 +26,12 @@ def validate_cmd(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
     from ..validate.admission import validate_stack
 
     started = time.perf_counter()
-    report = validate_stack(state(ctx).stack())
+    try:
+        report = validate_stack(state(ctx).stack())
+    except EksinfError as exc:  # an unreadable unit, profile or binding: still valid JSON
+        if json_out:
+            emit_json({"ok": False, "error": exc.message, "hint": exc.hint})
+        raise
     total = report.total
     if json_out:
         emit_json(report.as_dict())
