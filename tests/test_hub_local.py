@@ -387,3 +387,58 @@ def test_variant_copies_links_within_the_space_but_not_links_leaving_it(local_hu
         if lk.update_type == "TransformPaths"
     ]
     assert copied == [("web", "app-dev", "namespace")]
+
+
+def test_publish_pushes_outside_its_write_transaction(local_hub, tmp_path, monkeypatch):
+    """While the release is pushed, the hub database takes other writers: the push runs between
+    two transactions. A spy around the real oci.push opens a second connection and writes."""
+    from eksinf import oci
+
+    upload(local_hub, files())
+    local_hub.variant_create("dev", "app-base", target=with_target(local_hub, tmp_path))
+    local_hub.invoke("app-dev", "set-env-var", ["web", "REGION", "us-west-2"], unit="web")
+    real_push = oci.push
+    seen = []
+
+    def spy(*args, **kwargs):
+        other = sqlite3.connect(local_hub.path, timeout=0.2, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")  # "database is locked" inside a write transaction
+            other.execute("ROLLBACK")
+            seen.append("writable")
+        finally:
+            other.close()
+        return real_push(*args, **kwargs)
+
+    monkeypatch.setattr(oci, "push", spy)
+    assert local_hub.publish("app-dev").release_num == 1
+    assert seen == ["writable"]
+
+
+def test_a_unit_changed_during_the_push_stays_unreleased(local_hub, tmp_path, monkeypatch):
+    """The release records what was pushed (the units as read before the push); a unit edited
+    while the push ran keeps its newer revision unreleased, and the next publish releases it."""
+    from eksinf import oci
+
+    upload(local_hub, files())
+    local_hub.variant_create("dev", "app-base", target=with_target(local_hub, tmp_path))
+    local_hub.invoke("app-dev", "set-env-var", ["web", "REGION", "us-west-2"], unit="web")
+    real_push = oci.push
+
+    def racing_push(*args, **kwargs):
+        pushed = real_push(*args, **kwargs)
+        local_hub.invoke("app-dev", "set-env-var", ["web", "REGION", "eu-west-1"], unit="web")
+        return pushed
+
+    monkeypatch.setattr(oci, "push", racing_push)
+    first = local_hub.publish("app-dev")
+    monkeypatch.setattr(oci, "push", real_push)
+    assert first.release_num == 1
+    assert oci.pull(first.ref, expect_digest=first.manifest_digest).manifest_digest == (
+        first.manifest_digest
+    )
+    web = local_hub.get_unit("app-dev", "web")
+    assert web.last_released_revision == web.head_revision - 1
+    second = local_hub.publish("app-dev")
+    assert second.release_num == 2 and second.digest != first.digest
+    assert local_hub.get_unit("app-dev", "web").last_released_revision == web.head_revision

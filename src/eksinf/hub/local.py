@@ -1060,26 +1060,26 @@ class LocalHub(Closing):
             },
             tags=["latest", f"release-{num}"],
         )
+        # Record what was pushed: the units as they were read above. A unit edited during the
+        # push keeps its newer head unreleased; a concurrent publish that took this number with
+        # other content is refused (its push already failed on the immutable tag, or won).
         with self._tx() as db:
-            now = db.execute(
-                "SELECT * FROM units WHERE space_id=? AND target_id=? ORDER BY slug",
-                (row["id"], target["id"]),
-            ).fetchall()
-            newest = db.execute(
-                "SELECT max(num) FROM releases WHERE space_id=?", (row["id"],)
-            ).fetchone()[0]
-            if {u["id"]: u["head"] for u in now} != heads or (newest or 0) != num - 1:
+            taken = db.execute(
+                "SELECT * FROM releases WHERE space_id=? AND num=?", (row["id"], num)
+            ).fetchone()
+            if taken is not None and taken["digest"] != digest:
                 raise HubError(
-                    f"{space} changed while release {num} was being pushed; nothing was recorded",
-                    "Publish again: the release is built from the units as they are then.",
+                    f"release {num} of {space} was published concurrently with other content",
+                    "Publish again: the next release is built from the units as they are then.",
                     FAILURE,
                 )
-            db.execute(
-                "INSERT INTO releases VALUES(?,?,?,?,?,?)",
-                (row["id"], num, digest, pushed.manifest_digest, len(files), ref),
-            )
-            for unit in members:
-                db.execute("UPDATE units SET last_released=head WHERE id=?", (unit["id"],))
+            if taken is None:
+                db.execute(
+                    "INSERT INTO releases VALUES(?,?,?,?,?,?)",
+                    (row["id"], num, digest, pushed.manifest_digest, len(files), ref),
+                )
+                for unit_id, head in heads.items():
+                    db.execute("UPDATE units SET last_released=? WHERE id=?", (head, unit_id))
             return self._release(
                 space,
                 db.execute(
