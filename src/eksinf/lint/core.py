@@ -97,9 +97,38 @@ def run_checks(report: Report, ctx: Context) -> None:
         entry.run(report, ctx)
 
 
+# The pipeline's own steps (lint/__init__.py runs them in this order, before the registered
+# checks, because their outputs feed them): listed with the checks so the table is complete.
+STAGES: tuple[tuple[str, str, str, str], ...] = (
+    (
+        "profile",
+        "stack",
+        "docs/address-plan.md",
+        "The platform profile loads and passes its schema and rules.",
+    ),
+    ("fresh", "stack", ANCHOR, "configs/ was rendered from the current sources (configs-stale)."),
+    (
+        "links",
+        "bindings",
+        "docs/linking.md#profile-links",
+        "Every binding's unit, resource, path or setter and profile source exist.",
+    ),
+    (
+        "placeholders",
+        "bindings",
+        "docs/linking.md#profile-links",
+        "Every placeholder in configs/ is bound.",
+    ),
+)
+
+
 def table() -> list[dict[str, str]]:
-    """The table `eksinf lint --list` prints: one row per check name."""
-    return [
+    """The table `eksinf lint --list` prints: one row per check name, pipeline steps first."""
+    steps = [
+        {"name": n, "domain": d, "severity": ERROR, "anchor": a, "summary": s}
+        for n, d, a, s in STAGES
+    ]
+    return steps + [
         {
             "name": name,
             "domain": entry.domain,
