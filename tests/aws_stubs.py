@@ -10,6 +10,14 @@
 3. `FakeKubeApi`: no Kubernetes API server exists on these machines. This is a small werkzeug app
    on 127.0.0.1 that serves only the REST paths `eksinf.aws.kube` calls (GET object/list,
    server-side-apply PATCH, merge PATCH, DELETE, /version), storing objects in memory.
+4. `IamAsOnAws`: moto answers iam:ListInstanceProfiles (and ...ForRole) with each profile's tags;
+   AWS does not (botocore's iam model, ListInstanceProfiles: "IAM resource-listing operations
+   return a subset of the available attributes ... this operation does not return tags"). Those
+   two answers are moto's with the tags removed. moto 5.2.5 lacks iam:ListInstanceProfileTags
+   (served from moto's own GetInstanceProfile tags) and iam:SimulatePrincipalPolicy (answers
+   "allowed" unless an action is listed in `denied`). The two stubbed answers are checked against
+   botocore's output shape (`assert_botocore_shape`); the listings are moto's as botocore parsed
+   them. Every other IAM call goes to moto.
 """
 
 from __future__ import annotations
@@ -22,6 +30,8 @@ from typing import Any
 
 import yaml
 from botocore.exceptions import ClientError
+from botocore.session import get_session
+from botocore.validate import ParamValidator
 from werkzeug.serving import make_server
 from werkzeug.wrappers import Request, Response
 
@@ -310,3 +320,122 @@ class FakeKubeApi:
                 callback(path, obj)
             return self._reply(200, {"kind": "Status", "status": "Success"})
         return self._reply(405, {"kind": "Status", "message": "method not allowed"})
+
+
+# ---- 4. IAM as AWS answers it ----------------------------------------------------------------
+
+
+def assert_botocore_shape(service: str, operation: str, response: dict) -> dict:
+    """Fail unless `response` fits botocore's output shape of `service`:`operation`: member
+    names, types and required members (botocore's validator), and every enum value."""
+    model = get_session().get_service_model(service).operation_model(operation)
+    report = ParamValidator().validate(response, model.output_shape)
+    assert not report.has_errors(), report.generate_report()
+    _check_enums(response, model.output_shape, operation)
+    return response
+
+
+def _check_enums(value: Any, shape: Any, where: str) -> None:
+    if shape.type_name == "structure" and isinstance(value, dict):
+        for key, item in value.items():
+            _check_enums(item, shape.members[key], f"{where}.{key}")
+    elif shape.type_name == "list" and isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_enums(item, shape.member, f"{where}[{index}]")
+    elif shape.type_name == "map" and isinstance(value, dict):
+        for item in value.values():
+            _check_enums(item, shape.value, where)
+    elif shape.type_name == "string" and shape.enum:
+        assert value in shape.enum, f"{where}: {value!r} is not one of {shape.enum}"
+
+
+def _no_tags(answer: dict) -> dict:
+    for profile in answer.get("InstanceProfiles", []):
+        profile.pop("Tags", None)
+    return answer
+
+
+@dataclass
+class IamAsOnAws:
+    denied: dict[str, str] = field(default_factory=dict)  # action -> implicitDeny|explicitDeny
+    calls: list[tuple[str, dict]] = field(default_factory=list)
+
+    def wrap(self, real: Any) -> Any:
+        fake = self
+        listing = {
+            "list_instance_profiles": "ListInstanceProfiles",
+            "list_instance_profiles_for_role": "ListInstanceProfilesForRole",
+        }
+
+        def stripped(name: str) -> Any:
+            def call(**kwargs: Any) -> dict:
+                fake.calls.append((name, kwargs))
+                return _no_tags(getattr(real, name)(**kwargs))
+
+            return call
+
+        class Client:
+            def get_paginator(self, name: str) -> Any:
+                if name not in listing:
+                    return real.get_paginator(name)
+                pages = real.get_paginator(name)
+
+                class Stripped:
+                    def paginate(self, **kwargs: Any) -> Any:
+                        fake.calls.append((name, kwargs))
+                        for page in pages.paginate(**kwargs):
+                            yield _no_tags(page)
+
+                return Stripped()
+
+            def __getattr__(self, name: str) -> Any:
+                if name in listing:
+                    return stripped(name)
+                if name == "list_instance_profile_tags":
+                    return lambda **kw: fake._list_instance_profile_tags(real, **kw)
+                if name == "simulate_principal_policy":
+                    return fake._simulate_principal_policy
+                return getattr(real, name)
+
+        return Client()
+
+    def install(self, monkeypatch: Any) -> IamAsOnAws:
+        """Route the session factory's IAM client through this stand-in."""
+        from eksinf.aws.session import AwsSession
+
+        original = AwsSession.client
+
+        def client(session: AwsSession, service: str) -> Any:
+            real = original(session, service)
+            return self.wrap(real) if service == "iam" else real
+
+        monkeypatch.setattr(AwsSession, "client", client)
+        return self
+
+    def _list_instance_profile_tags(self, real: Any, InstanceProfileName: str, **_: Any) -> dict:
+        self.calls.append(("list_instance_profile_tags", {"name": InstanceProfileName}))
+        profile = real.get_instance_profile(InstanceProfileName=InstanceProfileName)
+        tags = sorted(profile["InstanceProfile"].get("Tags", []), key=lambda t: t["Key"])
+        return assert_botocore_shape(
+            "iam", "ListInstanceProfileTags", {"Tags": tags, "IsTruncated": False}
+        )
+
+    def _simulate_principal_policy(
+        self, PolicySourceArn: str, ActionNames: list[str], **_: Any
+    ) -> dict:
+        self.calls.append(("simulate_principal_policy", {"arn": PolicySourceArn}))
+        results = [
+            {
+                "EvalActionName": action,
+                "EvalResourceName": "*",
+                "EvalDecision": self.denied.get(action, "allowed"),
+                "MatchedStatements": [],
+                "MissingContextValues": [],
+            }
+            for action in ActionNames
+        ]
+        return assert_botocore_shape(
+            "iam",
+            "SimulatePrincipalPolicy",
+            {"EvaluationResults": results, "IsTruncated": False},
+        )

@@ -1,12 +1,14 @@
 """`eksinf teardown` against moto; the management cluster, where needed, is `FakeKubeApi`
-(tests/aws_stubs.py: no Kubernetes API server exists on these machines)."""
+(tests/aws_stubs.py: no Kubernetes API server exists on these machines). IAM answers as AWS does
+through `IamAsOnAws` (aws_stubs.py 4: no tags in ListInstanceProfiles*; ListInstanceProfileTags and
+SimulatePrincipalPolicy, which moto lacks, stubbed in botocore's response shape)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from aws_stubs import FakeKubeApi
+from aws_stubs import FakeKubeApi, IamAsOnAws
 
 from eksinf.aws import creds as creds_mod
 from eksinf.aws import teardown as td
@@ -16,6 +18,22 @@ from eksinf.profile import STACK_TAG_KEY, load_profile
 from eksinf.stack import load_stack
 
 ARGO = "/apis/apps/v1/namespaces/argocd/statefulsets/argocd-application-controller"
+
+
+@pytest.fixture(autouse=True)
+def iam(request, monkeypatch) -> IamAsOnAws | None:
+    """For AWS tests: IAM as on AWS, and the caller a real moto IAM user (moto answers the
+    default test key with an sts ARN no IAM call accepts; AWS answers a user's key with
+    arn:aws:iam::<account>:user/<name>)."""
+    if "aws_env" not in request.fixturenames:
+        return None
+    request.getfixturevalue("aws_env")
+    real = AwsSession(AwsIdentity.resolve("us-west-2")).client("iam")
+    real.create_user(UserName="operator")
+    key = real.create_access_key(UserName="operator")["AccessKey"]
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", key["AccessKeyId"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", key["SecretAccessKey"])
+    return IamAsOnAws().install(monkeypatch)
 
 
 @pytest.fixture
@@ -480,9 +498,92 @@ def test_stalled_ack_deletion_sweeps_the_stack_vpc_orphans(stack_dir, scope, mgm
         clock=lambda: float(next(ticks)),
     )
     eni, sg = seeded["swept"]
-    assert swept == [f"ENI {eni}", f"security group {sg}"]
+    # Karpenter's profile holds the node role (whose Role object would stall the same way).
+    assert swept == [f"instance profile {scope.cluster}_1234", f"ENI {eni}", f"security group {sg}"]
     assert len(polls_before_sweep) == 6  # no sweep while the count was still moving/fresh
     left = {e["NetworkInterfaceId"] for e in ec2.describe_network_interfaces()["NetworkInterfaces"]}
     left |= {g["GroupId"] for g in ec2.describe_security_groups()["SecurityGroups"]}
     assert set(seeded["kept"]) <= left
     assert all(mgmt.objects.get(o.path) is None for o in objects)
+
+
+def test_karpenter_profiles_are_found_through_the_node_role_not_list_tags(
+    eksinf, stack_dir, scope, aws_env, iam
+):
+    """AWS's ListInstanceProfiles returns no tags (the stand-in strips moto's): the profiles come
+    from ListInstanceProfilesForRole on the node role, tags from ListInstanceProfileTags, and
+    Karpenter 1.x's own IAM path /karpenter/<region>/<cluster>/<nodeclass-uid>/ needs no tags
+    (karpenter-provider-aws pkg/providers/instanceprofile: CreateInstanceProfile Path)."""
+    real = session_for(scope).client("iam")
+    real.create_role(RoleName=scope.node_role, AssumeRolePolicyDocument="{}")
+    real.create_role(RoleName="other-role", AssumeRolePolicyDocument="{}")
+
+    def profile(name: str, role: str, path: str = "/", tags: dict | None = None) -> None:
+        real.create_instance_profile(
+            InstanceProfileName=name,
+            Path=path,
+            Tags=[{"Key": k, "Value": v} for k, v in (tags or {}).items()],
+        )
+        real.add_role_to_instance_profile(InstanceProfileName=name, RoleName=role)
+
+    profile("by-path", scope.node_role, path=f"/karpenter/{scope.region}/{scope.cluster}/uid-1/")
+    profile("by-tag", scope.node_role, tags={"eks:eks-cluster-name": scope.cluster})
+    profile("by-stack-tag", scope.node_role, tags={STACK_TAG_KEY: scope.stack})
+    profile("hand-made", scope.node_role)
+    profile("other-cluster", scope.node_role, tags={"eks:eks-cluster-name": "elsewhere"})
+    profile("tagged-elsewhere", "other-role", tags={scope.cluster_tag: "owned"})
+    listed = session_for(scope).client("iam").list_instance_profiles()["InstanceProfiles"]
+    assert listed and all("Tags" not in p for p in listed)  # the stand-in answers as AWS does
+    iam.calls.clear()
+    result = eksinf("teardown", "--plane", "mgmt", "--yes", "--json", cwd=stack_dir)
+    assert result.code == 0, result.err
+    assert body_step(json.loads(result.out), "instance-profiles")["detail"] == (
+        "by-path, by-stack-tag, by-tag"
+    )
+    tag_reads = sorted(kw["name"] for name, kw in iam.calls if name == "list_instance_profile_tags")
+    assert tag_reads == ["by-stack-tag", "by-tag", "hand-made", "other-cluster"]
+    assert not [c for c in iam.calls if c[0] == "list_instance_profiles"]
+    left = sorted(
+        p["InstanceProfileName"] for p in real.list_instance_profiles()["InstanceProfiles"]
+    )
+    assert left == ["hand-made", "other-cluster", "tagged-elsewhere"]
+
+
+def test_a_gone_node_role_holds_no_profile(scope, aws_env):
+    assert td.release_instance_profiles(session_for(scope), scope) == []
+
+
+def test_missing_delete_permissions_stop_teardown_before_anything(
+    eksinf, stack_dir, scope, aws_env, iam
+):
+    """iam:SimulatePrincipalPolicy (stubbed: moto lacks it) says the caller may not delete
+    instance profiles or ENIs: exit 3 naming both, and AWS is untouched."""
+    seed_orphans(scope)
+    before = snapshot(scope)
+    iam.denied = {
+        "iam:DeleteInstanceProfile": "explicitDeny",
+        "ec2:DeleteNetworkInterface": "implicitDeny",
+    }
+    result = eksinf("teardown", "--plane", "mgmt", "--yes", cwd=stack_dir)
+    assert result.code == 3, result.err
+    assert (
+        "may not perform 2 action(s) teardown needs: ec2:DeleteNetworkInterface (implicitDeny), "
+        "iam:DeleteInstanceProfile (explicitDeny)"
+    ) in result.err
+    assert snapshot(scope) == before
+    (simulated,) = [kw for name, kw in iam.calls if name == "simulate_principal_policy"]
+    assert simulated["arn"].endswith(":user/operator")
+    plan = eksinf("teardown", "--plane", "workload", cwd=stack_dir)
+    assert "iam:SimulatePrincipalPolicy on the caller for ec2:DescribeInstances (" in plan.out
+
+
+def test_an_assumed_role_is_simulated_as_its_role(scope, aws_env, monkeypatch):
+    """SimulatePrincipalPolicy takes the role ARN (with its path), not the sts session ARN."""
+    session = session_for(scope)
+    role = session.client("iam").create_role(
+        RoleName="ops", Path="/team/", AssumeRolePolicyDocument="{}"
+    )["Role"]
+    creds = session.client("sts").assume_role(RoleArn=role["Arn"], RoleSessionName="me")
+    assumed = AwsSession(AwsIdentity.resolve(scope.region), credentials=creds["Credentials"])
+    assert ":assumed-role/ops/me" in assumed.caller.arn
+    assert td.simulation_arn(assumed) == role["Arn"] and "/team/ops" in role["Arn"]
