@@ -18,6 +18,10 @@
    "allowed" unless an action is listed in `denied`). The two stubbed answers are checked against
    botocore's output shape (`assert_botocore_shape`); the listings are moto's as botocore parsed
    them. Every other IAM call goes to moto.
+5. `PriceListFake`: moto 5.2.5 has no Price List service (`pricing:GetProducts` answers 500).
+   That one call is served from recorded-shape answers in tests/fixtures/pricing/ (request
+   checked against botocore's input shape, answer against its output shape); every other call
+   goes to moto, ec2:DescribeSpotPriceHistory included.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import copy
 import json
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -95,8 +100,8 @@ class EksExtrasFake:
 
         original = AwsSession.client
 
-        def client(session: AwsSession, service: str) -> Any:
-            real = original(session, service)
+        def client(session: AwsSession, service: str, region: str | None = None) -> Any:
+            real = original(session, service, region)
             return self.wrap(real) if service == "eks" else real
 
         monkeypatch.setattr(AwsSession, "client", client)
@@ -212,8 +217,8 @@ class CapacityReservationsFake:
                     return fake.describe_capacity_reservations
                 return getattr(self._real, name)
 
-        def client(session: AwsSession, service: str) -> Any:
-            real = original(session, service)
+        def client(session: AwsSession, service: str, region: str | None = None) -> Any:
+            real = original(session, service, region)
             return Client(real) if service == "ec2" else real
 
         monkeypatch.setattr(AwsSession, "client", client)
@@ -405,8 +410,8 @@ class IamAsOnAws:
 
         original = AwsSession.client
 
-        def client(session: AwsSession, service: str) -> Any:
-            real = original(session, service)
+        def client(session: AwsSession, service: str, region: str | None = None) -> Any:
+            real = original(session, service, region)
             return self.wrap(real) if service == "iam" else real
 
         monkeypatch.setattr(AwsSession, "client", client)
@@ -439,3 +444,58 @@ class IamAsOnAws:
             "SimulatePrincipalPolicy",
             {"EvaluationResults": results, "IsTruncated": False},
         )
+
+
+# ---- 5. The Price List Query API (moto has none) ---------------------------------------------
+
+PRICING_FIXTURES = Path(__file__).parent / "fixtures" / "pricing"
+
+
+def recorded(name: str) -> dict:
+    """A recorded-shape answer from tests/fixtures/pricing/ (its `response` member)."""
+    return json.loads((PRICING_FIXTURES / name).read_text())["response"]
+
+
+@dataclass
+class PriceListFake:
+    failure: str | None = None  # an error code to answer with (e.g. AccessDeniedException)
+    calls: list[dict[str, str]] = field(default_factory=list)
+
+    def get_products(self, **params: Any) -> dict:
+        model = get_session().get_service_model("pricing").operation_model("GetProducts")
+        report = ParamValidator().validate(params, model.input_shape)
+        assert not report.has_errors(), report.generate_report()
+        match = {f["Field"]: f["Value"] for f in params.get("Filters", [])}
+        self.calls.append(match)
+        if self.failure:
+            raise ClientError(
+                {"Error": {"Code": self.failure, "Message": "not allowed"}}, "GetProducts"
+            )
+        name = f"get-products-{match.get('instanceType')}-{match.get('regionCode')}.json"
+        if (PRICING_FIXTURES / name).is_file():
+            answer = recorded(name)
+        else:  # the API's answer for a product it does not list
+            answer = {"FormatVersion": "aws_v1", "PriceList": []}
+        return assert_botocore_shape("pricing", "GetProducts", answer)
+
+    def install(self, monkeypatch: Any) -> PriceListFake:
+        from eksinf.aws.session import AwsSession
+
+        original = AwsSession.client
+        fake = self
+
+        class Client:
+            def __init__(self, real: Any) -> None:
+                self._real = real
+
+            def __getattr__(self, name: str) -> Any:
+                if name == "get_products":
+                    return fake.get_products
+                return getattr(self._real, name)
+
+        def client(session: AwsSession, service: str, region: str | None = None) -> Any:
+            real = original(session, service, region)
+            return Client(real) if service == "pricing" else real
+
+        monkeypatch.setattr(AwsSession, "client", client)
+        return self

@@ -1,16 +1,28 @@
-"""`eksinf status` against moto's HTTP server (reached only through the session factory)."""
+"""`eksinf status` against moto's HTTP server (reached only through the session factory).
+pricing:GetProducts, which moto lacks, is `PriceListFake` (tests/aws_stubs.py 5): recorded-shape
+answers checked against botocore's model; spot history comes from moto itself."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from aws_stubs import PriceListFake, assert_botocore_shape, recorded
 
+from eksinf.aws import pricing
 from eksinf.aws.scope import StackScope
 from eksinf.aws.session import AwsIdentity, AwsSession
 from eksinf.aws.status import PriceTable, RawStatus, build_status, to_json
+from eksinf.prices import load_prices
 from eksinf.profile import STACK_TAG_KEY, load_profile
 from eksinf.stack import load_stack
+
+
+@pytest.fixture(autouse=True)
+def price_list(request, monkeypatch, tmp_path) -> PriceListFake:
+    """Each test its own price cache (the cache outlives a command on purpose)."""
+    monkeypatch.setenv("EKSINF_CACHE_DIR", str(tmp_path / "cache"))
+    return PriceListFake().install(monkeypatch)
 
 
 @pytest.fixture
@@ -74,7 +86,15 @@ def test_status_json_counts_only_this_stack(eksinf, stack_dir, scope, aws_env):
     assert unknown[0]["hourly"] is None and unknown[0]["price"] == "unknown"
     # One unknown price makes the total a lower bound, not a number.
     assert report["cost"]["hourly"] is None and report["cost"]["complete"] is False
-    assert report["cost"]["hourlyKnown"] == pytest.approx(2 * 0.034 + 0.805 + 0.072)
+    # g6.xlarge from the Price List (0.8048), the types it does not list from the table.
+    assert report["cost"]["hourlyKnown"] == pytest.approx(2 * 0.034 + 0.8048 + 0.072)
+    sources = {i["type"]: i["priceSource"] for i in report["instances"]}
+    assert sources == {
+        "t4g.medium": "table",
+        "g6.xlarge": "price-list",
+        "c7g.large": "table",
+        "x9z.mega": "unknown",
+    }
     assert "GPU node" in result.err and "x9z.mega" in result.err
 
 
@@ -200,3 +220,110 @@ def test_unreachable_workload_cluster_is_unknown_not_empty(eksinf, stack_dir, tm
     assert result.code == 0  # billing is still known; the node-class part says UNKNOWN
     body = json.loads(result.out)
     assert body["nodeClasses"] is None and body["nodeClassError"].startswith("UNKNOWN")
+
+
+def test_price_list_rate_is_cached_with_its_time_and_reused(
+    eksinf, stack_dir, scope, price_list, aws_env
+):
+    ec2 = session_for(scope).client("ec2")
+    run(ec2, "g6.xlarge", {STACK_TAG_KEY: scope.stack})
+    first = json.loads(eksinf("status", "--json", cwd=stack_dir).out)
+    (row,) = first["instances"]
+    assert (row["hourly"], row["priceSource"]) == (0.8048, "price-list")
+    assert price_list.calls == [
+        {
+            "regionCode": scope.region,
+            "instanceType": "g6.xlarge",
+            "operatingSystem": "Linux",
+            "tenancy": "Shared",
+            "preInstalledSw": "NA",
+            "capacitystatus": "Used",
+            "licenseModel": "No License required",
+        }
+    ]
+    cached = json.loads(pricing.cache_file(scope.region).read_text())
+    assert cached["onDemand"]["g6.xlarge"] == {"usd": 0.8048, "readAt": row["priceReadAt"]}
+    second = json.loads(eksinf("status", "--json", cwd=stack_dir).out)
+    assert second["instances"] == first["instances"] and len(price_list.calls) == 1
+
+
+def test_unreachable_price_list_falls_back_to_the_labelled_table(
+    eksinf, stack_dir, scope, price_list, aws_env
+):
+    price_list.failure = "AccessDeniedException"
+    ec2 = session_for(scope).client("ec2")
+    run(ec2, "g6.xlarge", {STACK_TAG_KEY: scope.stack})
+    result = eksinf("status", "--json", cwd=stack_dir)
+    (row,) = json.loads(result.out)["instances"]
+    assert (row["hourly"], row["priceSource"], row["priceReadAt"]) == (0.805, "table", "2026-12-01")
+    assert "live prices unavailable (pricing get-products: AccessDeniedException" in result.err
+    assert not pricing.cache_file(scope.region).exists()  # a failure is not cached
+    text = eksinf("status", cwd=stack_dir)
+    assert "$0.805/h (on-demand, table)" in text.out
+
+
+def test_spot_instances_are_priced_from_spot_history_of_their_zone(
+    eksinf, stack_dir, scope, aws_env
+):
+    """moto implements DescribeSpotPriceHistory (every price 0.00001): the spot instance gets
+    its zone's spot rate, not the on-demand one."""
+    ec2 = session_for(scope).client("ec2")
+    ec2.run_instances(
+        ImageId="ami-12345678",
+        InstanceType="g6.xlarge",
+        MinCount=1,
+        MaxCount=1,
+        InstanceMarketOptions={"MarketType": "spot"},
+        Placement={"AvailabilityZone": f"{scope.region}a"},
+        TagSpecifications=[
+            {"ResourceType": "instance", "Tags": [{"Key": STACK_TAG_KEY, "Value": scope.stack}]}
+        ],
+    )
+    (row,) = json.loads(eksinf("status", "--json", cwd=stack_dir).out)["instances"]
+    assert (row["lifecycle"], row["priceSource"], row["hourly"]) == ("spot", "spot-history", 0.0)
+    cached = json.loads(pricing.cache_file(scope.region).read_text())
+    assert cached["spot"][f"g6.xlarge@{scope.region}a"]["usd"] == 0.00001
+
+
+def test_spot_without_history_is_unknown_not_the_on_demand_rate(scope):
+    raw = RawStatus(
+        account="123456789012",
+        instances=(
+            {
+                "InstanceId": "i-1",
+                "InstanceType": "g6.xlarge",
+                "InstanceLifecycle": "spot",
+                "Placement": {"AvailabilityZone": "us-west-2a"},
+                "State": {"Name": "running"},
+            },
+        ),
+        nat_gateways=(),
+        cluster=None,
+    )
+    live = pricing.LiveRates(on_demand={"g6.xlarge": 0.8048}, errors=["ec2: refused"])
+    body = to_json(build_status(scope, raw, load_prices(), live=live))
+    (row,) = body["instances"]
+    assert (row["hourly"], row["priceSource"]) == (None, "unknown")
+    assert any("g6.xlarge (spot)" in w for w in body["warnings"])
+
+
+def test_recorded_answers_parse_to_the_rates_they_hold():
+    """The recorded answers fit botocore's output shapes; the parsers read the on-demand hour
+    rate and the latest spot price per zone."""
+    from datetime import datetime
+
+    products = assert_botocore_shape(
+        "pricing", "GetProducts", recorded("get-products-g6.xlarge-us-west-2.json")
+    )
+    assert pricing.parse_on_demand(products["PriceList"], "g6.xlarge") == 0.8048
+    assert pricing.parse_on_demand(products["PriceList"], "g6.2xlarge") is None
+    history = assert_botocore_shape(
+        "ec2",
+        "DescribeSpotPriceHistory",
+        recorded("describe-spot-price-history-g6.xlarge.json"),
+    )["SpotPriceHistory"]
+    parsed = [{**h, "Timestamp": datetime.fromisoformat(h["Timestamp"])} for h in history]
+    assert pricing.parse_spot(parsed) == {
+        "g6.xlarge@us-west-2a": 0.3512,
+        "g6.xlarge@us-west-2b": 0.2987,
+    }

@@ -180,15 +180,19 @@ class AwsSession:
             retries={"max_attempts": 3, "mode": "standard"},
         )
 
-    def client(self, service: str) -> Any:
-        if service not in self._clients:
-            self._clients[service] = self._boto.client(
+    def client(self, service: str, region: str | None = None) -> Any:
+        """A client in the identity's region, or in `region` for a service that answers from
+        fixed regions only (the Price List API)."""
+        where = region or self.identity.region
+        key = service if region is None else f"{service}@{where}"
+        if key not in self._clients:
+            self._clients[key] = self._boto.client(
                 service,
-                region_name=self.identity.region,
+                region_name=where,
                 endpoint_url=self.identity.endpoint_url,
                 config=self._config,
             )
-        return self._clients[service]
+        return self._clients[key]
 
     @cached_property
     def caller(self) -> Caller:

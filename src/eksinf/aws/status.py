@@ -15,6 +15,7 @@ from ..errors import EksinfError
 from ..model.names import DISCOVERY_KEY
 from ..prices import PriceTable
 from .kube import KubeClient
+from .pricing import LiveRates
 from .scope import StackScope
 from .session import AWS_FAILURES, AwsSession, aws_errors, error_code, paginate, tags_of, translate
 
@@ -29,7 +30,10 @@ class InstanceRow:
     pool: str
     state: str
     zone: str
-    hourly: float | None  # None = not in the price table: unknown, never zero
+    hourly: float | None  # None = no price known: unknown, never zero
+    lifecycle: str = "on-demand"  # or spot
+    price_source: str = "unknown"  # price-list | spot-history | table | unknown
+    price_read_at: str | None = None  # when the live price was read (or the table's as_of)
 
     @property
     def gpu(self) -> bool:
@@ -160,25 +164,48 @@ def collect(session: AwsSession, scope: StackScope) -> RawStatus:
     )
 
 
+def instance_price(
+    inst: dict[str, Any], region: str, prices: PriceTable, live: LiveRates | None
+) -> tuple[float | None, str, str | None]:
+    """(hourly, source, read at): a spot instance at its zone's spot price, else unknown (the
+    on-demand rate would overstate it); an on-demand one at the Price List rate, else the
+    shipped table's, else unknown."""
+    itype = inst["InstanceType"]
+    if inst.get("InstanceLifecycle") == "spot":
+        key = f"{itype}@{inst.get('Placement', {}).get('AvailabilityZone', '')}"
+        if live is not None and key in live.spot:
+            return live.spot[key], "spot-history", live.read_at.get(key)
+        return None, "unknown", None
+    if live is not None and itype in live.on_demand:
+        return live.on_demand[itype], "price-list", live.read_at.get(itype)
+    table = prices.instance_rate(region, itype)
+    return (table, "table", prices.as_of) if table is not None else (None, "unknown", None)
+
+
 def build_status(
     scope: StackScope,
     raw: RawStatus,
     prices: PriceTable,
     stack_accounts: dict[str, list[str]] | None = None,
+    live: LiveRates | None = None,
 ) -> Status:
-    """`stack_accounts`: the account(s) ACK recorded building the stack in, when known."""
+    """`stack_accounts`: the account(s) ACK recorded building the stack in, when known;
+    `live`: what the Price List / spot history said (None: the table only)."""
     region = scope.region
     rows = []
     for inst in raw.instances:
-        itype = inst["InstanceType"]
+        hourly, source, read_at = instance_price(inst, region, prices, live)
         rows.append(
             InstanceRow(
                 id=inst["InstanceId"],
-                type=itype,
+                type=inst["InstanceType"],
                 pool=pool_of(tags_of(inst)),
                 state=inst["State"]["Name"],
                 zone=inst.get("Placement", {}).get("AvailabilityZone", ""),
-                hourly=prices.instance_rate(region, itype),
+                hourly=hourly,
+                lifecycle="spot" if inst.get("InstanceLifecycle") == "spot" else "on-demand",
+                price_source=source,
+                price_read_at=read_at,
             )
         )
     fixed = []
@@ -210,10 +237,21 @@ def build_status(
             f"{len(gpus)} GPU node(s) running ({', '.join(sorted({r.type for r in gpus}))}): "
             "scale GPU workloads to 0 through config to release them"
         )
-    unknown = sorted({r.type for r in rows if r.hourly is None})
+    unknown = sorted({f"{r.type} ({r.lifecycle})" for r in rows if r.hourly is None})
     if unknown:
         warnings.append(
             f"no price for {', '.join(unknown)} in {region}: their cost is unknown, not zero"
+        )
+    for error in live.errors if live is not None else []:
+        warnings.append(
+            f"live prices unavailable ({error}): on-demand rates come from the shipped table "
+            f"(as of {prices.as_of}), spot rates are unknown"
+        )
+    tabled = sorted({r.type for r in rows if r.price_source == "table"})
+    if tabled and live is not None and not live.errors:
+        warnings.append(
+            f"the Price List has no on-demand rate for {', '.join(tabled)} in {region}: "
+            f"priced from the shipped table (as of {prices.as_of})"
         )
     if any(f.hourly is None for f in fixed):
         warnings.append(f"no fixed-cost prices for region {region}: those costs are unknown")
@@ -252,6 +290,9 @@ def to_json(status: Status) -> dict[str, Any]:
                 "gpu": r.gpu,
                 "hourly": _money(r.hourly),
                 "price": "known" if r.hourly is not None else "unknown",
+                "lifecycle": r.lifecycle,
+                "priceSource": r.price_source,
+                "priceReadAt": r.price_read_at,
             }
             for r in status.instances
         ],
@@ -286,6 +327,7 @@ def format_text(status: Status) -> list[str]:
         lines.append(f"pool {pool}: {len(rows)} instance(s)")
         for r in rows:
             rate = f"${r.hourly:.3f}/h" if r.hourly is not None else "unknown"
+            rate += f" ({r.lifecycle}, {r.price_source})"
             gpu = "  GPU" if r.gpu else ""
             lines.append(f"  {r.id}  {r.type:<14} {r.state:<8} {r.zone:<11} {rate}{gpu}")
     for f in status.fixed:

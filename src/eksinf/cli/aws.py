@@ -86,6 +86,7 @@ def status_cmd(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """What this stack runs on EC2 and what it costs (scoped to the stack's tags)."""
+    from ..aws import pricing
     from ..aws import status as status_mod
     from ..aws.kube import KubeClient
     from ..prices import load_prices
@@ -106,7 +107,17 @@ def status_cmd(
             exit_code=exc.exit_code if exc.exit_code == ENVIRONMENT else ENVIRONMENT,
         ) from exc
     stack_accounts = _stack_accounts(ctx, mgmt_kubeconfig, session)
-    report = status_mod.build_status(scope, raw, load_prices(), stack_accounts)
+    live = pricing.fetch_rates(
+        session,
+        scope.region,
+        [i["InstanceType"] for i in raw.instances if i.get("InstanceLifecycle") != "spot"],
+        [
+            (i["InstanceType"], i.get("Placement", {}).get("AvailabilityZone", ""))
+            for i in raw.instances
+            if i.get("InstanceLifecycle") == "spot"
+        ],
+    )
+    report = status_mod.build_status(scope, raw, load_prices(), stack_accounts, live)
     section: dict[str, Any] | None = None
     if workload_kubeconfig is not None:
         try:
@@ -144,7 +155,12 @@ def status_cmd(
                 f"securityGroups={nc['securityGroups']} amis={nc['amis']} "
                 f"reservations={nc['capacityReservations']}"
             )
-    progress(f"prices: src/eksinf/data/prices.json (as of {report.prices_as_of})")
+    sources = sorted({r.price_source for r in report.instances})
+    progress(
+        f"prices: {', '.join(sources) or 'none needed'} (live rates cached in "
+        f"{pricing.cache_file(scope.region)}; table src/eksinf/data/prices.json as of "
+        f"{report.prices_as_of})"
+    )
 
 
 def _stack_accounts(
