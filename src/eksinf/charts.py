@@ -20,7 +20,9 @@ from .yamlio import dump_docs, load_source
 
 MIRROR_ENV = "EKSINF_CHART_MIRROR"
 CACHE_ENV = "EKSINF_CACHE_DIR"
-LOCK_HEADER = "# Written by `eksinf charts lock`. Pins each chart archive by sha256.\n"
+LOCK_HEADER = (
+    "# Written by `eksinf charts lock`. Pins each chart archive and upstream manifest by sha256.\n"
+)
 
 
 @dataclass(frozen=True)
@@ -68,13 +70,37 @@ def mirror_dir(explicit: Path | None) -> Path | None:
     return Path(env) if env else None
 
 
-def read_lock(stack: Stack) -> dict[tuple[str, str, str], LockEntry]:
+def _lock_body(stack: Stack) -> dict:
     path = stack.lock_path
     if not path.is_file():
         return {}
     docs = load_source(path, label="charts.lock")
+    body = docs[0] if docs else None
+    return body if isinstance(body, dict) else {}
+
+
+def read_lock_section(stack: Stack, section: str) -> list:
+    """One section of charts.lock (`charts`, `manifests`): its list of entries."""
+    items = _lock_body(stack).get(section) or []
+    if not isinstance(items, list):
+        raise EksinfError(
+            f"charts.lock: {section} is not a list",
+            hint="Regenerate it with `eksinf charts lock`.",
+            exit_code=CONTRACT,
+        )
+    return items
+
+
+def write_lock_section(stack: Stack, section: str, items: list[dict]) -> None:
+    """Replace one section of charts.lock, keeping the others."""
+    body = {**_lock_body(stack), section: items}
+    ordered = {k: body[k] for k in sorted(body)}
+    write_file(stack.lock_path, (LOCK_HEADER + dump_docs([ordered])).encode())
+
+
+def read_lock(stack: Stack) -> dict[tuple[str, str, str], LockEntry]:
     entries = {}
-    for item in (docs[0] or {}).get("charts", []) if docs else []:
+    for item in read_lock_section(stack, "charts"):
         try:
             entry = LockEntry(
                 item["chart"],
@@ -94,8 +120,8 @@ def read_lock(stack: Stack) -> dict[tuple[str, str, str], LockEntry]:
 
 
 def write_lock(stack: Stack, entries: list[LockEntry]) -> None:
-    body = {"charts": [e.as_dict() for e in sorted(entries, key=lambda e: (e.chart, e.version))]}
-    write_file(stack.lock_path, (LOCK_HEADER + dump_docs([body])).encode())
+    ordered = sorted(entries, key=lambda e: (e.chart, e.version))
+    write_lock_section(stack, "charts", [e.as_dict() for e in ordered])
 
 
 def _lock_key(spec: ChartSpec) -> tuple[str, str, str]:

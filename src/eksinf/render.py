@@ -17,14 +17,16 @@ from typing import Any
 
 import yaml
 
-from . import __version__
+from . import __version__, manifests
 from .atomic import write_file
 from .charts import ResolvedChart, read_lock, render_records_dir, resolve
 from .errors import CONTRACT, FAILURE, EksinfError
 from .helm import HelmEngine, RenderedChart, RenderOptions, default_engine
+from .manifests import ResolvedManifest
 from .model.digest import sha256_hex
+from .model.resources import CLUSTER_SCOPED_KINDS
 from .outdir import MARKER, claim, write_tree
-from .stack import ALLOW_FILE, LINKS_DIR, ChartSpec, Component, Stack
+from .stack import ALLOW_FILE, LINKS_DIR, ChartSpec, Component, ManifestSpec, Stack
 from .yamlio import dump_docs, load_docs, load_mapping_docs, read_source_text
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
@@ -67,10 +69,21 @@ class ChartRender:
 
 
 @dataclass(frozen=True)
+class ManifestRender:
+    spec: ManifestSpec
+    sha256: str
+    origin: str
+    resources: int
+    crds: int
+    excluded: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class ComponentOutput:
     component: Component
     units: tuple[Unit, ...]
     charts: tuple[ChartRender, ...] = ()
+    manifests: tuple[ManifestRender, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -396,6 +409,79 @@ def _helm_units(
     return sorted(units, key=lambda u: u.filename), renders
 
 
+def _manifest_units(
+    stack: Stack, comp: Component, resolved: dict[str, ResolvedManifest]
+) -> tuple[list[Unit], list[ManifestRender]]:
+    """A pinned upstream manifest split like a chart (`<name>-crds.yaml` at the CRD wave,
+    `<name>-controller.yaml` at the controller wave). Upstream install manifests leave the
+    namespace to `kubectl apply -n`; here it is written on every namespaced object, so the unit
+    means the same wherever it is applied. `exclude` entries leave objects out, by Kind/name."""
+    units: list[Unit] = []
+    renders: list[ManifestRender] = []
+    for spec in comp.manifests:
+        manifest = resolved[spec.name]
+        label = f"{spec.name} {spec.version} ({spec.mirror_file})"
+        try:
+            docs = [d for d in load_docs(manifest.text) if d is not None]
+        except yaml.YAMLError as exc:
+            raise EksinfError(
+                f"{comp.name}: manifest {label} is not valid YAML: {str(exc).splitlines()[0]}",
+                exit_code=CONTRACT,
+            ) from exc
+        controllers, crds, excluded = [], [], []
+        for doc in docs:
+            if not isinstance(doc, dict) or kind_of(doc) is None:
+                raise EksinfError(
+                    f"{comp.name}: manifest {label} holds a document that is not a Kubernetes "
+                    "object",
+                    exit_code=CONTRACT,
+                )
+            key = f"{doc['kind']}/{(doc.get('metadata') or {}).get('name')}"
+            if key in spec.exclude:
+                excluded.append(key)
+                continue
+            if doc["kind"] not in CLUSTER_SCOPED_KINDS:
+                doc.setdefault("metadata", {}).setdefault("namespace", spec.namespace)
+            if doc["kind"] == "CustomResourceDefinition":
+                crds.append(stamp_wave(doc, CRD_WAVE))
+            else:
+                controllers.append(stamp_wave(doc, CONTROLLER_WAVE))
+        missing = sorted(set(spec.exclude) - set(excluded))
+        if missing:
+            raise EksinfError(
+                f"components.yaml: component {comp.name} manifest {spec.name} excludes "
+                f"{', '.join(missing)}, which {label} does not hold",
+                hint="Remove the stale exclude entry (the upstream manifest changed).",
+                exit_code=CONTRACT,
+            )
+        for suffix, part in (("controller", controllers), ("crds", crds)):
+            if part:
+                units.append(
+                    Unit(comp.name, f"{spec.name}-{suffix}.yaml", dump_docs(part), tuple(part))
+                )
+        renders.append(
+            ManifestRender(
+                spec,
+                manifest.sha256,
+                manifest.origin,
+                len(controllers),
+                len(crds),
+                tuple(excluded),
+            )
+        )
+    names = {u.filename for u in units}
+    for unit in _copy_units(stack, comp):
+        if unit.filename in names:
+            raise EksinfError(
+                f"render/{comp.name}/{unit.filename}: name collides with a rendered manifest unit",
+                hint="Rename the handwritten file; <manifest>-controller.yaml and "
+                "<manifest>-crds.yaml are reserved for manifest output.",
+                exit_code=CONTRACT,
+            )
+        units.append(unit)
+    return sorted(units, key=lambda u: u.filename), renders
+
+
 def _renders_bytes(rel: Path) -> bool:
     """Whether a file under render/ can change rendered bytes. A component's links/ (profile
     bindings, read live by lint and the hub) and its HAZARDS.allow (read live by the guard)
@@ -462,6 +548,22 @@ def render_stack(
             outputs.append(ComponentOutput(comp, tuple(units)))
             progress(f"{comp.name}: {len(units)} units (copied)")
             continue
+        if comp.render == "manifest":
+            pinned = manifests.read_lock(stack)
+            where = manifests.mirror_dir(mirror)
+            units, made = _manifest_units(
+                stack,
+                comp,
+                {s.name: manifests.resolve(stack, s, where, pinned) for s in comp.manifests},
+            )
+            outputs.append(ComponentOutput(comp, tuple(units), manifests=tuple(made)))
+            for m in made:
+                left = f", {len(m.excluded)} left out" if m.excluded else ""
+                progress(
+                    f"{comp.name}: {m.spec.name} {m.spec.version}: {m.resources} resources + "
+                    f"{m.crds} CRDs{left} (manifest from {m.origin})"
+                )
+            continue
         resolved = {spec.name: resolve(stack, spec, mirror, lock) for spec in comp.charts}
         assert engine is not None  # need_helm: a helm component is being rendered
         units, renders = _helm_units(stack, comp, resolved, engine)
@@ -493,6 +595,17 @@ def render_stack(
             }
             for o in outputs
             for r in o.charts
+        ],
+        "manifests": [
+            {
+                "component": o.component.name,
+                "name": m.spec.name,
+                "version": m.spec.version,
+                "url": m.spec.url,
+                "sha256": m.sha256,
+            }
+            for o in outputs
+            for m in o.manifests
         ],
     }
     return RenderResult(stack, tuple(outputs), provenance, partial=bool(components))

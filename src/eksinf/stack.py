@@ -18,11 +18,11 @@ from .errors import CONTRACT, USAGE, EksinfError
 from .yamlio import load_source, read_source_text
 
 PLANES = ("hub", "mgmt", "workload")  # apply order: the hub is never applied; mgmt converges first
-RENDERERS = ("copy", "helm")
 # Files under render/<component>/ that are sources of checks, never units: the component's
 # profile bindings (a sub-folder) and its allowed flattening hazards.
 LINKS_DIR = "links"
 ALLOW_FILE = "HAZARDS.allow"
+RENDERERS = ("copy", "helm", "manifest")
 REQUIRED_VERSION_KEYS = ("RENDER_KUBE_VERSION",)
 _ENV_LINE = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 
@@ -48,6 +48,28 @@ class ChartSpec:
 
 
 @dataclass(frozen=True)
+class ManifestSpec:
+    """One pinned upstream manifest rendered into a component (`<name>-crds.yaml`,
+    `<name>-controller.yaml`), like a chart without templating."""
+
+    name: str
+    url_template: str  # `{version}` is replaced by the version
+    mirror_template: str  # the file name in a mirror directory, `{version}` replaced too
+    version_key: str
+    version: str
+    namespace: str  # set on every namespaced object the manifest leaves without one
+    exclude: tuple[str, ...]  # `Kind/name` of objects left out (each with its reason in YAML)
+
+    @property
+    def url(self) -> str:
+        return self.url_template.replace("{version}", self.version)
+
+    @property
+    def mirror_file(self) -> str:
+        return self.mirror_template.replace("{version}", self.version)
+
+
+@dataclass(frozen=True)
 class Component:
     name: str
     plane: str
@@ -56,6 +78,7 @@ class Component:
     description: str
     charts: tuple[ChartSpec, ...]
     line: int
+    manifests: tuple[ManifestSpec, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -247,6 +270,27 @@ def _component(item: dict, versions: dict[str, str], line: int) -> Component:
                 values=tuple(chart.get("values", [])),
             )
         )
+    manifests = []
+    for manifest in item.get("manifests", []):
+        key = manifest["version"]
+        if key not in versions:
+            raise EksinfError(
+                f"{where}: component {item['name']!r} manifest {manifest['name']!r} names "
+                f"version key {key}, which versions.env does not define",
+                hint=f"Add {key}=<version> to versions.env.",
+                exit_code=CONTRACT,
+            )
+        manifests.append(
+            ManifestSpec(
+                name=manifest["name"],
+                url_template=manifest["url"],
+                mirror_template=manifest["mirrorFile"],
+                version_key=key,
+                version=versions[key],
+                namespace=manifest["namespace"],
+                exclude=tuple(e["object"] for e in manifest.get("exclude", [])),
+            )
+        )
     return Component(
         name=item["name"],
         plane=item["plane"],
@@ -255,6 +299,7 @@ def _component(item: dict, versions: dict[str, str], line: int) -> Component:
         description=item.get("description", ""),
         charts=tuple(charts),
         line=line,
+        manifests=tuple(manifests),
     )
 
 
@@ -297,10 +342,22 @@ def _check_semantics(components: list[Component]) -> None:
                 hint="Add a charts: list, or use render: copy.",
                 exit_code=CONTRACT,
             )
-        if comp.render == "copy" and comp.charts:
+        if comp.render != "helm" and comp.charts:
             raise EksinfError(
-                f"{where}: component {comp.name!r} lists charts but uses the copy renderer",
+                f"{where}: component {comp.name!r} lists charts but uses the {comp.render} "
+                "renderer",
                 hint="Use render: helm to render charts.",
+                exit_code=CONTRACT,
+            )
+        if (comp.render == "manifest") != bool(comp.manifests):
+            raise EksinfError(
+                f"{where}: component {comp.name!r}: "
+                + (
+                    "the manifest renderer needs a manifests: list"
+                    if comp.render == "manifest"
+                    else f"lists manifests but uses the {comp.render} renderer"
+                ),
+                hint="Pinned upstream manifests render with render: manifest.",
                 exit_code=CONTRACT,
             )
         names = [c.name for c in comp.charts]

@@ -21,11 +21,11 @@ import yaml
 
 from ..atomic import write_file
 from ..errors import ENVIRONMENT, FAILURE, EksinfError
+from ..model.resources import CLUSTER_SCOPED_KINDS
 from .session import AwsSession
 
 FIELD_MANAGER = "eksinf"
 _CORE_KINDS = {"Namespace", "Secret", "ConfigMap", "Pod", "ServiceAccount", "Service"}
-_CLUSTER_SCOPED = {"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"}
 
 
 class KubeError(EksinfError):
@@ -51,7 +51,7 @@ def resource_path(
     """REST path of a kind (collection) or one object: /api/v1/... or /apis/<group>/<v>/..."""
     base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
     path = base
-    if namespace and kind not in _CLUSTER_SCOPED:
+    if namespace and kind not in CLUSTER_SCOPED_KINDS:
         path += f"/namespaces/{namespace}"
     path += f"/{plural(kind)}"
     if name:

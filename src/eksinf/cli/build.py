@@ -294,14 +294,20 @@ def verify_cmd(
 
 @charts_app.command("lock")
 def charts_lock_cmd(ctx: typer.Context, mirror: Path = MIRROR_OPTION) -> None:
-    """Pin every chart's archive sha256 in charts.lock.
+    """Pin every chart archive's and upstream manifest's sha256 in charts.lock.
 
-    Fetches each chart (mirror first, then its repository) and rewrites charts.lock; review the
-    diff before committing it.
+    Fetches each chart and manifest (mirror first, then its source) and rewrites charts.lock;
+    review the diff before committing it.
     """
+    from .. import manifests
+
     stack = state(ctx).stack()
     for entry in charts.lock(stack, charts.mirror_dir(mirror)):
         typer.echo(f"{entry.chart} {entry.version}  sha256:{entry.sha256}  ({entry.pinned_from})")
+    for pinned in manifests.lock(stack, manifests.mirror_dir(mirror)):
+        typer.echo(
+            f"{pinned.name} {pinned.version}  sha256:{pinned.sha256}  ({pinned.pinned_from})"
+        )
 
 
 @charts_app.command("list")

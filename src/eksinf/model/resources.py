@@ -20,6 +20,10 @@ POD_SPEC_KEYS: dict[str, tuple[str, ...]] = {
     "Pod": ("spec",),
 }
 WORKLOAD_KINDS = tuple(k for k in POD_SPEC_KEYS if k != "Pod")
+# Kinds without a namespace (the API paths and manifests eksinf writes need to know).
+CLUSTER_SCOPED_KINDS = frozenset(
+    {"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"}
+)
 
 
 def pod_spec(doc: dict[str, Any]) -> dict[str, Any] | None:

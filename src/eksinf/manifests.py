@@ -1,0 +1,174 @@
+"""Resolve a pinned upstream manifest (an `install.yaml`) to its bytes: cache, then mirror
+directory, then its URL. Like charts: every copy is checked against the sha256 pinned in
+charts.lock (section `manifests:`) before it is used, whatever its source.
+
+The mirror directory is EKSINF_MANIFEST_MIRROR, else the `manifests` folder beside the chart
+mirror (one offline mirror holds both). A mirror's own SHA256SUMS, when present, must agree.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+from .atomic import write_file
+from .charts import cache_dir, read_lock_section, write_lock_section
+from .charts import mirror_dir as chart_mirror_dir
+from .errors import CONTRACT, ENVIRONMENT, EksinfError
+from .model.digest import sha256_hex
+from .stack import ManifestSpec, Stack
+
+MIRROR_ENV = "EKSINF_MANIFEST_MIRROR"
+LOCK_SECTION = "manifests"
+MAX_BYTES = 64 * 1024 * 1024  # bound on one manifest (Argo CD's install.yaml is ~1.5 MB)
+
+
+@dataclass(frozen=True)
+class ManifestLock:
+    name: str
+    version: str
+    url: str
+    sha256: str
+    pinned_from: str  # "mirror" or the URL
+
+    def as_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "url": self.url,
+            "sha256": self.sha256,
+            "pinnedFrom": self.pinned_from,
+        }
+
+
+@dataclass(frozen=True)
+class ResolvedManifest:
+    spec: ManifestSpec
+    text: str
+    sha256: str
+    origin: str  # cache | mirror | the URL
+
+
+def mirror_dir(chart_mirror: Path | None = None) -> Path | None:
+    """EKSINF_MANIFEST_MIRROR, else `manifests/` beside the chart mirror (given or from env)."""
+    env = os.environ.get(MIRROR_ENV)
+    if env:
+        return Path(env)
+    charts = chart_mirror_dir(chart_mirror)
+    return charts.parent / "manifests" if charts is not None else None
+
+
+def read_lock(stack: Stack) -> dict[tuple[str, str], ManifestLock]:
+    entries = {}
+    for item in read_lock_section(stack, LOCK_SECTION):
+        try:
+            entry = ManifestLock(
+                item["name"], str(item["version"]), item["url"], item["sha256"], item["pinnedFrom"]
+            )
+        except (KeyError, TypeError) as exc:
+            raise EksinfError(
+                f"charts.lock: malformed manifests entry {item!r}",
+                hint="Regenerate it with `eksinf charts lock`.",
+                exit_code=CONTRACT,
+            ) from exc
+        entries[(entry.url, entry.version)] = entry
+    return entries
+
+
+def resolve(
+    stack: Stack, spec: ManifestSpec, mirror: Path | None, lock: dict | None = None
+) -> ResolvedManifest:
+    """The manifest's text, verified against the lock."""
+    lock = read_lock(stack) if lock is None else lock
+    entry = lock.get((spec.url, spec.version))
+    if entry is None:
+        raise EksinfError(
+            f"manifest {spec.name} {spec.version} ({spec.url}) is not pinned in charts.lock",
+            hint="Run `eksinf charts lock` (with EKSINF_MANIFEST_MIRROR if offline) and commit "
+            "charts.lock.",
+            exit_code=CONTRACT,
+        )
+    cached = cache_dir().parent / "manifests" / f"{entry.sha256}.yaml"
+    if cached.is_file():
+        data = cached.read_bytes()
+        if sha256_hex(data) == entry.sha256:
+            return ResolvedManifest(spec, data.decode("utf-8"), entry.sha256, "cache")
+    data, origin = fetch(spec, mirror)
+    digest = sha256_hex(data)
+    if digest != entry.sha256:
+        raise EksinfError(
+            f"manifest {spec.name} {spec.version} from {origin} has sha256 {digest}, but "
+            f"charts.lock pins {entry.sha256} (pinned from {entry.pinned_from})",
+            hint="Refusing a manifest that differs from the lock. If the change is intended, "
+            "run `eksinf charts lock` and review the diff of charts.lock.",
+            exit_code=CONTRACT,
+        )
+    write_file(cached, data)
+    return ResolvedManifest(spec, data.decode("utf-8"), digest, origin)
+
+
+def _mirror_sums(mirror: Path) -> dict[str, str]:
+    sums = mirror / "SHA256SUMS"
+    if not sums.is_file():
+        return {}
+    out = {}
+    for line in sums.read_text(encoding="utf-8").splitlines()[:10_000]:
+        parts = line.split()
+        if len(parts) == 2:
+            out[parts[1].lstrip("*")] = parts[0]
+    return out
+
+
+def fetch(spec: ManifestSpec, mirror: Path | None) -> tuple[bytes, str]:
+    """The manifest without the lock: mirror directory first, then its URL."""
+    if mirror is not None:
+        candidate = mirror / spec.mirror_file
+        if candidate.is_file():
+            data = candidate.read_bytes()
+            listed = _mirror_sums(mirror).get(spec.mirror_file)
+            if listed is not None and listed != sha256_hex(data):
+                raise EksinfError(
+                    f"{candidate}: sha256 {sha256_hex(data)} disagrees with the mirror's "
+                    f"SHA256SUMS ({listed})",
+                    hint="The mirror copy is damaged or was replaced: restore it.",
+                    exit_code=CONTRACT,
+                )
+            return data, "mirror"
+    import requests
+
+    host = urlparse(spec.url).hostname or ""
+    try:
+        with requests.get(spec.url, timeout=30, stream=True) as resp:
+            resp.raise_for_status()
+            data = resp.raw.read(MAX_BYTES + 1, decode_content=True)
+    except requests.RequestException as exc:
+        where = f" and {spec.mirror_file} is not in the mirror {mirror}" if mirror else ""
+        raise EksinfError(
+            f"manifest {spec.name} {spec.version} is unreachable at {host}{where}: "
+            f"{type(exc).__name__}",
+            hint=f"Offline, put {spec.mirror_file} in a directory and set {MIRROR_ENV} to it.",
+            exit_code=ENVIRONMENT,
+        ) from exc
+    if len(data) > MAX_BYTES:
+        raise EksinfError(
+            f"manifest {spec.url} is larger than {MAX_BYTES} bytes", exit_code=ENVIRONMENT
+        )
+    return data, spec.url
+
+
+def lock(stack: Stack, mirror: Path | None) -> list[ManifestLock]:
+    """Pin every manifest the stack uses to the bytes its source serves now."""
+    entries: dict[tuple[str, str], ManifestLock] = {}
+    for comp in stack.components:
+        for spec in comp.manifests:
+            if (spec.url, spec.version) in entries:
+                continue
+            data, origin = fetch(spec, mirror)
+            entries[(spec.url, spec.version)] = ManifestLock(
+                spec.name, spec.version, spec.url, sha256_hex(data), origin
+            )
+    ordered = sorted(entries.values(), key=lambda e: (e.name, e.version))
+    write_lock_section(stack, LOCK_SECTION, [e.as_dict() for e in ordered])
+    return ordered
