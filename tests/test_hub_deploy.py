@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
 import yaml
+from conftest import MIRROR
 
 from eksinf import bundle, oci
 from eksinf.hub.local import LocalHub
@@ -467,3 +470,68 @@ def test_profile_change_reaches_the_variants_on_the_next_deploy(eksinf, stack_di
     assert "value: eu-west-1" in hub.unit_data("karpenter-sandbox", "karpenter-controller")
     assert [r.release_num for r in hub.list_releases("karpenter-sandbox")] == [1, 2]
     hub.close()
+
+
+def test_edits_reach_existing_variants_and_variant_edits_survive(eksinf, stack_dir):
+    """Issue 12's scenario: after `sandbox up`, a new unit under render/aws-network/ and vLLM's
+    replicas raised in render/, then `render` and `sandbox up`: exactly the two changed variants
+    publish, the new unit is in aws-network's release, the variant-local annotation survives the
+    merge, and a third run changes nothing."""
+    assert eksinf("sandbox", "up", cwd=stack_dir).code == 0
+    edit = (
+        "fn",
+        "set-annotation",
+        "team",
+        "ml",
+        "--space",
+        "inference-workloads-sandbox",
+        "--unit",
+        "vllm",
+    )
+    assert eksinf(*edit, cwd=stack_dir).code == 0
+    (stack_dir / "render" / "aws-network" / "extra-note.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: network-note\n"
+        "  namespace: aws-inference\ndata:\n  note: added after the first sandbox up\n"
+    )
+    vllm = stack_dir / "render" / "inference-workloads" / "vllm.yaml"
+    vllm.write_text(vllm.read_text().replace("  replicas: 0", "  replicas: 2", 1))
+    assert eksinf("render", "--chart-mirror", str(MIRROR), cwd=stack_dir).code == 0
+
+    up = eksinf("sandbox", "up", "--json", cwd=stack_dir)
+    assert up.code == 0, up.err
+    report = json.loads(up.out)
+    published = sorted(s for p in report["planes"] for s in p["published"])
+    assert published == ["aws-network-sandbox", "inference-workloads-sandbox"]
+    promoted = {r["space"]: r for p in report["planes"] for r in p["promoted"]}
+    assert promoted["aws-network-sandbox"]["added"] == ["extra-note"]
+    assert promoted["inference-workloads-sandbox"]["updated"] == ["vllm"]
+
+    hub = open_hub(stack_dir)
+    release = hub.list_releases("aws-network-sandbox")[-1]
+    blob = oci.pull(release.ref, expect_digest=release.manifest_digest).blob
+    with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
+        assert b"name: network-note" in tar.extractfile("extra-note.yaml").read()
+    (deployment,) = [
+        d
+        for d in load_docs(hub.unit_data("inference-workloads-sandbox", "vllm"))
+        if d["kind"] == "Deployment"
+    ]
+    assert deployment["spec"]["replicas"] == 2
+    assert deployment["metadata"]["annotations"]["team"] == "ml"
+    hub.close()
+
+    again = eksinf("sandbox", "up", cwd=stack_dir)
+    assert again.code == 0 and "nothing changed" in again.out
+
+
+def test_a_base_change_colliding_with_a_variant_edit_is_exit_3_by_unit_and_field(eksinf, stack_dir):
+    assert eksinf("sandbox", "up", cwd=stack_dir).code == 0
+    scale = ("fn", "set-replicas", "1", "--space", "inference-workloads-sandbox", "--unit", "vllm")
+    assert eksinf(*scale, cwd=stack_dir).code == 0
+    vllm = stack_dir / "render" / "inference-workloads" / "vllm.yaml"
+    vllm.write_text(vllm.read_text().replace("  replicas: 0", "  replicas: 2", 1))
+    assert eksinf("render", "--chart-mirror", str(MIRROR), cwd=stack_dir).code == 0
+    result = eksinf("sandbox", "up", cwd=stack_dir)
+    assert result.code == 3
+    assert "inference-workloads-sandbox: 1 upstream change(s) collide" in result.err
+    assert "vllm: apps/v1/Deployment/" in result.err and ".spec.replicas" in result.err

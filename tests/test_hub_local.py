@@ -12,6 +12,7 @@ from eksinf.hub.protocol import (
     AlreadyExists,
     GateBlocked,
     HubError,
+    MergeConflict,
     NoChanges,
     NotFound,
     ReferencedElsewhere,
@@ -279,11 +280,44 @@ def test_promote_merges_upstream_change_into_edited_variant(local_hub, tmp_path)
     local_hub.invoke("app-dev", "set-replicas", ["4"], unit="web")
     data = local_hub.unit_data("app-base", "web").replace("nginx:1", "nginx:2")
     local_hub.update_unit("app-base", "web", data, "bump")
-    assert local_hub.variant_promote("app-dev") == ["web"]
+    assert local_hub.variant_promote("app-dev").updated == ("web",)
     doc = load_docs(local_hub.unit_data("app-dev", "web"))[0]
     assert doc["spec"]["replicas"] == 4
     assert doc["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:2"
-    assert local_hub.variant_promote("app-dev") == []
+    assert not local_hub.variant_promote("app-dev").changed
+
+
+def test_promote_clones_new_upstream_units_and_empties_deleted_ones(local_hub):
+    upload(local_hub, files())
+    local_hub.variant_create("dev", "app-base")
+    extra = {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "extra"}}
+    content = files(extra=extra)
+    del content["namespace.yaml"]
+    report = upload(local_hub, content, prune=True)
+    assert report.created == ("extra",) and report.emptied == ("namespace",)
+    promoted = local_hub.variant_promote("app-dev")
+    assert (promoted.added, promoted.emptied, promoted.updated) == (("extra",), ("namespace",), ())
+    assert "name: extra" in local_hub.unit_data("app-dev", "extra")
+    assert local_hub.unit_data("app-dev", "namespace") == ""
+    # the clone follows its upstream like the others
+    assert local_hub.get_unit("app-dev", "extra").upstream_unit_id
+    assert not local_hub.variant_promote("app-dev").changed
+
+
+def test_promote_reports_every_conflict_by_unit_and_field_and_writes_nothing(local_hub):
+    upload(local_hub, files())
+    local_hub.variant_create("dev", "app-base")
+    local_hub.invoke("app-dev", "set-replicas", ["4"], unit="web")
+    head = local_hub.get_unit("app-dev", "web").head_revision
+    data = local_hub.unit_data("app-base", "web").replace("replicas: 1", "replicas: 3")
+    local_hub.update_unit("app-base", "web", data.replace("nginx:1", "nginx:2"), "bump")
+    with pytest.raises(MergeConflict) as err:
+        local_hub.variant_promote("app-dev")
+    assert err.value.exit_code == 3
+    assert err.value.conflicts == ["web: apps/v1/Deployment/app/web.spec.replicas"]
+    assert local_hub.get_unit("app-dev", "web").head_revision == head  # the image did not move
+    with pytest.raises(MergeConflict):  # still reported on the next run: nothing advanced
+        local_hub.variant_promote("app-dev")
 
 
 def test_not_found_errors_name_the_entity(local_hub):

@@ -665,10 +665,16 @@ def hub_promote(
 ) -> None:
     """Merge upstream changes into a variant; its own edits survive."""
     with _hub(ctx, hub_choice) as (hub, _stack):
-        changed = hub.variant_promote(space)
-    typer.echo(
-        f"{space}: {len(changed)} unit(s) updated" + (f" ({', '.join(changed)})" if changed else "")
-    )
+        report = hub.variant_promote(space)
+    parts = [
+        f"{len(names)} unit(s) {what}" + (f" ({', '.join(names)})" if names else "")
+        for what, names in (
+            ("updated", report.updated),
+            ("added", report.added),
+            ("emptied", report.emptied),
+        )
+    ]
+    typer.echo(f"{space}: " + ", ".join(parts))
 
 
 @hub_app.command("delete")

@@ -23,6 +23,7 @@ from ..hub.protocol import (
     Link,
     NoChanges,
     NotFound,
+    PromoteReport,
     UploadReport,
     UploadSource,
 )
@@ -317,6 +318,7 @@ class DeployReport:
     variant: str
     created: list[str] = field(default_factory=list)
     existing: list[str] = field(default_factory=list)
+    promoted: list[PromoteReport] = field(default_factory=list)  # base changes carried in
     links: list[LinkResult] = field(default_factory=list)
     published: list[str] = field(default_factory=list)
     current: list[str] = field(default_factory=list)
@@ -327,11 +329,13 @@ class DeployReport:
         return bool(
             self.created
             or self.published
+            or any(p.changed for p in self.promoted)
             or any(lk.link_changed or lk.resolved for lk in self.links)
         )
 
     def to_json(self) -> dict[str, Any]:
-        out = {k: v for k, v in self.__dict__.items() if k != "links"}
+        out = {k: v for k, v in self.__dict__.items() if k not in ("links", "promoted")}
+        out["promoted"] = [p.to_json() for p in self.promoted if p.changed]
         out["links"] = [lk.to_json() for lk in self.links]
         return out
 
@@ -420,6 +424,25 @@ def deploy(
         say("(dry run; nothing changed)")
         return report
     _profile_doc(hub, variant)  # fail before creating anything the gate would then block
+    # Existing variants take the bases' changes first (new and emptied units too): a conflict
+    # with a variant's own edit stops here, exit 3, before anything of this plane is written.
+    for space in report.existing:
+        promoted = hub.variant_promote(space)
+        report.promoted.append(promoted)
+        if promoted.changed:
+            say(
+                f"{space}: base changes carried in: "
+                + ", ".join(
+                    f"{what} {', '.join(names)}"
+                    for what, names in (
+                        ("updated", promoted.updated),
+                        ("added", promoted.added),
+                        ("emptied", promoted.emptied),
+                    )
+                    if names
+                )
+            )
+        checkpoint("deploy.promoted")
     for comp in components:
         space = variant_space(comp.name, variant)
         if space in report.existing:

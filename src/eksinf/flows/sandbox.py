@@ -105,7 +105,9 @@ def sandbox_up(
     if not stack.configs_dir.is_dir():
         render_configs(stack, mirror, say)
     sources = bundled_sources(stack)
-    installed = install(hub, stack, sources=sources, say=say)
+    # The bases mirror configs/ exactly: a unit whose file is gone is emptied (prune), so the
+    # deletion reaches the variants like any other change.
+    installed = install(hub, stack, sources=sources, prune=True, say=say)
     checkpoint("sandbox.installed")
     created = []
     if not hub.space_exists(profile_space(variant)):

@@ -43,6 +43,7 @@ from .protocol import (
     Link,
     NoChanges,
     NotFound,
+    PromoteReport,
     ReferencedElsewhere,
     Release,
     Revision,
@@ -486,11 +487,16 @@ class CubHub(Closing):
         )
         return self.get_space(space)
 
-    def variant_promote(self, space: str) -> list[str]:
+    def variant_promote(self, space: str) -> PromoteReport:
+        """`cub variant promote`, reported from the unit heads before and after (ConfigHub's
+        own merge decides; its conflicts come back as a cub error)."""
         before = {u.slug: u.head_revision for u in self.list_units(space)}
         self._run(["variant", "promote", space])
-        return sorted(
-            u.slug for u in self.list_units(space) if before.get(u.slug) != u.head_revision
+        after = {u.slug: u.head_revision for u in self.list_units(space)}
+        return PromoteReport(
+            space,
+            tuple(sorted(s for s in after if s in before and before[s] != after[s])),
+            tuple(sorted(s for s in after if s not in before)),
         )
 
     # ---- links ------------------------------------------------------------------------------

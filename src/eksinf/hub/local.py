@@ -35,8 +35,10 @@ from .protocol import (
     GateBlocked,
     HubError,
     Link,
+    MergeConflict,
     NoChanges,
     NotFound,
+    PromoteReport,
     ReferencedElsewhere,
     Release,
     Revision,
@@ -766,16 +768,21 @@ class LocalHub(Closing):
         else:
             self._write(row, data, "regenerated")
 
-    def variant_promote(self, space: str) -> list[str]:
-        """Bring upstream changes into a variant: 3-way merge of each unit against the upstream
-        revision it was last merged from, so the variant's own edits survive."""
+    def variant_promote(self, space: str) -> PromoteReport:
+        """Bring upstream changes into a variant: a 3-way merge of each unit against the
+        upstream revision it was last merged from, so the variant's own edits survive; units new
+        upstream are cloned in, units upstream emptied are emptied. A field changed on both sides
+        is a conflict: all of them are reported (unit: field) and nothing is written."""
         with self._tx() as db:
-            sid = self._space_row(space)["id"]
-            changed = []
-            for unit in db.execute(
+            row = self._space_row(space)
+            sid = row["id"]
+            up_id = json.loads(row["annotations"]).get(UPSTREAM_SPACE_ANNOTATION)
+            units = db.execute(
                 "SELECT * FROM units WHERE space_id=? AND upstream_unit_id IS NOT NULL ORDER BY slug",
                 (sid,),
-            ).fetchall():
+            ).fetchall()
+            writes, conflicts = [], []
+            for unit in units:
                 up = db.execute(
                     "SELECT * FROM units WHERE id=?", (unit["upstream_unit_id"],)
                 ).fetchone()
@@ -793,12 +800,38 @@ class LocalHub(Closing):
                     (up["id"], unit["upstream_revision"]),
                 ).fetchone()["data"]
                 result = merge.merge_text(base, up["data"], unit["data"])
-                if self._write(unit, result.text, f"promote from revision {up['head']}"):
-                    changed.append(unit["slug"])
+                conflicts += [f"{unit['slug']}: {c}" for c in result.conflicts]
+                writes.append((unit, up, result.text))
+            if conflicts:
+                raise MergeConflict(space, conflicts)
+            updated, emptied = [], []
+            for unit, up, text in writes:
+                if self._write(unit, text, f"promote from revision {up['head']}"):
+                    (emptied if text == "" else updated).append(unit["slug"])
                 db.execute(
                     "UPDATE units SET upstream_revision=? WHERE id=?", (up["head"], unit["id"])
                 )
-            return changed
+            added = []
+            if up_id is not None:
+                cloned = {u["upstream_unit_id"] for u in units}
+                target_id = row["release_target_id"]
+                for new in db.execute(
+                    "SELECT * FROM units WHERE space_id=? ORDER BY slug", (up_id,)
+                ).fetchall():
+                    if new["id"] in cloned or new["data"] == "":
+                        continue
+                    clone_id = self._insert_unit(
+                        sid,
+                        new["slug"],
+                        new["data"],
+                        f"clone of upstream unit {new['slug']} revision {new['head']}",
+                        target_id=target_id,
+                        upstream=(new["id"], new["head"]),
+                        placeholders=json.loads(new["placeholders"]),
+                    )
+                    self._insert_link(sid, clone_id, new["id"], "UpgradeUnit", {})
+                    added.append(new["slug"])
+            return PromoteReport(space, tuple(updated), tuple(added), tuple(emptied))
 
     # ---- links ------------------------------------------------------------------------------
 

@@ -79,6 +79,21 @@ class ReferencedElsewhere(HubError):
         )
 
 
+class MergeConflict(HubError):
+    """Upstream changes that collide with a variant's own edits: nothing was written."""
+
+    def __init__(self, space: str, conflicts: list[str]) -> None:
+        self.space = space
+        self.conflicts = sorted(conflicts)
+        super().__init__(
+            f"{space}: {len(self.conflicts)} upstream change(s) collide with edits made on the "
+            "variant (unit: field): " + "; ".join(self.conflicts),
+            "Nothing was merged. Resolve each field on the variant (set it to the upstream "
+            "value, or undo the upstream change), then run again.",
+            CONTRACT,
+        )
+
+
 class Unavailable(HubError):
     """The hub could not be reached or answered with something we do not recognise."""
 
@@ -262,6 +277,28 @@ class UploadReport:
 
 
 @dataclass(frozen=True)
+class PromoteReport:
+    """What a promote carried from the upstream space into a variant."""
+
+    space: str
+    updated: tuple[str, ...] = ()  # merged: upstream changes in, the variant's edits kept
+    added: tuple[str, ...] = ()  # new upstream units, cloned
+    emptied: tuple[str, ...] = ()  # units upstream emptied (their file was deleted)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.updated or self.added or self.emptied)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "space": self.space,
+            "updated": list(self.updated),
+            "added": list(self.added),
+            "emptied": list(self.emptied),
+        }
+
+
+@dataclass(frozen=True)
 class FunctionResult:
     function: str
     changed: tuple[str, ...]  # unit slugs that got a new revision
@@ -338,7 +375,7 @@ class Hub(Protocol):
     def variant_create(
         self, variant: str, upstream_space: str, *, target: str | None = None
     ) -> Space: ...
-    def variant_promote(self, space: str) -> list[str]: ...
+    def variant_promote(self, space: str) -> PromoteReport: ...
 
     # links
     def set_link(
