@@ -9,7 +9,8 @@
    contract uses); every other EC2 call goes to moto.
 3. `FakeKubeApi`: no Kubernetes API server exists on these machines. This is a small werkzeug app
    on 127.0.0.1 that serves only the REST paths `eksinf.aws.kube` calls (GET object/list,
-   server-side-apply PATCH, merge PATCH, DELETE, /version), storing objects in memory.
+   server-side-apply PATCH, merge PATCH, DELETE, /version), storing objects in memory. Controllers
+   (Argo CD syncing, a Deployment becoming Available) are simulated by the test's callbacks.
 4. `IamAsOnAws`: moto answers iam:ListInstanceProfiles (and ...ForRole) with each profile's tags;
    AWS does not (botocore's iam model, ListInstanceProfiles: "IAM resource-listing operations
    return a subset of the available attributes ... this operation does not return tags"). Those
@@ -248,6 +249,7 @@ class FakeKubeApi:
         self.deletes: list[tuple[str, str | None]] = []
         self.token = token
         self.on_delete: list[Any] = []  # callbacks(path, obj): simulate a controller
+        self.on_patch: list[Any] = []  # callbacks(path, obj) after an apply or merge patch
         self._server = make_server("127.0.0.1", 0, self._app, threaded=True)
         self.url = f"http://127.0.0.1:{self._server.server_port}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -303,16 +305,24 @@ class FakeKubeApi:
         if request.method == "PATCH":
             ctype = request.headers.get("Content-Type", "")
             if ctype == "application/apply-patch+yaml":
-                body = yaml.safe_load(request.get_data(as_text=True))
+                text = request.get_data(as_text=True)
+                try:  # JSON is YAML; json parses a large body far faster
+                    body = json.loads(text)
+                except ValueError:
+                    body = yaml.safe_load(text)
                 old = self.objects.get(path, {})
                 if "status" in old:
                     body["status"] = old["status"]
                 self.objects[path] = body
-                return self._reply(200 if old else 201, body)
+                for callback in self.on_patch:
+                    callback(path, self.objects[path])
+                return self._reply(200 if old else 201, self.objects[path])
             if ctype == "application/merge-patch+json":
                 if path not in self.objects:
                     return self._reply(404, {"kind": "Status", "message": f"{path} not found"})
                 _merge(self.objects[path], request.get_json())
+                for callback in self.on_patch:
+                    callback(path, self.objects[path])
                 return self._reply(200, self.objects[path])
             return self._reply(415, {"kind": "Status", "message": f"unsupported {ctype}"})
         if request.method == "DELETE":
@@ -499,3 +509,17 @@ class PriceListFake:
 
         monkeypatch.setattr(AwsSession, "client", client)
         return self
+
+
+def iam_caller_as_on_aws(monkeypatch: Any, region: str = "us-west-2") -> IamAsOnAws:
+    """IAM as on AWS, and the caller a real moto IAM user: moto answers its default test key
+    with an sts ARN no IAM call accepts, where AWS answers a user's key with
+    arn:aws:iam::<account>:user/<name>."""
+    from eksinf.aws.session import AwsIdentity, AwsSession
+
+    real = AwsSession(AwsIdentity.resolve(region)).client("iam")
+    real.create_user(UserName="operator")
+    key = real.create_access_key(UserName="operator")["AccessKey"]
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", key["AccessKeyId"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", key["SecretAccessKey"])
+    return IamAsOnAws().install(monkeypatch)

@@ -395,3 +395,36 @@ def test_capacity_reservation_query_failing_is_unknown(
     assert result.code == 0, result.err
     assert check["status"] == "unknown" and check["detail"]
     assert "warning: capacity-reservation:" in result.err
+
+
+def test_enroll_installs_argocd_when_absent_and_refuses_one_below_the_floor(
+    eksinf, stack_dir, scope, kube, monkeypatch, aws_env
+):
+    """The cluster is FakeKubeApi: argocd-server turning Available after the apply is simulated
+    by a callback (no kubelet here)."""
+    seed_cluster(scope)
+    conforming_extras(scope, monkeypatch)
+    old = kube.objects.pop(ARGOCD)
+
+    def ready(path: str, obj: dict) -> None:
+        if path == ARGOCD and "status" not in obj:
+            obj["status"] = {"conditions": [{"type": "Available", "status": "True"}]}
+
+    kube.on_patch.append(ready)
+    args = ("enroll", "cluster", "--name", "prod", "--kubeconfig", str(kube.config), "--json")
+    no_argo = eksinf(*args, "--no-argocd", cwd=stack_dir)
+    assert no_argo.code == 3 and "argocd-server not found" in no_argo.out
+    first = eksinf(*args, cwd=stack_dir)
+    assert first.code == 0, first.err
+    wiring = json.loads(first.out)["wiring"]
+    assert wiring["argocd"]["action"] == "installed"
+    assert wiring["argocd"]["image"] == "quay.io/argoproj/argocd:v3.4.7"  # the pinned one
+    crd = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/applications.argoproj.io"
+    assert crd in kube.objects
+    second = json.loads(eksinf(*args, cwd=stack_dir).out)["wiring"]
+    assert second["argocd"]["action"] == "present"
+    old["spec"]["template"]["spec"]["containers"][0]["image"] = "quay.io/argoproj/argocd:v3.0.6"
+    kube.put(ARGOCD, old)
+    below = eksinf(*args, cwd=stack_dir)
+    assert below.code == 3 and "argocd-v3.0.6" not in below.out
+    assert "quay.io/argoproj/argocd:v3.0.6" in below.out

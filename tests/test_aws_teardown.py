@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from aws_stubs import FakeKubeApi, IamAsOnAws
+from aws_stubs import FakeKubeApi, IamAsOnAws, iam_caller_as_on_aws
 
 from eksinf.aws import creds as creds_mod
 from eksinf.aws import teardown as td
@@ -22,18 +22,11 @@ ARGO = "/apis/apps/v1/namespaces/argocd/statefulsets/argocd-application-controll
 
 @pytest.fixture(autouse=True)
 def iam(request, monkeypatch) -> IamAsOnAws | None:
-    """For AWS tests: IAM as on AWS, and the caller a real moto IAM user (moto answers the
-    default test key with an sts ARN no IAM call accepts; AWS answers a user's key with
-    arn:aws:iam::<account>:user/<name>)."""
+    """For AWS tests: IAM as on AWS, the caller a real moto IAM user (aws_stubs.py)."""
     if "aws_env" not in request.fixturenames:
         return None
     request.getfixturevalue("aws_env")
-    real = AwsSession(AwsIdentity.resolve("us-west-2")).client("iam")
-    real.create_user(UserName="operator")
-    key = real.create_access_key(UserName="operator")["AccessKey"]
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", key["AccessKeyId"])
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", key["SecretAccessKey"])
-    return IamAsOnAws().install(monkeypatch)
+    return iam_caller_as_on_aws(monkeypatch)
 
 
 @pytest.fixture

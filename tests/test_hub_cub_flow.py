@@ -98,9 +98,13 @@ def run_flow(eksinf, stack_dir: Path) -> dict:
     return {step: json.loads(r.out) for step, r in results.items()}
 
 
-def test_cub_flow_twice_then_teardown(eksinf, stack_dir, cub, aws_env):  # noqa: F811
+def test_cub_flow_twice_then_teardown(eksinf, stack_dir, cub, aws_env, monkeypatch):  # noqa: F811
+    from aws_stubs import iam_caller_as_on_aws
+
     from eksinf.flows.enroll import hub_target
     from eksinf.hub import open_hub
+
+    iam_caller_as_on_aws(monkeypatch)  # teardown simulates the caller's permissions first
 
     store = cub.simulate()
     (stack_dir / ".eksinf").mkdir(exist_ok=True)

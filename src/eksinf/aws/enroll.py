@@ -10,6 +10,7 @@ is the very unit the hub stores in the apps space.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -144,20 +145,11 @@ def cluster_access(
     return ClusterAccess(KubeClient.from_auth(auth, session), target, generated, None)
 
 
-def wire(
-    name: str,
-    access: ClusterAccess,
-    registry: str,
-    argocd_namespace: str,
-    oci_credentials: tuple[str, str] | None,
-) -> dict[str, Any]:
-    """Apply the cluster half, then keep the kubeconfig. Idempotent."""
-    if access.kube is None:
-        raise EksinfError(
-            f"cluster of {name} has no API endpoint yet: nothing to wire",
-            hint="Wait until it is ACTIVE, or pass --kubeconfig.",
-            exit_code=ENVIRONMENT,
-        )
+def wiring_docs(
+    name: str, registry: str, argocd_namespace: str, oci_credentials: tuple[str, str] | None
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The cluster half of a target: its root Application (and repo-creds when credentials are
+    given). Returns (docs, what was skipped and why)."""
     docs = [root_application(name, registry, argocd_namespace)]
     skipped = []
     if oci_credentials:
@@ -168,6 +160,32 @@ def wire(
             "repo-creds Secret (EKSINF_OCI_USERNAME/EKSINF_OCI_PASSWORD not set: "
             "the registry must allow anonymous pulls)"
         )
+    return docs, skipped
+
+
+def wire(
+    name: str,
+    access: ClusterAccess,
+    registry: str,
+    argocd_namespace: str,
+    oci_credentials: tuple[str, str] | None,
+    argocd_configs: Path | None = None,
+    say: Callable[[str], None] = lambda _m: None,
+) -> dict[str, Any]:
+    """Install Argo CD when absent (from `argocd_configs`, the stack's configs/, when given),
+    apply the cluster half, then keep the kubeconfig. Idempotent."""
+    from . import argocd
+
+    if access.kube is None:
+        raise EksinfError(
+            f"cluster of {name} has no API endpoint yet: nothing to wire",
+            hint="Wait until it is ACTIVE, or pass --kubeconfig.",
+            exit_code=ENVIRONMENT,
+        )
+    docs, skipped = wiring_docs(name, registry, argocd_namespace, oci_credentials)
+    outcome = None
+    if argocd_configs is not None:
+        outcome = argocd.ensure(access.kube, argocd_configs, argocd_namespace, say=say)
     # The cluster first: a refused apply leaves no hub half and no kubeconfig behind.
     applied = apply_wiring(access.kube, docs)
     if access.generated is not None:
@@ -180,4 +198,5 @@ def wire(
         "appsSpace": apps_space(name),
         "applied": applied,
         "skipped": skipped,
+        "argocd": outcome.as_json() if outcome else None,
     }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import base64
+import json
 import os
 import tempfile
 from dataclasses import dataclass
@@ -227,7 +228,9 @@ class KubeClient:
             "PATCH",
             path,
             params={"fieldManager": FIELD_MANAGER, "force": "true"},
-            data=yaml.safe_dump(doc, sort_keys=True),
+            # JSON is YAML, and the API server takes it as an apply patch; it is also ~50x
+            # faster to write than PyYAML for a large object (Argo CD's CRDs are ~1 MB).
+            data=json.dumps(doc, sort_keys=True),
             headers={"Content-Type": "application/apply-patch+yaml"},
         )
         if resp.status_code not in (200, 201):

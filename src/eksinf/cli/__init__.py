@@ -7,7 +7,7 @@ import sys
 import typer
 
 from ..errors import EksinfError
-from . import aws, build, bundle, hub, links, review, validate
+from . import aws, build, bundle, hub, links, review, targets, validate
 from .common import State, err_console
 
 app = typer.Typer(
@@ -35,7 +35,7 @@ def _root(
 
 
 # Registration order is the help order: the pipeline, build side first, AWS last.
-for module in (build, validate, review, links, bundle, hub, aws):
+for module in (build, validate, review, links, bundle, hub, targets, aws):
     module.register(app)
 
 

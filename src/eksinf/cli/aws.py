@@ -436,10 +436,14 @@ def enroll_cluster_cmd(
         None, "--oci-registry", help="Registry Argo CD pulls releases from. Default: REGISTRY."
     ),
     argocd_namespace: str = ARGOCD_NS_OPTION,
+    no_argocd: bool = typer.Option(
+        False, "--no-argocd", help="Do not install Argo CD when absent (then it must be there)."
+    ),
     aws_profile: str = AWS_PROFILE_OPTION,
     json_out: bool = JSON_OPTION,
 ) -> None:
-    """Check the cluster contract; when it holds, wire the cluster (idempotent)."""
+    """Check the cluster contract; when it holds, install Argo CD if absent and wire the
+    cluster (idempotent)."""
     import os
 
     from ..aws import contract, enroll
@@ -465,6 +469,7 @@ def enroll_cluster_cmd(
         access.kube,
         grant=grant_access,
         argocd_namespace=argocd_namespace,
+        install_argocd=not no_argocd,
     )
     if not json_out:
         _print_checks(report)
@@ -491,10 +496,15 @@ def enroll_cluster_cmd(
         oci_registry or stack.versions.get("REGISTRY", ""),
         argocd_namespace,
         (user, password) if user and password else None,
+        install_argocd=not no_argocd,
+        say=progress,
     )
     if json_out:
         emit_json({**report.as_json(), "wiring": wiring})
         return
+    if wiring["argocd"]:
+        argo = wiring["argocd"]
+        typer.echo(f"argocd: {argo['action']} ({argo['image'] or 'none'}): {argo['detail']}")
     for item in wiring["skipped"]:
         warn(f"skipped {item}")
     typer.echo(f"cluster {scope.cluster} meets the contract; enrolled as {name}")

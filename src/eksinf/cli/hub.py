@@ -129,24 +129,56 @@ def deploy_cmd(
     target: str = typer.Option(..., "--target", help="The OCI target, as <space>/<target>."),
     variant: str = VARIANT_OPTION,
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan; change nothing."),
+    no_sync: bool = typer.Option(
+        False, "--no-sync", help="Do not ask the target's Argo CD to refresh after publishing."
+    ),
+    sync_timeout: float = typer.Option(
+        120, "--sync-timeout", help="Seconds to wait for the refreshed Applications to sync."
+    ),
+    argocd_namespace: str = typer.Option(
+        "argocd", "--argocd-namespace", help="Argo CD's namespace on the target."
+    ),
     hub_choice: str = HUB_OPTION,
     json_out: bool = JSON_OPTION,
 ) -> None:
-    """Create a plane's variants bound to a target, link them to the profile, resolve, publish."""
+    """Create a plane's variants bound to a target, link them to the profile, resolve, publish;
+    then ask the target's Argo CD to refresh what was published (unless --no-sync)."""
     from ..flows import deploy as flow
 
+    sync = None
     with _hub(ctx, hub_choice) as (hub, stack):
         report = flow.deploy(
             hub, stack, plane=plane, target=target, variant=variant, dry_run=dry_run, say=progress
         )
+        if not dry_run and not no_sync:
+            from ..flows import targets
+
+            sync = targets.sync_after_publish(
+                hub, stack.root, target, report.published, argocd_namespace, sync_timeout,
+                say=progress,
+            )  # fmt: skip
+    if sync is not None and sync["status"] == "timeout":
+        progress(
+            f"warning: not Synced within {int(sync_timeout)} s: {', '.join(sync['notSynced'])} "
+            "(published; Argo CD will still pick the release up at its next poll)"
+        )
     if json_out:
-        emit_json(report.to_json())
+        emit_json({**report.to_json(), "sync": sync})
         return
     if not dry_run:
         typer.echo(
             f"Deployed plane {plane} ({variant}) to {target}: {len(report.created)} created, "
             f"{len(report.published)} published, {len(report.current)} already current."
             + ("" if report.changed else " Nothing changed.")
+        )
+    if sync is not None and sync["status"] == "skipped":
+        typer.echo(f"sync: skipped ({sync['reason']})")
+    elif sync is not None:
+        slowest = max(sync["seconds"].values(), default=0.0)
+        typer.echo(
+            f"sync: {len(sync['refreshed'])} Application(s) refreshed; "
+            f"{len(sync['seconds'])} Synced at the new release (slowest {slowest} s)"
+            + (f"; not yet: {', '.join(sync['notSynced'])}" if sync["notSynced"] else "")
         )
 
 

@@ -22,9 +22,20 @@ def enroll(
     registry: str,
     argocd_namespace: str,
     oci_credentials: tuple[str, str] | None,
+    install_argocd: bool = False,
+    say: Any = lambda _m: None,
 ) -> dict[str, Any]:
-    """Wire the cluster, keep its kubeconfig, then create the hub half. Idempotent."""
-    wiring = cluster.wire(name, access, registry, argocd_namespace, oci_credentials)
+    """Install Argo CD when absent (unless told not to), wire the cluster, keep its kubeconfig,
+    then create the hub half. Idempotent."""
+    wiring = cluster.wire(
+        name,
+        access,
+        registry,
+        argocd_namespace,
+        oci_credentials,
+        stack_root / "configs" if install_argocd else None,
+        say,
+    )
     return {**wiring, "target": hub_target(stack_root, name, registry)}
 
 

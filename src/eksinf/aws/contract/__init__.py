@@ -80,9 +80,10 @@ def check_cluster(
     kube: KubeClient | None,
     grant: bool = False,
     argocd_namespace: str = "argocd",
+    install_argocd: bool = False,
 ) -> ContractReport:
     facts = gather(session, scope, needs, kube, grant, argocd_namespace)
-    checks = evaluate(facts, scope, needs, kube is not None, argocd_namespace)
+    checks = evaluate(facts, scope, needs, kube is not None, argocd_namespace, install_argocd)
     return ContractReport(scope.cluster, scope.region, tuple(checks))
 
 

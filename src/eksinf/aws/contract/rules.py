@@ -8,12 +8,12 @@ facts, no AWS (tests/test_contract_rules.py).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ...model.names import DISCOVERY_KEY
+from ..argocd import version_of
 from ..scope import StackScope
 from .facts import (
     ADMIN_POLICY,
@@ -65,6 +65,7 @@ class Context:
     needs: StackNeeds
     kube_used: bool  # a kubeconfig was given or generated
     argocd_namespace: str
+    install_argocd: bool = False  # enroll installs the pinned Argo CD when it is absent
 
     @property
     def entry_missing(self) -> bool:
@@ -107,12 +108,17 @@ def table() -> list[dict[str, str]]:
 
 
 def evaluate(
-    facts: Facts, scope: StackScope, needs: StackNeeds, kube_used: bool, argocd_namespace: str
+    facts: Facts,
+    scope: StackScope,
+    needs: StackNeeds,
+    kube_used: bool,
+    argocd_namespace: str,
+    install_argocd: bool = False,
 ) -> list[Check]:
     """Judge the gathered facts with every rule, in table order: pure, so every rule is tested
     without AWS. With no cluster at all, only cluster-active speaks: every other element hangs
     off the cluster."""
-    ctx = Context(facts, scope, needs, kube_used, argocd_namespace)
+    ctx = Context(facts, scope, needs, kube_used, argocd_namespace, install_argocd)
     checks: list[Check] = []
     for entry in RULES:
         checks += entry.run(ctx)
@@ -168,11 +174,6 @@ def pod_identity_trust_check(facts: Facts) -> Check:
         "component, whose Role carries that trust"
     )
     return Check("pod-identity-trust", element, "fail", "; ".join(d for _, d in broken), call, fix)
-
-
-def _argocd_version(image: str) -> tuple[int, int] | None:
-    match = re.search(r":v?(\d+)\.(\d+)", image)
-    return (int(match.group(1)), int(match.group(2))) if match else None
 
 
 @rule("cluster-active")
@@ -656,10 +657,20 @@ def argocd(ctx: Context) -> list[Check]:
         fix = f"install Argo CD {ARGOCD_FLOOR[0]}.{ARGOCD_FLOOR[1]} or later in {argocd_namespace}"
         if facts.argocd_error:
             checks.append(Check("argocd", element, "unknown", facts.argocd_error, call, fix))
+        elif facts.argocd_image is None and ctx.install_argocd:
+            checks.append(
+                Check(
+                    "argocd",
+                    element,
+                    "warn",
+                    "argocd-server not found: enroll installs the pinned Argo CD (configs/argocd)",
+                    call,
+                )
+            )
         elif facts.argocd_image is None:
             checks.append(Check("argocd", element, "fail", "argocd-server not found", call, fix))
         else:
-            version = _argocd_version(facts.argocd_image)
+            version = version_of(facts.argocd_image)
             ok = version is None or version >= ARGOCD_FLOOR
             detail = facts.argocd_image + (
                 "" if version else " (version not in the tag; not checked)"

@@ -1,0 +1,260 @@
+"""Targets from a kubeconfig: a hub target space for a cluster eksinf did not create, and the
+management cluster `mgmt up` creates with kind.
+
+A target is the hub half enroll makes (space `<name>`, OCI target `<name>/target`, its apps space
+and placeholder gate), labelled with its plane, plus the cluster's kubeconfig kept at
+`.eksinf/clusters/<name>.kubeconfig`: one context only, file references inlined, mode 0600, so
+it means the same from any working directory and names no other cluster.
+"""
+
+from __future__ import annotations
+
+import base64
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import CONTRACT, ENVIRONMENT, USAGE, EksinfError
+from ..model.names import apps_space, kubeconfig_path, owner_labels
+
+PLANE_LABEL = "Plane"
+MODE_LABEL = "Mode"
+TARGET_MODE = "target"
+TARGET_PLANES = ("mgmt", "workload")
+_FILE_KEYS = {  # kubeconfig file reference -> its inline form
+    "certificate-authority": "certificate-authority-data",
+    "client-certificate": "client-certificate-data",
+    "client-key": "client-key-data",
+}
+
+
+def one_context(config: Any, context: str | None, source: Path) -> dict[str, Any]:
+    """The kubeconfig reduced to `context` (default: its current context), its cluster and its
+    user, with certificate/key files inlined (relative to the source file)."""
+    try:
+        name = context or config["current-context"]
+        ctx = next(c for c in config.get("contexts") or [] if c["name"] == name)
+        cluster = next(c for c in config["clusters"] if c["name"] == ctx["context"]["cluster"])
+        user_name = ctx["context"].get("user")
+        users = [u for u in config.get("users") or [] if u["name"] == user_name]
+    except (KeyError, TypeError, StopIteration, AttributeError) as exc:
+        wanted = f"context {context!r}" if context else "its current-context"
+        raise EksinfError(
+            f"{source}: no usable {wanted} ({type(exc).__name__}: {exc})",
+            hint="Pass --context NAME naming a context whose cluster is in the file.",
+            exit_code=USAGE,
+        ) from exc
+    out = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": name,
+        "contexts": [{"name": name, "context": dict(ctx["context"])}],
+        "clusters": [{"name": cluster["name"], "cluster": _inline(cluster["cluster"], source)}],
+        "users": [{"name": u["name"], "user": _inline(u.get("user") or {}, source)} for u in users],
+    }
+    return out
+
+
+def _inline(section: dict[str, Any], source: Path) -> dict[str, Any]:
+    out = dict(section)
+    for key, data_key in _FILE_KEYS.items():
+        if key in out:
+            path = Path(out.pop(key))
+            path = path if path.is_absolute() else source.parent / path
+            if not path.is_file():
+                raise EksinfError(f"{source}: {key} {path} does not exist", exit_code=ENVIRONMENT)
+            out[data_key] = base64.b64encode(path.read_bytes()).decode()
+    return out
+
+
+def check_plane(plane: str) -> None:
+    if plane not in TARGET_PLANES:
+        raise EksinfError(
+            f"unknown plane {plane!r}",
+            hint="Use --plane mgmt or --plane workload.",
+            exit_code=USAGE,
+        )
+
+
+def load_kubeconfig(kubeconfig: Path, context: str | None) -> dict[str, Any]:
+    """The kubeconfig file reduced to one context (see `one_context`); usage errors exit 2."""
+    if not kubeconfig.is_file():
+        raise EksinfError(f"no kubeconfig at {kubeconfig}", exit_code=USAGE)
+    try:
+        config = yaml.safe_load(kubeconfig.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise EksinfError(f"{kubeconfig}: not a YAML kubeconfig ({exc})", exit_code=USAGE) from exc
+    return one_context(config, context, kubeconfig)
+
+
+@dataclass(frozen=True)
+class TargetInfo:
+    name: str
+    plane: str
+    target: str
+    kubeconfig: str | None
+    apps_space: str
+    argocd: dict[str, Any] | None = None  # what add did about Argo CD (None: not asked)
+    applied: tuple[str, ...] = ()  # the cluster half applied by add
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "plane": self.plane,
+            "target": self.target,
+            "kubeconfig": self.kubeconfig,
+            "appsSpace": self.apps_space,
+            "argocd": self.argocd,
+            "applied": list(self.applied),
+        }
+
+
+def add(
+    hub: Any,
+    stack_root: Path,
+    name: str,
+    plane: str,
+    kubeconfig: Path,
+    registry: str,
+    context: str | None = None,
+    *,
+    argocd_namespace: str = "argocd",
+    install_argocd: bool = True,
+    oci_credentials: tuple[str, str] | None = None,
+    say: Any = lambda _m: None,
+) -> TargetInfo:
+    """Wire the cluster as enroll does (Argo CD installed when absent and allowed, the root
+    Application applied), then keep its kubeconfig, then create the hub half. Idempotent; the
+    cluster first, so a refused apply leaves nothing in the hub."""
+    from dataclasses import replace
+
+    from ..aws import argocd
+    from ..aws.enroll import apply_wiring, wiring_docs
+    from ..aws.kube import KubeClient, parse_kubeconfig, write_kubeconfig
+    from .deploy import ensure_target_space
+
+    check_plane(plane)
+    reduced = load_kubeconfig(kubeconfig, context)
+    kube = KubeClient.from_auth(parse_kubeconfig(reduced, kubeconfig.parent, str(kubeconfig)))
+    if hub.space_exists(name):
+        labels = hub.get_space(name).labels
+        if labels.get(MODE_LABEL) != TARGET_MODE or labels.get(PLANE_LABEL) != plane:
+            raise EksinfError(
+                f"space {name} already exists and is not a {plane} target "
+                f"(labels {labels.get(MODE_LABEL)}/{labels.get(PLANE_LABEL)})",
+                hint="Pick another NAME, or remove that target first.",
+                exit_code=CONTRACT,
+            )
+    kube.version()  # reachable, or exit 4 before anything is written
+    if install_argocd:
+        outcome = argocd.ensure(kube, stack_root / "configs", argocd_namespace, say=say)
+    else:
+        image = argocd.server_image(kube, argocd_namespace)
+        if image is None:
+            raise EksinfError(
+                f"no Argo CD in {argocd_namespace} on {kube.server} and --no-argocd given",
+                hint="Install Argo CD 3.1+ there, or drop --no-argocd to install the pinned one.",
+                exit_code=CONTRACT,
+            )
+        outcome = argocd.ArgoOutcome("present", image, "left alone (--no-argocd)")
+    docs, _skipped = wiring_docs(name, registry, argocd_namespace, oci_credentials)
+    applied = apply_wiring(kube, docs)
+    write_kubeconfig(kubeconfig_path(stack_root, name), reduced)
+    ensure_target_space(
+        hub, name, registry, owner_labels(**{MODE_LABEL: TARGET_MODE, PLANE_LABEL: plane})
+    )
+    return replace(info(hub, stack_root, name), argocd=outcome.as_json(), applied=tuple(applied))
+
+
+def info(hub: Any, stack_root: Path, name: str) -> TargetInfo:
+    space = hub.get_space(name)
+    path = kubeconfig_path(stack_root, name)
+    return TargetInfo(
+        name=name,
+        plane=space.labels.get(PLANE_LABEL, ""),
+        target=f"{name}/target",
+        kubeconfig=str(path) if path.is_file() else None,
+        apps_space=apps_space(name),
+    )
+
+
+def list_targets(hub: Any, stack_root: Path) -> list[TargetInfo]:
+    spaces = hub.list_spaces(f"Labels.{MODE_LABEL} = '{TARGET_MODE}'")
+    return [info(hub, stack_root, s.slug) for s in sorted(spaces, key=lambda s: s.slug)]
+
+
+def remove(hub: Any, stack_root: Path, name: str) -> list[str]:
+    """Delete the apps space, then the target space (refused while variants are bound to it),
+    then the kept kubeconfig. Returns what was removed."""
+    target = info(hub, stack_root, name)
+    if not target.plane:
+        raise EksinfError(f"{name} is not a target made by `target add`", exit_code=USAGE)
+    gone = []
+    for space in (apps_space(name), name):
+        if hub.space_exists(space):
+            hub.delete_space(space, recursive=True)
+            gone.append(f"space {space}")
+    path = kubeconfig_path(stack_root, name)
+    if path.is_file():
+        path.unlink()
+        gone.append(str(path))
+    return gone
+
+
+# ---- mgmt up ------------------------------------------------------------------------------------
+
+CONTAINER_RUNTIMES = ("docker", "podman", "nerdctl")
+
+
+def missing_tools(which: Any = shutil.which) -> list[str]:
+    """What `mgmt up` needs on PATH and does not find: kind, and one container runtime."""
+    missing = [] if which("kind") else ["kind"]
+    if not any(which(r) for r in CONTAINER_RUNTIMES):
+        missing.append(f"a container runtime ({' or '.join(CONTAINER_RUNTIMES)})")
+    return missing
+
+
+# ---- sync on publish ------------------------------------------------------------------------
+
+
+def sync_after_publish(
+    hub: Any,
+    stack_root: Path,
+    target: str,
+    published: list[str],
+    argocd_namespace: str,
+    timeout: float,
+    poll: float = 1.0,
+    say: Any = lambda _m: None,
+) -> dict[str, Any]:
+    """Ask the target's Argo CD to refresh the Applications of what was just published (each is
+    named after its space) and wait, bounded, until each shows its new release as Synced."""
+    from ..aws.argocd import request_refresh, wait_synced
+    from ..aws.kube import KubeClient
+
+    space = target.split("/", 1)[0]
+    path = kubeconfig_path(stack_root, space)
+    if not published:
+        return {"status": "skipped", "reason": "nothing published"}
+    if not path.is_file():
+        return {
+            "status": "skipped",
+            "reason": f"no kubeconfig for target {space} ({path}): Argo CD polls on its own",
+        }
+    kube = KubeClient.from_kubeconfig(path)
+    refreshed = request_refresh(kube, argocd_namespace, sorted(published))
+    say(f"sync: refresh requested for {len(refreshed)} Application(s) in {argocd_namespace}")
+    wanted = {name: hub.list_releases(name)[-1].manifest_digest for name in refreshed}
+    took = wait_synced(kube, argocd_namespace, wanted, timeout, poll, say)
+    late = sorted(n for n, t in took.items() if t is None)
+    return {
+        "status": "synced" if not late else "timeout",
+        "refreshed": refreshed,
+        "absent": sorted(set(published) - set(refreshed)),
+        "seconds": {n: t for n, t in sorted(took.items()) if t is not None},
+        "notSynced": late,
+        "timeout": timeout,
+    }

@@ -1,0 +1,195 @@
+"""Targets from a kubeconfig, Argo CD installed from the pinned manifest, sync on publish, and
+`mgmt up` without kind. The clusters are `FakeKubeApi` (tests/aws_stubs.py): no Kubernetes API
+server exists on these machines; Argo CD's reactions (an Application synced after a refresh, a
+Deployment becoming Available) are simulated by callbacks, stated in each test."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from aws_stubs import FakeKubeApi
+
+from eksinf.aws import argocd
+from eksinf.aws.kube import KubeClient, resource_path
+from eksinf.hub.local import LocalHub
+from eksinf.model.names import kubeconfig_path
+
+SERVER = resource_path("apps/v1", "Deployment", "argocd", "argocd-server")
+
+
+def argocd_server(image: str) -> dict:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "argocd-server", "namespace": "argocd"},
+        "spec": {"template": {"spec": {"containers": [{"name": "s", "image": image}]}}},
+    }
+
+
+def becomes_available(api: FakeKubeApi, namespace: str = "argocd") -> None:
+    """Simulates the kubelet: argocd-server turns Available once applied."""
+    server = resource_path("apps/v1", "Deployment", namespace, "argocd-server")
+
+    def ready(path: str, obj: dict) -> None:
+        if path == server and "status" not in obj:
+            obj["status"] = {"conditions": [{"type": "Available", "status": "True"}]}
+
+    api.on_patch.append(ready)
+
+
+def test_absent_argocd_is_installed_from_the_pinned_units(stack_dir, tmp_path):
+    with FakeKubeApi() as api:
+        becomes_available(api, "gitops")
+        kube = KubeClient.from_kubeconfig(api.kubeconfig(tmp_path / "k"))
+        said: list[str] = []
+        outcome = argocd.ensure(kube, stack_dir / "configs", "gitops", timeout=20, say=said.append)
+        assert outcome.action == "installed"
+        assert outcome.image == "quay.io/argoproj/argocd:v3.4.7"
+        applied = [p for m, p in api.log if m == "PATCH"]
+        assert applied[0] == "/api/v1/namespaces/gitops"  # the Namespace first, renamed
+        assert applied[1].startswith("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/")
+        secrets = {p.rsplit("/", 1)[1] for p in applied if "/secrets/" in p}
+        assert secrets == {"argocd-secret", "argocd-notifications-secret"}
+        assert all(
+            "/namespaces/gitops" in p or "/namespaces/" not in p for p in applied
+        )  # every namespaced object moved to --argocd-namespace
+        binding = api.objects[
+            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/argocd-server"
+        ]
+        assert {s["namespace"] for s in binding["subjects"]} == {"gitops"}
+        assert any("installing" in m for m in said)
+        again = argocd.ensure(kube, stack_dir / "configs", "gitops")
+        assert again.action == "present"
+
+
+def test_present_argocd_is_left_alone_and_one_below_the_floor_refused(stack_dir, tmp_path):
+    with FakeKubeApi() as api:
+        api.put(SERVER, argocd_server("quay.io/argoproj/argocd:v3.4.5"))
+        kube = KubeClient.from_kubeconfig(api.kubeconfig(tmp_path / "k"))
+        outcome = argocd.ensure(kube, stack_dir / "configs", "argocd")
+        assert (outcome.action, outcome.detail) == ("present", "left alone")
+        assert [m for m, _ in api.log if m != "GET"] == []
+        api.put(SERVER, argocd_server("quay.io/argoproj/argocd:v2.14.9"))
+        with pytest.raises(Exception) as err:
+            argocd.ensure(kube, stack_dir / "configs", "argocd")
+        assert err.value.exit_code == 3 and "below the floor 3.1" in err.value.message
+        assert [m for m, _ in api.log if m != "GET"] == []
+
+
+def test_install_wait_is_bounded(stack_dir, tmp_path):
+    with FakeKubeApi() as api:  # nothing makes argocd-server Available
+        kube = KubeClient.from_kubeconfig(api.kubeconfig(tmp_path / "k"))
+        ticks = iter(range(100))
+        with pytest.raises(Exception) as err:
+            argocd.ensure(
+                kube,
+                stack_dir / "configs",
+                "argocd",
+                timeout=3,
+                sleep=lambda _s: None,
+                clock=lambda: float(next(ticks)),
+            )
+        assert err.value.exit_code == 1 and "not Available after 3 s" in err.value.message
+
+
+def sync_on_refresh(api: FakeKubeApi, hub_path: Path) -> list[str]:
+    """Simulates Argo CD: an Application given the refresh annotation reports the space's
+    latest release digest as Synced (and drops the annotation, as Argo CD does)."""
+    refreshed: list[str] = []
+
+    def react(path: str, obj: dict) -> None:
+        notes = (obj.get("metadata") or {}).get("annotations") or {}
+        if obj.get("kind") == "Application" and notes.pop(argocd.REFRESH_ANNOTATION, None):
+            name = obj["metadata"]["name"]
+            hub = LocalHub(hub_path)
+            try:
+                digest = hub.list_releases(name)[-1].manifest_digest
+            finally:
+                hub.close()
+            obj["status"] = {"sync": {"status": "Synced", "revision": digest}}
+            refreshed.append(name)
+
+    api.on_patch.append(react)
+    return refreshed
+
+
+def test_target_add_then_deploy_mgmt_publishes_and_triggers_a_refresh(eksinf, stack_dir, tmp_path):
+    registry = f"oci-layout:{tmp_path / 'oci'}"
+    assert eksinf("install", cwd=stack_dir).code == 0
+    assert eksinf("hub", "create-variant", "dev", "platform-profile-base", cwd=stack_dir).code == 0
+    with FakeKubeApi(token="m") as api:
+        becomes_available(api)
+        given = api.kubeconfig(tmp_path / "given.kubeconfig")
+        added = eksinf(
+            "target", "add", "m1", "--plane", "mgmt", "--kubeconfig", str(given),
+            "--oci-registry", registry, "--json", cwd=stack_dir,
+        )  # fmt: skip
+        assert added.code == 0, added.err
+        info = json.loads(added.out)
+        assert info["argocd"]["action"] == "installed"
+        assert info["applied"] == ["Application argocd/m1-argo-apps"]
+        kept = kubeconfig_path(stack_dir, "m1")
+        assert info["kubeconfig"] == str(kept) and oct(kept.stat().st_mode)[-3:] == "600"
+        # The root app creates one Application per variant from the apps space: simulated by
+        # putting them there once the variants exist (what Argo CD's root app would do).
+        refreshed = sync_on_refresh(api, stack_dir / ".eksinf" / "hub.db")
+        listed = json.loads(eksinf("target", "list", "--json", cwd=stack_dir).out)
+        assert [(t["target"], t["plane"]) for t in listed] == [("m1/target", "mgmt")]
+        dry = eksinf(
+            "deploy", "--plane", "mgmt", "--target", "m1/target", "--dry-run", cwd=stack_dir
+        )
+        assert dry.code == 0, dry.err
+        spaces = [
+            c for c in ("ack-controllers", "aws-network", "eks-cluster", "karpenter-aws", "argocd")
+        ]
+        for comp in spaces:
+            app = f"{comp}-dev"
+            api.put(
+                argocd.application_path("argocd", app),
+                {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+                 "metadata": {"name": app, "namespace": "argocd"}},
+            )  # fmt: skip
+        api.put(
+            argocd.application_path("argocd", "m1-argo-apps"),
+            {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+             "metadata": {"name": "m1-argo-apps", "namespace": "argocd"}},
+        )  # fmt: skip
+        deployed = eksinf(
+            "deploy", "--plane", "mgmt", "--target", "m1/target", "--json", cwd=stack_dir
+        )
+        assert deployed.code == 0, deployed.err
+        body = json.loads(deployed.out)
+        assert sorted(body["published"]) == sorted([f"{c}-dev" for c in spaces] + ["m1-argo-apps"])
+        sync = body["sync"]
+        assert sync["status"] == "synced" and sorted(sync["refreshed"]) == sorted(body["published"])
+        assert sorted(refreshed) == sorted(body["published"])
+        assert sorted(sync["seconds"]) == sorted(body["published"]) and sync["notSynced"] == []
+        again = eksinf("deploy", "--plane", "mgmt", "--target", "m1/target", cwd=stack_dir)
+        assert again.code == 0 and "Nothing changed" in again.out
+        assert "sync: skipped (nothing published)" in again.out
+        nosync = eksinf(
+            "deploy", "--plane", "mgmt", "--target", "m1/target", "--no-sync", "--json",
+            cwd=stack_dir,
+        )  # fmt: skip
+        assert json.loads(nosync.out)["sync"] is None
+
+
+def test_target_add_refuses_an_unusable_context(eksinf, stack_dir, tmp_path):
+    with FakeKubeApi() as api:
+        given = api.kubeconfig(tmp_path / "given.kubeconfig")
+        result = eksinf(
+            "target", "add", "m1", "--plane", "mgmt", "--kubeconfig", str(given),
+            "--context", "nope", cwd=stack_dir,
+        )  # fmt: skip
+    assert result.code == 2 and "no usable context 'nope'" in result.err
+    assert not (stack_dir / ".eksinf" / "hub.db").exists()
+
+
+def test_mgmt_up_without_kind_names_what_is_missing(eksinf, stack_dir, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # neither kind nor a container runtime
+    result = eksinf("mgmt", "up", cwd=stack_dir)
+    assert result.code == 4
+    assert "mgmt up needs kind and a container runtime (docker or podman or nerdctl)" in result.err
+    assert not (stack_dir / ".eksinf").exists()
