@@ -193,3 +193,104 @@ def test_mgmt_up_without_kind_names_what_is_missing(eksinf, stack_dir, monkeypat
     assert result.code == 4
     assert "mgmt up needs kind and a container runtime (docker or podman or nerdctl)" in result.err
     assert not (stack_dir / ".eksinf").exists()
+
+
+def app(name: str, sync: str | None, health: str | None) -> dict:
+    doc = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": {"name": name}}
+    if sync:
+        doc["status"] = {
+            "sync": {"status": sync, "revision": "sha256:1"},
+            "health": {"status": health},
+        }
+    return doc
+
+
+def test_status_plane_reports_each_state_and_unknown_is_never_healthy(eksinf, stack_dir, tmp_path):
+    """FakeKubeApi stands in for both clusters; the objects' status blocks are what Argo CD,
+    the ACK controllers, Karpenter and vLLM would have written."""
+    from eksinf.aws.ack import ack_objects
+
+    mgmt_objects = ack_objects(stack_dir / "configs", ["aws-network", "eks-cluster"])
+    with FakeKubeApi() as api:
+        apps = argocd.application_path
+        api.put(
+            apps("argocd", "ack-controllers-dev"), app("ack-controllers-dev", "Synced", "Healthy")
+        )
+        api.put(apps("argocd", "aws-network-dev"), app("aws-network-dev", "OutOfSync", "Degraded"))
+        vpc = next(o for o in mgmt_objects if o.kind == "VPC")
+        cluster = next(o for o in mgmt_objects if o.kind == "Cluster")
+        role = next(o for o in mgmt_objects if o.kind == "Role")
+        api.put(
+            vpc.path, {"status": {"conditions": [{"type": "ACK.ResourceSynced", "status": "True"}]}}
+        )
+        api.put(cluster.path, {"status": {"conditions": [
+            {"type": "ACK.Terminal", "status": "True", "message": "InvalidParameterException: bad subnet"},
+            {"type": "ACK.ResourceSynced", "status": "False"}]}})  # fmt: skip
+        api.put(role.path, {"metadata": {"name": role.name}})  # no status yet
+        config = api.kubeconfig(tmp_path / "k")
+        result = eksinf(
+            "status", "--plane", "mgmt", "--kubeconfig", str(config), "--json", cwd=stack_dir
+        )
+        assert result.code == 1  # degraded
+        body = json.loads(result.out)
+        states = {r["application"]: (r["sync"], r["state"]) for r in body["argocd"]}
+        assert states["ack-controllers-dev"] == ("Synced", "healthy")
+        assert states["aws-network-dev"] == ("OutOfSync", "degraded")
+        assert states["argocd-dev"] == ("Unknown", "unknown")  # absent Application: not Synced
+        ack = {r["resource"]: r for r in body["ack"]}
+        assert ack[vpc.label]["state"] == "healthy"
+        assert (ack[cluster.label]["synced"], ack[cluster.label]["state"]) == (
+            "Terminal",
+            "degraded",
+        )
+        assert ack[cluster.label]["message"] == "InvalidParameterException: bad subnet"
+        assert (ack[role.label]["synced"], ack[role.label]["state"]) == ("Unknown", "unknown")
+        assert body["state"] == "degraded"
+
+    model = "Qwen/Qwen2.5-7B-Instruct-AWQ"
+    with FakeKubeApi() as api:
+        for comp in ("karpenter", "gpu-runtime", "inference-workloads"):
+            api.put(apps("argocd", f"{comp}-dev"), app(f"{comp}-dev", "Synced", "Healthy"))
+        api.put("/apis/karpenter.sh/v1/nodepools/quantized-gpu", {
+            "metadata": {"name": "quantized-gpu"},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}})  # fmt: skip
+        api.put("/apis/karpenter.sh/v1/nodeclaims/quantized-gpu-abc", {
+            "metadata": {"name": "quantized-gpu-abc", "labels": {
+                "karpenter.sh/nodepool": "quantized-gpu",
+                "node.kubernetes.io/instance-type": "g6.xlarge"}},
+            "status": {"conditions": [{"type": "Launched", "status": "True"},
+                                      {"type": "Registered", "status": "True"}]}})  # fmt: skip
+        for name, replicas in (("vllm", 1), ("chat", 1), ("smoke-cpu", 0), ("smoke-gpu", 0)):
+            api.put(f"/apis/apps/v1/namespaces/inference/deployments/{name}", {
+                "metadata": {"name": name}, "spec": {"replicas": replicas},
+                "status": {"availableReplicas": replicas}})  # fmt: skip
+        proxy = "/api/v1/namespaces/inference/services/vllm:8000/proxy/v1/models"
+        api.put(proxy, {"object": "list", "data": [{"id": model, "object": "model"}]})
+        config = api.kubeconfig(tmp_path / "w")
+        args = ("status", "--plane", "workload", "--kubeconfig", str(config))
+        result = eksinf(*args, "--json", cwd=stack_dir)
+        assert result.code == 0, result.out
+        body = json.loads(result.out)
+        (pool,) = body["karpenter"]
+        assert (pool["launched"], pool["registered"], pool["instanceTypes"]) == (
+            1,
+            1,
+            ["g6.xlarge"],
+        )
+        rows = {r["deployment"]: r for r in body["inference"]}
+        assert rows["inference/vllm"]["endpoint"]["models"] == [model]
+        assert rows["inference/vllm"]["state"] == "healthy"
+        assert rows["inference/smoke-gpu"]["message"] == "scaled to 0 (serves nothing)"
+        assert body["state"] == "healthy"
+        # vLLM up but answering without the profile's model: not serving
+        api.put(proxy, {"object": "list", "data": [{"id": "other/model"}]})
+        watched = eksinf(*args, "--watch", "0.01", "--count", "2", cwd=stack_dir)
+        assert watched.code == 1
+        assert watched.out.count("workload plane on") == 2
+        assert f"/v1/models: does not list {model}" in watched.out
+        api.objects.pop(proxy)  # the proxy answers 404: unknown, not healthy
+        unknown = json.loads(eksinf(*args, "--json", cwd=stack_dir).out)
+        vllm = next(r for r in unknown["inference"] if r["deployment"] == "inference/vllm")
+        assert vllm["state"] == "unknown" and unknown["state"] == "unknown"
+    down = json.loads(eksinf(*args, "--json", cwd=stack_dir).out)  # the cluster is gone
+    assert down["state"] == "unknown" and down["error"]

@@ -207,7 +207,7 @@ def wait_synced(
             status, seen, _ = sync_state(kube.get(application_path(namespace, name)))
             if status == "Synced" and revision in (seen, seen.rsplit("@", 1)[-1]):
                 took[name] = round(clock() - started, 1)
-                say(f"sync: {name} Synced at {revision[:19]} after {took[name]} s")
+                say(f"sync: {name} Synced at the new release after {took[name]} s")
         left = [n for n, t in took.items() if t is None]
         if not left or clock() - started >= timeout:
             return took

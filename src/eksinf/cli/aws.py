@@ -67,6 +67,9 @@ def warn(message: str) -> None:
     err_console.print(f"warning: {message}", markup=False, highlight=False)
 
 
+ARGOCD_NS_OPTION = typer.Option("argocd", "--argocd-namespace", help="Argo CD's namespace.")
+
+
 def status_cmd(
     ctx: typer.Context,
     region: str = REGION_OPTION,
@@ -83,13 +86,32 @@ def status_cmd(
         help="Management cluster kubeconfig, to compare the account ACK built the stack in "
         "with the caller's. Default: .eksinf/clusters/mgmt.kubeconfig when it exists.",
     ),
+    plane: str = typer.Option(
+        None,
+        "--plane",
+        help="mgmt or workload: report whether the plane serves, from its cluster only (Argo "
+        "CD, ACK, Karpenter, model endpoints) instead of EC2 and costs.",
+    ),
+    variant: str = typer.Option("dev", "--variant", help="With --plane: the deployed variant."),
+    argocd_namespace: str = ARGOCD_NS_OPTION,
+    watch: float = typer.Option(
+        0, "--watch", help="With --plane: refresh every SECONDS until interrupted."
+    ),
+    count: int = typer.Option(0, "--count", help="With --watch: stop after N reports (0: never)."),
     json_out: bool = JSON_OPTION,
 ) -> None:
-    """What this stack runs on EC2 and what it costs (scoped to the stack's tags)."""
+    """What this stack runs on EC2 and what it costs (scoped to the stack's tags); with --plane,
+    whether the plane serves."""
     from ..aws import pricing
     from ..aws import status as status_mod
     from ..aws.kube import KubeClient
     from ..prices import load_prices
+
+    if plane is not None:
+        _serving_status(
+            ctx, plane, workload_kubeconfig, variant, argocd_namespace, watch, count, json_out
+        )
+        return
 
     scope = stack_scope(ctx, region)
     try:
@@ -161,6 +183,51 @@ def status_cmd(
         f"{pricing.cache_file(scope.region)}; table src/eksinf/data/prices.json as of "
         f"{report.prices_as_of})"
     )
+
+
+def _serving_status(
+    ctx: typer.Context,
+    plane: str,
+    kubeconfig: Path | None,
+    variant: str,
+    argocd_namespace: str,
+    watch: float,
+    count: int,
+    json_out: bool,
+) -> None:
+    import time
+
+    from ..aws import serving
+    from ..aws.kube import KubeClient
+    from ..profile import load_profile
+
+    if plane not in ("mgmt", "workload"):
+        raise EksinfError(f"unknown plane {plane!r}", hint="Use mgmt or workload.", exit_code=2)
+    stack = state(ctx).stack()
+    path = kubeconfig or kubeconfig_path(stack.root, "mgmt")
+    if kubeconfig is None and plane == "workload":
+        raise EksinfError(
+            "status --plane workload needs --kubeconfig (the workload cluster's)", exit_code=2
+        )
+    model = str(load_profile(stack).spec.get("modelId", ""))
+    plan = serving.plan_for(
+        stack.configs_dir, plane, [c.name for c in stack.select(plane=plane)], variant
+    )
+    kube = KubeClient.from_kubeconfig(Path(path))
+    shown = 0
+    while True:
+        report = serving.collect(kube, plan, argocd_namespace, model, plane)
+        shown += 1
+        if json_out:
+            emit_json(report)
+        else:
+            for line in serving.format_text(report):
+                typer.echo(line)
+        if not watch or (count and shown >= count):
+            break
+        time.sleep(watch)
+    if report["state"] != serving.HEALTHY:
+        raise EksinfError(f"{plane} plane is {report['state']}: see above", exit_code=1)
 
 
 def _stack_accounts(
@@ -401,8 +468,6 @@ def creds_show_policy_cmd(ctx: typer.Context, json_out: bool = JSON_OPTION) -> N
 
 
 # ---- enroll ----------------------------------------------------------------------------------
-
-ARGOCD_NS_OPTION = typer.Option("argocd", "--argocd-namespace", help="Argo CD's namespace.")
 
 
 def _print_checks(report) -> None:
