@@ -294,3 +294,36 @@ def test_status_plane_reports_each_state_and_unknown_is_never_healthy(eksinf, st
         assert vllm["state"] == "unknown" and unknown["state"] == "unknown"
     down = json.loads(eksinf(*args, "--json", cwd=stack_dir).out)  # the cluster is gone
     assert down["state"] == "unknown" and down["error"]
+
+
+def test_release_publish_refreshes_the_target_s_application(eksinf, stack_dir, tmp_path):
+    """Argo CD's sync after the refresh annotation is simulated (sync_on_refresh)."""
+    registry = f"oci-layout:{tmp_path / 'oci'}"
+    assert eksinf("install", cwd=stack_dir).code == 0
+    assert eksinf("hub", "create-variant", "dev", "platform-profile-base", cwd=stack_dir).code == 0
+    with FakeKubeApi() as api:
+        api.put(SERVER, argocd_server("quay.io/argoproj/argocd:v3.4.7"))
+        given = api.kubeconfig(tmp_path / "given.kubeconfig")
+        add = ("target", "add", "w1", "--plane", "workload", "--kubeconfig", str(given))
+        assert eksinf(*add, "--oci-registry", registry, cwd=stack_dir).code == 0
+        deploy = ("deploy", "--plane", "workload", "--target", "w1/target", "--sync-timeout", "1")
+        deployed = eksinf(*deploy, cwd=stack_dir)
+        assert deployed.code == 0, deployed.err
+        # Only the root Application (applied by target add) exists, and nothing syncs it here:
+        # the wait is bounded and the lag is a warning, not a failure.
+        assert "sync: 1 Application(s) refreshed; 0 Synced" in deployed.out
+        assert "not yet: w1-argo-apps" in deployed.out
+        assert "warning: not Synced within 1 s: w1-argo-apps" in deployed.err
+        space = "inference-workloads-dev"
+        api.put(
+            argocd.application_path("argocd", space),
+            {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+             "metadata": {"name": space, "namespace": "argocd"}},
+        )  # fmt: skip
+        refreshed = sync_on_refresh(api, stack_dir / ".eksinf" / "hub.db")
+        fn = ("fn", "set-replicas", "1", "--space", space, "--unit", "vllm")
+        assert eksinf(*fn, cwd=stack_dir).code == 0
+        published = eksinf("release", "publish", space, cwd=stack_dir)
+        assert published.code == 0, published.err
+        assert refreshed == [space]
+        assert f"sync: {space} Synced at the new release after" in published.out

@@ -30,6 +30,16 @@ VARIANT_OPTION = typer.Option(
     "dev", "--variant", help="Variant name: spaces are <component>-<variant>."
 )
 
+NO_SYNC_OPTION = typer.Option(
+    False, "--no-sync", help="Do not ask the target's Argo CD to refresh after publishing."
+)
+SYNC_TIMEOUT_OPTION = typer.Option(
+    120, "--sync-timeout", help="Seconds to wait for the refreshed Applications to sync."
+)
+ARGOCD_NAMESPACE_OPTION = typer.Option(
+    "argocd", "--argocd-namespace", help="Argo CD's namespace on the target."
+)
+
 fn_app = typer.Typer(help="Run a hub function on units of a space.", no_args_is_help=True)
 release_app = typer.Typer(help="Publish and list releases.", no_args_is_help=True)
 sandbox_app = typer.Typer(
@@ -129,15 +139,9 @@ def deploy_cmd(
     target: str = typer.Option(..., "--target", help="The OCI target, as <space>/<target>."),
     variant: str = VARIANT_OPTION,
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan; change nothing."),
-    no_sync: bool = typer.Option(
-        False, "--no-sync", help="Do not ask the target's Argo CD to refresh after publishing."
-    ),
-    sync_timeout: float = typer.Option(
-        120, "--sync-timeout", help="Seconds to wait for the refreshed Applications to sync."
-    ),
-    argocd_namespace: str = typer.Option(
-        "argocd", "--argocd-namespace", help="Argo CD's namespace on the target."
-    ),
+    no_sync: bool = NO_SYNC_OPTION,
+    sync_timeout: float = SYNC_TIMEOUT_OPTION,
+    argocd_namespace: str = ARGOCD_NAMESPACE_OPTION,
     hub_choice: str = HUB_OPTION,
     json_out: bool = JSON_OPTION,
 ) -> None:
@@ -387,21 +391,35 @@ def _units(count: int | None) -> str:
 def release_publish(
     ctx: typer.Context,
     space: str = typer.Argument(...),
+    no_sync: bool = NO_SYNC_OPTION,
+    sync_timeout: float = SYNC_TIMEOUT_OPTION,
+    argocd_namespace: str = ARGOCD_NAMESPACE_OPTION,
     hub_choice: str = HUB_OPTION,
     json_out: bool = JSON_OPTION,
 ) -> None:
-    """Publish the space's units bound to its release target as an OCI artifact.
+    """Publish the space's units bound to its release target as an OCI artifact, then ask the
+    target's Argo CD to refresh it (unless --no-sync).
 
     Refused (exit 3) when the API server would not admit a unit: the same checks as
     `eksinf validate`, on the units as published, against the stack's CRDs.
     """
     from ..flows import deploy as flow
 
+    sync = None
     with _hub(ctx, hub_choice) as (hub, stack):
         flow.admit(hub, stack, space)  # exit 3 before anything is pushed
         outcome, release = flow.publish(hub, space)
+        target = hub.get_space(space).release_target
+        if outcome == "published" and target and not no_sync:
+            from .. import targets
+
+            sync = targets.sync_after_publish(
+                hub, stack.root, target, [space], argocd_namespace, sync_timeout, say=progress
+            )
     if json_out:
-        emit_json({"outcome": outcome, "release": release.to_json() if release else None})
+        emit_json(
+            {"outcome": outcome, "release": release.to_json() if release else None, "sync": sync}
+        )
         return
     if outcome == "current":
         typer.echo(f"{space}: no changes since the latest release; nothing published")
@@ -409,6 +427,16 @@ def release_publish(
         typer.echo(
             f"{space}: published release {release.release_num} to {release.ref} "
             f"({_units(release.unit_count)}, {release.manifest_digest})"
+        )
+    if sync is not None and sync["status"] == "skipped":
+        typer.echo(f"sync: skipped ({sync['reason']})")
+    elif sync is not None:
+        took = sync["seconds"].get(space)
+        typer.echo(
+            f"sync: {space} Synced at the new release after {took} s"
+            if took is not None
+            else f"sync: {space} not Synced within {int(sync_timeout)} s (Argo CD's next poll "
+            "will still pick it up)"
         )
 
 
