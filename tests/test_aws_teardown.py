@@ -431,6 +431,18 @@ def test_delete_config_removes_only_the_torn_down_planes_spaces(eksinf, stack_di
     hub = open_hub(stack_dir)
     assert not [s for s in workload if hub.space_exists(s)]
     assert all(hub.space_exists(s) for s in mgmt_spaces)  # the mgmt plane was not torn down
+    assert hub.space_exists("platform-profile-sandbox")  # the mgmt variants still use it
+    mgmt = eksinf(
+        "teardown", "--plane", "mgmt", "--variant", "sandbox", "--yes", "--delete-config",
+        "--json", cwd=stack_dir,
+    )  # fmt: skip
+    assert mgmt.code == 0, mgmt.err
+    detail = body_step(json.loads(mgmt.out), "config")["detail"]
+    assert "platform-profile-sandbox (no sandbox variant uses it any more)" in detail
+    hub = open_hub(stack_dir)
+    assert not [s for s in mgmt_spaces if hub.space_exists(s)]
+    assert not hub.space_exists("platform-profile-sandbox")
+    assert hub.space_exists("platform-profile-base")  # the base is install's, not teardown's
 
 
 def test_delete_config_without_a_hub_deletes_nothing_and_creates_no_hub(eksinf, stack_dir, aws_env):

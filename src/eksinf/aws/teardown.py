@@ -22,7 +22,7 @@ import botocore.exceptions as bce
 
 from ..errors import CONTRACT, ENVIRONMENT, FAILURE, EksinfError
 from ..model.configs import of_kind, read_units, resources
-from ..model.names import variant_space
+from ..model.names import profile_space, variant_space
 from ..stack import Stack
 from . import creds as creds_mod
 from .ack import AckObject, ack_accounts, ack_objects
@@ -530,6 +530,10 @@ class ConfigPlane(Protocol):
         """Delete the spaces that exist (recursively); return those deleted."""
         ...
 
+    def existing(self, spaces: list[str]) -> list[str]:
+        """The spaces of `spaces` that exist."""
+        ...
+
 
 # ---- the whole run -----------------------------------------------------------------------------
 
@@ -545,6 +549,9 @@ class TeardownPlan:
     kube_path: Path
     argocd_namespace: str
     ack_namespace: str
+    # every deployable component: once none has a space of this variant left, the profile
+    # variant sandbox up / hub create-variant made for it goes too (--delete-config)
+    deployable: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -586,6 +593,7 @@ def make_plan(
         kube_path=kube_path,
         argocd_namespace=argocd_namespace,
         ack_namespace=ack_namespace,
+        deployable=tuple(c.name for c in stack.components if c.plane != "hub"),
     )
 
 
@@ -677,6 +685,11 @@ def run(
             removed = config.delete_spaces(
                 [variant_space(comp, plan.variant) for comp in plan.components[out.plane]]
             )
+            if not config.existing([variant_space(c, plan.variant) for c in plan.deployable]):
+                removed += [
+                    f"{space} (no {plan.variant} variant uses it any more)"
+                    for space in config.delete_spaces([profile_space(plan.variant)])
+                ]
             out.record("config", "done", f"deleted {', '.join(removed) or 'no spaces'}", say)
     return outcomes
 

@@ -38,6 +38,9 @@ class HubConfig:
                 removed.append(space)
         return removed
 
+    def existing(self, spaces: list[str]) -> list[str]:
+        return [s for s in spaces if self.hub.space_exists(s)]
+
 
 @contextlib.contextmanager
 def stack_config(root: Path) -> Iterator[HubConfig | None]:
