@@ -327,3 +327,49 @@ def test_release_publish_refreshes_the_target_s_application(eksinf, stack_dir, t
         assert published.code == 0, published.err
         assert refreshed == [space]
         assert f"sync: {space} Synced at the new release after" in published.out
+
+
+FAKE_KIND = """#!/bin/sh
+# A stand-in for kind (no container runtime here): it records clusters in a file and hands out
+# the kubeconfig of the FakeKubeApi the test started.
+state="$FAKE_KIND_DIR/clusters"
+case "$1 $2" in
+  "get clusters") cat "$state" 2>/dev/null || echo "No kind clusters found." >&2 ;;
+  "get kubeconfig") cat "$FAKE_KIND_DIR/kubeconfig" ;;
+  "create cluster") echo "$4" >> "$state"; cp "$FAKE_KIND_DIR/kubeconfig" "$6" ;;
+  *) echo "unexpected: $*" >&2; exit 9 ;;
+esac
+"""
+
+
+def test_mgmt_up_creates_the_kind_cluster_once_and_installs_argocd(
+    eksinf, stack_dir, tmp_path, monkeypatch
+):
+    """`kind` and `docker` are stand-in scripts on PATH (stated in FAKE_KIND); the cluster is
+    FakeKubeApi, argocd-server's availability simulated."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "kind").write_text(FAKE_KIND)
+    (bin_dir / "docker").write_text("#!/bin/sh\nexit 0\n")
+    for tool in ("kind", "docker"):
+        (bin_dir / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    monkeypatch.setenv("FAKE_KIND_DIR", str(tmp_path))
+    with FakeKubeApi() as api:
+        becomes_available(api)
+        api.kubeconfig(tmp_path / "kubeconfig")
+        first = eksinf("mgmt", "up", "--oci-registry", "oci-layout:x", "--json", cwd=stack_dir)
+        assert first.code == 0, first.err
+        body = json.loads(first.out)
+        assert (body["cluster"], body["created"], body["target"]) == (
+            "eksinf-mgmt",
+            True,
+            "mgmt/target",
+        )
+        assert body["argocd"]["action"] == "installed"
+        assert (tmp_path / "clusters").read_text() == "eksinf-mgmt\n"
+        again = eksinf("mgmt", "up", "--oci-registry", "oci-layout:x", "--json", cwd=stack_dir)
+        assert again.code == 0, again.err
+        body = json.loads(again.out)
+        assert body["created"] is False and body["argocd"]["action"] == "present"
+        assert (tmp_path / "clusters").read_text() == "eksinf-mgmt\n"  # not created twice
