@@ -550,11 +550,14 @@ def render_stack(
             continue
         if comp.render == "manifest":
             pinned = manifests.read_lock(stack)
-            where = manifests.mirror_dir(mirror)
+            manifest_mirror = manifests.mirror_dir(mirror)
             units, made = _manifest_units(
                 stack,
                 comp,
-                {s.name: manifests.resolve(stack, s, where, pinned) for s in comp.manifests},
+                {
+                    s.name: manifests.resolve(stack, s, manifest_mirror, pinned)
+                    for s in comp.manifests
+                },
             )
             outputs.append(ComponentOutput(comp, tuple(units), manifests=tuple(made)))
             for m in made:

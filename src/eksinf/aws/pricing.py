@@ -114,14 +114,16 @@ def fetch_rates(
     now = now or datetime.now(UTC)
     path = cache_file(region)
     cache = _load_cache(path)
-    od_cache = cache.get("onDemand") if isinstance(cache.get("onDemand"), dict) else {}
-    spot_cache = cache.get("spot") if isinstance(cache.get("spot"), dict) else {}
+    od_cache: dict[str, Any] = cache.get("onDemand") or {}
+    spot_cache: dict[str, Any] = cache.get("spot") or {}
+    if not isinstance(od_cache, dict) or not isinstance(spot_cache, dict):
+        od_cache, spot_cache = {}, {}  # a damaged cache is read again from the APIs
     out = LiveRates()
     stamp = now.isoformat(timespec="seconds")
     dirty = False
 
     for itype in sorted(set(on_demand_types)):
-        entry = od_cache.get(itype)
+        entry: Any = od_cache.get(itype)
         if not _fresh(entry, now, ON_DEMAND_TTL):
             try:
                 rate = _get_products(session, region, itype)
@@ -148,7 +150,7 @@ def fetch_rates(
                     spot_cache[key] = {"usd": rate, "readAt": stamp}
                     dirty = True
     for key in wanted:
-        entry = spot_cache.get(key)
+        entry = spot_cache.get(key)  # Any: what the cache file holds
         if _fresh(entry, now, SPOT_TTL):
             out.spot[key] = float(entry["usd"])
             out.read_at[key] = entry["readAt"]

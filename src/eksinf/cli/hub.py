@@ -411,7 +411,7 @@ def release_publish(
         outcome, release = flow.publish(hub, space)
         target = hub.get_space(space).release_target
         if outcome == "published" and target and not no_sync:
-            from .. import targets
+            from ..flows import targets
 
             sync = targets.sync_after_publish(
                 hub, stack.root, target, [space], argocd_namespace, sync_timeout, say=progress

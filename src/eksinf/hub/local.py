@@ -804,7 +804,8 @@ class LocalHub(Closing):
                 writes.append((unit, up, result.text))
             if conflicts:
                 raise MergeConflict(space, conflicts)
-            updated, emptied = [], []
+            updated: list[str] = []
+            emptied: list[str] = []
             for unit, up, text in writes:
                 if self._write(unit, text, f"promote from revision {up['head']}"):
                     (emptied if text == "" else updated).append(unit["slug"])
