@@ -10,7 +10,6 @@ component leaves out (Secrets never go into committed output) are created here, 
 from __future__ import annotations
 
 import copy
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from typing import Any
 from ..errors import CONTRACT, FAILURE, EksinfError
 from ..model.resources import CLUSTER_SCOPED_KINDS
 from ..yamlio import load_docs
-from .contract.facts import ARGOCD_FLOOR
+from .contract.facts import ARGOCD_FLOOR, version_of
 from .kube import KubeClient, resource_path
 
 COMPONENT = "argocd"
@@ -30,11 +29,6 @@ OUT_OF_BAND_SECRETS = ("argocd-secret", "argocd-notifications-secret")
 REFRESH_ANNOTATION = "argocd.argoproj.io/refresh"
 APPLICATION_API = ("argoproj.io/v1alpha1", "Application")
 Say = Callable[[str], None]
-
-
-def version_of(image: str) -> tuple[int, int] | None:
-    match = re.search(r":v?(\d+)\.(\d+)", image)
-    return (int(match.group(1)), int(match.group(2))) if match else None
 
 
 def server_image(kube: KubeClient, namespace: str) -> str | None:

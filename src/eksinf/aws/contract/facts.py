@@ -26,10 +26,17 @@ ROOT_OVERHEAD_GIB = (
     30  # OS, container images and logs on a GPU node's root volume, besides the cache
 )
 ARGOCD_FLOOR = (3, 1)  # older Argo CD cannot resolve oci:// plain-manifest sources
+
 POD_IDENTITY_SERVICE = "pods.eks.amazonaws.com"
 # The Pod Identity agent assumes the role and tags the session; a trust without TagSession
 # fails at credential time, long after the association looked fine.
 POD_IDENTITY_ACTIONS = ("sts:AssumeRole", "sts:TagSession")
+
+
+def version_of(image: str) -> tuple[int, int] | None:
+    """Argo CD's major.minor from its image tag (`...argocd:v3.4.7`), or None when not there."""
+    match = re.search(r":v?(\d+)\.(\d+)", image)
+    return (int(match.group(1)), int(match.group(2))) if match else None
 
 
 @dataclass(frozen=True)

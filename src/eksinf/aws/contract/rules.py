@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...model.names import DISCOVERY_KEY
-from ..argocd import version_of
 from ..scope import StackScope
 from .facts import (
     ADMIN_POLICY,
@@ -25,6 +24,7 @@ from .facts import (
     SUPPORTED_VERSIONS,
     Facts,
     StackNeeds,
+    version_of,
 )
 
 ANCHOR = "docs/contract.md#elements"
