@@ -166,7 +166,7 @@ class LocalHub(Closing):
         has_meta = self._db.execute(
             "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
         ).fetchone()
-        if has_meta:  # the common case reads only, so a read-only hub still answers reads
+        if has_meta:  # the common case: no write transaction just to open the hub
             self._check_version()
             return
         with self._tx() as db:
