@@ -12,7 +12,7 @@ from aws_stubs import PriceListFake, assert_botocore_shape, recorded
 from eksinf.aws import pricing
 from eksinf.aws.scope import StackScope
 from eksinf.aws.session import AwsIdentity, AwsSession
-from eksinf.aws.status import PriceTable, RawStatus, build_status, to_json
+from eksinf.aws.status import PriceTable, RawStatus, build_status, format_text, to_json
 from eksinf.prices import load_prices
 from eksinf.profile import STACK_TAG_KEY, load_profile
 from eksinf.stack import load_stack
@@ -170,6 +170,9 @@ def test_unknown_region_prices_are_unknown_not_zero(scope):
     body = to_json(report)
     assert body["cost"]["hourly"] is None and body["cost"]["unknownItems"] == 2
     assert body["fixed"] == [{"kind": "eks-control-plane", "id": scope.cluster, "hourly": None}]
+    # with nothing priced, the text says unknown, not "at least $0.00/h" (issue 10)
+    cost = [line for line in format_text(report) if line.startswith("cost:")]
+    assert cost == ["cost: unknown; 2 item(s) of unknown price (prices as of d)"]
 
 
 def nodeclass(name: str, subnets: int, sgs: int, amis: int, ready: str = "True") -> dict:

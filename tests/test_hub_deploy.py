@@ -289,11 +289,16 @@ def test_deploy_dry_run_changes_nothing(eksinf, stack_dir):
     hub = open_hub(stack_dir)
     hub.create_space("c1")
     hub.create_target("c1", "target", f"oci-layout:{stack_dir / 'oci'}")
+    hub.close()
+    args = ("deploy", "--plane", "workload", "--target", "c1/target", "--dry-run")
+    # the dry run runs the real run's preflights: without a profile variant both refuse
+    missing = eksinf(*args, cwd=stack_dir)
+    assert missing.code == 3 and "no profile variant platform-profile-dev" in missing.err
+    assert eksinf("hub", "create-variant", "dev", "platform-profile-base", cwd=stack_dir).code == 0
+    hub = open_hub(stack_dir)
     before = [s.slug for s in hub.list_spaces()]
     hub.close()
-    result = eksinf(
-        "deploy", "--plane", "workload", "--target", "c1/target", "--dry-run", cwd=stack_dir
-    )
+    result = eksinf(*args, cwd=stack_dir)
     assert result.code == 0 and "would create karpenter-dev" in result.err
     hub = open_hub(stack_dir)
     assert [s.slug for s in hub.list_spaces()] == before
@@ -446,12 +451,10 @@ def test_profile_change_reaches_the_variants_on_the_next_deploy(eksinf, stack_di
     hub = open_hub(stack_dir)
     profile = hub.unit_data("platform-profile-sandbox", "profile")
     assert "region: us-west-2" in profile
-    hub.update_unit(
-        "platform-profile-sandbox",
-        "profile",
-        profile.replace("region: us-west-2", "region: eu-west-1"),
-        "move",
-    )
+    moved = profile.replace("region: us-west-2", "region: eu-west-1")
+    for zone in "abc":  # the zones move with the region: deploy checks the profile like lint
+        moved = moved.replace(f"us-west-2{zone}", f"eu-west-1{zone}")
+    hub.update_unit("platform-profile-sandbox", "profile", moved, "move")
     hub.close()
     result = eksinf(
         "deploy",

@@ -372,6 +372,6 @@ def test_cli_version_tag_is_immutable(eksinf, stack_dir, registry):
     second = eksinf(*args, cwd=stack_dir)
     assert second.code == FAILURE
     assert f"{base}/gpu-runtime:1.0.0 already holds different content" in second.err
-    assert second.out == ""
+    assert json.loads(second.out)["exit"] == FAILURE  # --json: one error object on stdout
     latest = pull(f"{base}/gpu-runtime")
     assert latest.manifest_digest == json.loads(first.out)["pushed"][0]["manifestDigest"]

@@ -56,7 +56,7 @@ def test_diff_step_produces_the_sticky_comment_body(tmp_path: Path):
     assert _workflow()["permissions"]["pull-requests"] == "write"
 
 
-def test_markdown_is_truncated_with_a_pointer_to_the_json(tmp_path: Path):
+def test_markdown_is_truncated_with_a_pointer_to_the_json():
     """A review too long for one comment keeps its summary and says where the rest is."""
     from eksinf.review.report import review
     from eksinf.review.snapshot import snapshot
@@ -75,4 +75,24 @@ def test_markdown_is_truncated_with_a_pointer_to_the_json(tmp_path: Path):
     assert "400 changed in 400 component(s)" in body
     assert "**Truncated:**" in body and "https://example.invalid/run/1" in body
     left = int(body.split("**Truncated:** ")[1].split(" ")[0])
-    assert body.count("<details>") + left == 400
+    assert body.count("<details>") + left == 400  # one resource per component here
+    assert body.count("<details>") == body.count("</details>")
+
+
+def test_one_large_component_is_cut_between_resources():
+    """A chart bump touching hundreds of resources of one component still shows the first ones."""
+    unit = "".join(
+        f"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: m{i}}}\ndata: {{k{i}: a}}\n"
+        for i in range(600)
+    )
+    base = {"configs/big/u.yaml": unit}
+    head = {"configs/big/u.yaml": unit.replace(": a}", ": " + "b" * 200 + "}")}
+    from eksinf.review.report import review
+    from eksinf.review.snapshot import snapshot
+
+    body = to_markdown(review(snapshot(base), snapshot(head), "base", "head"))
+    assert len(body) < MARKDOWN_LIMIT
+    assert body.count("<details>") == body.count("</details>") == 1
+    shown = body.count("**changed** `v1 ConfigMap")
+    left = int(body.split("**Truncated:** ")[1].split(" ")[0])
+    assert shown > 100 and shown + left == 600

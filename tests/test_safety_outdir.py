@@ -92,6 +92,7 @@ def test_a_folder_eksinf_did_not_write_is_refused_naming_what_it_holds(world, ek
         ("pull", f"oci-layout:{layout}:v1", "--out", str(decoy)),
         ("links", "resolve", "--profile", PROFILE, "--out", str(decoy)),
         ("render", "--out", str(decoy)),
+        ("bundle", "--out", str(decoy)),
     ):
         result = eksinf(*args, cwd=stack)
         refused(result, str(decoy))

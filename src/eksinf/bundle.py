@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from . import __version__, oci
+from . import __version__, inside, oci
 from .atomic import write_file
 from .errors import CONTRACT, FAILURE, USAGE, EksinfError
 from .gitinfo import commit_of
 from .model.configs import parse_unit
 from .model.digest import sha256_hex
 from .model.placeholder import scan, text_may_hold
-from .outdir import claim, replace_with, staging_for
+from .outdir import MARKER, MARKER_TEXT, claim, replace_with, staging_for
 from .render import PROVENANCE_FILE, ComponentOutput, RenderResult, Unit
 from .stack import Stack
 
@@ -121,12 +121,10 @@ class Bundle:
 def component_files(stack: Stack, component: str) -> dict[str, bytes]:
     """The committed unit files of one component: relative name -> bytes."""
     root = stack.configs_dir / component
-    if not root.is_dir():
-        return {}
+    # only regular files inside the stack: a link in configs/ is refused, never bundled
     return {
-        p.relative_to(root).as_posix(): p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file()
+        p.relative_to(root).as_posix(): inside.read_bytes(p, stack.root, stack.root)
+        for p in inside.files_under(root, stack.root)
     }
 
 
@@ -224,9 +222,11 @@ def build_bundles(
                 hint="Run `eksinf render` first.",
                 exit_code=FAILURE,
             )
+    # an explicit --out gets bundles added, so it must be eksinf's to write (outdir.claim)
+    owned = claim(out, stack.root) if out is not None else None
     chosen = {name: component_files(stack, name) for name in names}
     guard_committed(stack, chosen)
-    target = out or stack.root / "bundles"
+    target = owned.path if owned else stack.root / "bundles"
     commit = commit_of(stack.root)  # once: it runs git
     bundles = []
     for name, files in chosen.items():
@@ -248,6 +248,8 @@ def build_bundles(
                 placeholders=count_placeholders(name, files),
             )
         )
+    if owned and owned.marker:
+        write_file(target / MARKER, MARKER_TEXT.encode())
     return bundles
 
 

@@ -5,10 +5,13 @@ Every archive is checked against the sha256 in `charts.lock` before it is used, 
 
 from __future__ import annotations
 
+import io
 import os
+import tarfile
 import tempfile
+import zlib
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from urllib.parse import urljoin, urlparse
 
 from .atomic import write_file
@@ -16,10 +19,11 @@ from .errors import CONTRACT, ENVIRONMENT, EksinfError
 from .model.digest import sha256_hex
 from .net import is_loopback
 from .stack import ChartSpec, Stack
-from .yamlio import dump_docs, load_source
+from .yamlio import dump_docs, load_docs, load_source
 
 MIRROR_ENV = "EKSINF_CHART_MIRROR"
 CACHE_ENV = "EKSINF_CACHE_DIR"
+MAX_CHART_BYTES = 64 << 20  # unpacked; the largest real chart here is a few MiB
 LOCK_HEADER = (
     "# Written by `eksinf charts lock`. Pins each chart archive and upstream manifest by sha256.\n"
 )
@@ -141,10 +145,12 @@ def resolve(
             exit_code=CONTRACT,
         )
     cached = cache_dir() / f"{entry.sha256}.tgz"
-    if cached.is_file():
-        data = cached.read_bytes()
-        if sha256_hex(data) == entry.sha256:
-            return ResolvedChart(spec, data, entry.sha256, "cache")
+    try:
+        data = cached.read_bytes() if cached.is_file() else b""
+    except OSError as exc:
+        raise _cache_error(cached.parent, exc) from exc
+    if data and sha256_hex(data) == entry.sha256:
+        return ResolvedChart(spec, data, entry.sha256, "cache")
     data, origin = fetch(spec, mirror)
     digest = sha256_hex(data)
     if digest != entry.sha256:
@@ -155,8 +161,19 @@ def resolve(
             "run `eksinf charts lock` and review the diff of charts.lock.",
             exit_code=CONTRACT,
         )
-    write_file(cached, data)
+    try:
+        write_file(cached, data)
+    except OSError as exc:
+        raise _cache_error(cached.parent, exc) from exc
     return ResolvedChart(spec, data, digest, origin)
+
+
+def _cache_error(folder: Path, exc: OSError) -> EksinfError:
+    return EksinfError(
+        f"cannot use the chart cache {folder}: {exc.strerror or exc}",
+        hint=f"Make it (or HOME) writable, or set {CACHE_ENV} to a writable folder.",
+        exit_code=ENVIRONMENT,
+    )
 
 
 def fetch(spec: ChartSpec, mirror: Path | None) -> tuple[bytes, str]:
@@ -224,6 +241,43 @@ def _fetch_http(spec: ChartSpec) -> bytes:
         raise EksinfError(f"{type(exc).__name__}: {exc}", exit_code=ENVIRONMENT) from exc
 
 
+def check_archive(spec: ChartSpec, data: bytes, origin: str) -> None:
+    """Refuse (exit 3) an archive that is not a whole, readable chart whose Chart.yaml names
+    `spec`'s chart and version: pinning a truncated or wrong file would make every later render
+    fail far from the cause."""
+    where = f"chart archive {spec.chart}-{spec.version}.tgz from {origin}"
+
+    def refuse(why: str) -> EksinfError:
+        return EksinfError(
+            f"{where}: {why}",
+            hint="Replace the archive with the chart's real .tgz (e.g. `helm pull`) and run "
+            "`eksinf charts lock` again; nothing was pinned.",
+            exit_code=CONTRACT,
+        )
+
+    chart_yaml: bytes | None = None
+    total = 0
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            for member in tar:  # reading every member proves the stream is whole
+                handle = tar.extractfile(member) if member.isfile() else None
+                content = handle.read(MAX_CHART_BYTES + 1) if handle else b""
+                total += len(content)
+                if total > MAX_CHART_BYTES:
+                    raise refuse(f"unpacks to more than {MAX_CHART_BYTES >> 20} MiB")
+                if PurePosixPath(member.name).parts[1:] == ("Chart.yaml",):
+                    chart_yaml = content
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+        raise refuse(f"not a readable .tgz (truncated or another file: {exc})") from exc
+    if chart_yaml is None:
+        raise refuse("holds no <chart>/Chart.yaml")
+    docs = load_docs(chart_yaml.decode("utf-8", "replace"), f"{where}: Chart.yaml")
+    meta = docs[0] if docs and isinstance(docs[0], dict) else {}
+    found = (str(meta.get("name")), str(meta.get("version")))
+    if found != (spec.chart, spec.version):
+        raise refuse(f"its Chart.yaml says {found[0]} {found[1]}, not {spec.chart} {spec.version}")
+
+
 def lock(stack: Stack, mirror: Path | None) -> list[LockEntry]:
     """Pin every chart the stack uses to the archive currently served by its source."""
     entries: dict[tuple[str, str, str], LockEntry] = {}
@@ -232,6 +286,7 @@ def lock(stack: Stack, mirror: Path | None) -> list[LockEntry]:
             if _lock_key(spec) in entries:
                 continue
             data, origin = fetch(spec, mirror)
+            check_archive(spec, data, origin)
             entries[_lock_key(spec)] = LockEntry(
                 spec.chart, spec.version, spec.repo, sha256_hex(data), origin
             )

@@ -6,9 +6,11 @@ A finding is allowed only by an entry in render/<component>/HAZARDS.allow that g
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 
+from . import inside
 from .errors import CONTRACT, EksinfError
 from .render import ComponentOutput, RenderResult, output_digests, resource_id
 from .stack import ALLOW_FILE, Stack
@@ -125,8 +127,9 @@ class GuardReport:
 
 def load_allows(stack: Stack, component: str) -> list[AllowEntry]:
     path = stack.render_dir / component / ALLOW_FILE
-    if not path.is_file():
+    if not os.path.lexists(path):
         return []
+    inside.check(path.relative_to(stack.root), stack.root, stack.root)  # no link on the way
     label = f"render/{component}/{ALLOW_FILE}"
     docs = load_source(path, label=label)
     items = docs[0] if docs else []

@@ -370,8 +370,8 @@ class RegistryStore:
 
     def tags(self) -> list[str]:
         response = self._send("GET", f"{self.base_url}/tags/list")
-        if response.status_code == 404:
-            return []
+        if response.status_code == 404:  # NAME_UNKNOWN: a misspelt repository is not "no tags"
+            raise _no_repository(f"{self.ref.location}/{self.name}")
         if response.status_code != 200:
             raise self._fail(response, f"listing tags of {self.name}")
         return sorted(response.json().get("tags") or [])
@@ -461,11 +461,22 @@ class LayoutStore:
         return path.read_bytes()
 
     def tags(self) -> list[str]:
+        if not (self.root / "index.json").is_file():
+            raise _no_repository(f"oci-layout:{self.root}")
         return sorted(
             str((m.get("annotations") or {}).get(REF_NAME))
             for m in self._index().get("manifests", [])
             if (m.get("annotations") or {}).get(REF_NAME)
         )
+
+
+def _no_repository(where: str) -> EksinfError:
+    return EksinfError(
+        f"no repository {where}",
+        hint="Check the spelling: each component is pushed to <base>/<component> "
+        "(`eksinf push` prints the references it wrote).",
+        exit_code=FAILURE,
+    )
 
 
 def open_store(ref: Ref) -> Store:

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from . import __version__, manifests
+from . import __version__, inside, manifests
 from .atomic import write_file
 from .charts import ResolvedChart, read_lock, render_records_dir, resolve
 from .errors import CONTRACT, FAILURE, EksinfError
@@ -124,20 +124,27 @@ def stamp_wave(doc: dict, wave: str) -> dict:
     return doc
 
 
+def source_dir(stack: Stack, comp: Component) -> Path:
+    """render/<component>/, refused (exit 3) when it or render/ is a link."""
+    return inside.check(stack.source_dir(comp).relative_to(stack.root), stack.root, stack.root)
+
+
 def source_files(stack: Stack, comp: Component) -> list[Path]:
-    """Handwritten units of a component: top-level *.yaml files. Subfolders hold other inputs."""
-    src = stack.source_dir(comp)
-    if not src.is_dir():
-        return []
-    return sorted(p for p in src.iterdir() if p.is_file() and p.suffix in UNIT_SUFFIXES)
+    """Handwritten units of a component: top-level *.yaml files. Subfolders hold other inputs.
+    A link among them is refused (exit 3): it could carry an outside file into configs/."""
+    src = source_dir(stack, comp)
+    return [
+        p for p in inside.files_under(src, stack.root, recursive=False) if p.suffix in UNIT_SUFFIXES
+    ]
 
 
 def _copy_units(stack: Stack, comp: Component) -> list[Unit]:
     units = []
     for path in source_files(stack, comp):
         label = str(path.relative_to(stack.root))
-        text = read_source_text(path, label)
-        docs = load_mapping_docs(path, text, label=label)
+        text = read_source_text(path, label, base=stack.root)
+        # units refuse anchors: they do not survive flattening (docs/flattening.md)
+        docs = load_mapping_docs(path, text, label=label, aliases=False)
         units.append(Unit(comp.name, path.name, text, tuple(docs)))
     return units
 
@@ -155,8 +162,10 @@ def merge_values(base: dict, override: dict) -> dict:
 
 def chart_values(stack: Stack, comp: Component, spec: ChartSpec) -> dict:
     values: dict = {}
+    folder = source_dir(stack, comp)
     for rel in spec.values:
-        path = stack.source_dir(comp) / rel
+        # inside its component folder, no link on the way: `../../etc/passwd` is refused
+        path = inside.check(Path(rel), folder, stack.root, what="values file")
         label = str(path.relative_to(stack.root))
         if not path.is_file():
             raise EksinfError(
@@ -164,7 +173,7 @@ def chart_values(stack: Stack, comp: Component, spec: ChartSpec) -> dict:
                 hint="Create the file or remove it from the chart's values list.",
                 exit_code=CONTRACT,
             )
-        docs = load_mapping_docs(path, label=label)
+        docs = load_mapping_docs(path, label=label)  # Helm expands anchors in values files
         for doc in docs:
             values = merge_values(values, doc)
     return values
@@ -523,10 +532,19 @@ def digest_inputs(files: dict[str, bytes]) -> str:
 def inputs_digest(stack: Stack) -> str:
     """sha256 over every input that determines rendered bytes, in a fixed order."""
     paths = [stack.root / "components.yaml", stack.root / "versions.env", stack.lock_path]
-    if stack.render_dir.is_dir():
-        paths += [p for p in stack.render_dir.rglob("*") if p.is_file()]
-    files = {p.relative_to(stack.root).as_posix(): p for p in paths if p.is_file()}
-    return digest_inputs({rel: p.read_bytes() for rel, p in files.items() if is_render_input(rel)})
+    # a link anywhere in render/ (or a linked top-level input) is refused here, the one walk
+    # every render and lint makes
+    paths += inside.files_under(stack.render_dir, stack.root)
+    files = {
+        p.relative_to(stack.root).as_posix(): p for p in paths if p.is_file() or p.is_symlink()
+    }
+    return digest_inputs(
+        {
+            rel: inside.read_bytes(p, stack.root, stack.root)
+            for rel, p in files.items()
+            if is_render_input(rel)
+        }
+    )
 
 
 def render_stack(
@@ -538,6 +556,11 @@ def render_stack(
 ) -> RenderResult:
     """Render every component (or only `components`) in memory. Nothing is written."""
     chosen = stack.select(components) if components else list(stack.components)
+    # every input is read, and a link or an outside path refused, before any chart is fetched
+    inputs = inputs_digest(stack)
+    for comp in chosen:
+        for spec in comp.charts:
+            chart_values(stack, comp, spec)
     lock = read_lock(stack)
     need_helm = any(c.render == "helm" for c in chosen)
     engine = engine or (default_engine() if need_helm else None)
@@ -586,7 +609,7 @@ def render_stack(
         "engine": {"name": engine.name, "version": engine.version} if engine else None,
         "kubeVersion": stack.kube_version,
         "apiVersions": list(stack.api_versions),
-        "inputsSha256": inputs_digest(stack),
+        "inputsSha256": inputs,
         "charts": [
             {
                 "component": o.component.name,
@@ -627,10 +650,10 @@ def write_configs(result: RenderResult, out: Path | None = None) -> Path:
 
 
 def read_tree(root: Path) -> dict[str, str]:
-    if not root.is_dir():
-        return {}
+    """Every file under `root` (configs/ or an --out folder) as text; a link is refused (exit 3),
+    so nothing outside the folder is ever compared, diffed or printed."""
     return {
-        p.relative_to(root).as_posix(): p.read_text(encoding="utf-8")
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and p.name != MARKER
+        p.relative_to(root).as_posix(): inside.read_bytes(p, root, root.parent).decode("utf-8")
+        for p in inside.files_under(root, root.parent)
+        if p.name != MARKER
     }

@@ -8,19 +8,32 @@ Two readers over one parser (libyaml, YAML 1.1 like Helm's own parser, timestamp
   known to be well formed, without the extra checks.
 
 One writer, `dump_docs`, so the same documents always give the same bytes.
+
+Both readers are bounded, so a hostile document (a "billion laughs" alias bomb, a deeply nested
+or huge file) is a clear error, never a hang in a later walk: at most MAX_TEXT characters per
+file, MAX_DEPTH levels of nesting, and MAX_NODES nodes per file counted with every alias
+expanded (the count is linear in the composed graph, which aliases keep small). Hand-written
+units refuse anchors and aliases outright: they do not survive flattening (docs/flattening.md).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from . import inside
 from .errors import CONTRACT, EksinfError
 
 _TAB_INDENT = re.compile(r"^[ ]*\t", re.MULTILINE)
+
+
+MAX_TEXT = inside.MAX_FILE_BYTES
+MAX_DEPTH = 200  # the deepest real unit (a CRD schema) nests ~25 levels
+MAX_NODES = 1_000_000  # the largest real unit file has ~10 000 nodes
 
 
 def _location(path: str, mark: Any) -> str:
@@ -80,12 +93,92 @@ class _StrictLoader(_Loader):
         return super().construct_mapping(node, deep=deep)
 
 
-def read_source_text(path: Path, label: str | None = None) -> str:
-    """Read a hand-written source file as UTF-8; a file that is not UTF-8 is an input error
-    naming the file, line and byte (a raw UnicodeDecodeError would reach the user as a traceback)."""
-    data = path.read_bytes()
+def _too_big(name: str, what: str, hint: str) -> EksinfError:
+    return EksinfError(f"{name}: {what}", hint=hint, exit_code=CONTRACT)
+
+
+def _check_text(text: str, name: str) -> None:
+    if len(text) > MAX_TEXT:
+        raise _too_big(
+            name,
+            f"{len(text)} characters, over the {MAX_TEXT >> 20} MiB limit for one YAML file",
+            "Split the file; no unit or values file of a real stack comes near this size.",
+        )
+
+
+def _bound(root: yaml.Node, name: str, aliases: bool, budget: list[int]) -> None:
+    """Refuse a document that nests deeper than MAX_DEPTH, reuses a node (an alias) when
+    `aliases` is False, refers to itself, or expands beyond the file's remaining node budget
+    (`budget[0]`, shared by the documents of one file). Iterative and memoised: linear in the
+    composed graph, however large the expansion."""
+    size: dict[int, int] = {}
+    height: dict[int, int] = {}
+    open_: set[int] = set()
+    pending: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while pending:
+        node, closing = pending.pop()
+        key = id(node)
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        if closing:
+            open_.discard(key)
+            size[key] = 1 + sum(size[id(c)] for c in children)
+            height[key] = 1 + max((height[id(c)] for c in children), default=0)
+            if size[key] > budget[0]:
+                raise _too_big(
+                    _location(name, node.start_mark),
+                    f"expands to more than {MAX_NODES} YAML nodes in one file (aliases repeat "
+                    "what they point to: an alias bomb?)",
+                    "Write the content out without anchors and aliases.",
+                )
+            if height[key] > MAX_DEPTH:
+                raise _too_big(
+                    _location(name, node.start_mark),
+                    f"nested deeper than {MAX_DEPTH} levels",
+                    "Flatten the structure; no real unit nests this deep.",
+                )
+            continue
+        if key in size or key in open_:
+            if key in open_:
+                raise _too_big(
+                    _location(name, node.start_mark),
+                    "a YAML alias refers to the node that contains it (a recursive document)",
+                    "Remove the anchor and alias.",
+                )
+            if not aliases:
+                raise EksinfError(
+                    f"{_location(name, node.start_mark)}: YAML anchor used by an alias; units "
+                    "must not use anchors and aliases",
+                    hint="Write the value out in full: units are flattened to plain per-file YAML, "
+                    "and shared anchors do not survive that (docs/flattening.md).",
+                    exit_code=CONTRACT,
+                )
+            continue
+        open_.add(key)
+        pending.append((node, True))
+        pending.extend((c, False) for c in children if id(c) not in size or not aliases)
+    budget[0] -= size[id(root)]
+
+
+def read_source_text(
+    path: Path, label: str | None = None, *, folder: Path | None = None, base: Path | None = None
+) -> str:
+    """Read a hand-written source file as UTF-8 with LF line endings; a file that is not UTF-8
+    is an input error naming the file, line and byte (a raw UnicodeDecodeError would reach the
+    user as a traceback).
+
+    The file must be a regular file inside `folder` (default: its own folder) with no link on
+    the way, and of bounded size (inside.read_bytes); `base` shortens names in those errors.
+    """
+    full = Path(os.path.abspath(path))
+    data = inside.read_bytes(full, folder if folder is not None else full.parent, base)
     try:
-        return data.decode("utf-8")
+        # CRLF (and lone CR) become LF: a unit copied with CR bytes would look identical in
+        # every diff line yet never match, and YAML and Helm read both the same way
+        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise EksinfError(
@@ -96,14 +189,19 @@ def read_source_text(path: Path, label: str | None = None) -> str:
         ) from exc
 
 
-def load_source(path: Path, text: str | None = None, *, label: str | None = None) -> list[Any]:
+def load_source(
+    path: Path, text: str | None = None, *, label: str | None = None, aliases: bool = True
+) -> list[Any]:
     """Parse a hand-written YAML file strictly; return its non-empty documents.
 
-    Raises EksinfError (exit 3) naming `file:line:col` for tabs, duplicate keys and syntax errors.
+    Raises EksinfError (exit 3) naming `file:line:col` for tabs, duplicate keys, syntax errors,
+    documents over the size, depth or node bounds (aliases expanded), and - when `aliases` is
+    False, as for units - any anchor used by an alias.
     """
     name = label or str(path)
     if text is None:
         text = read_source_text(path, name)
+    _check_text(text, name)
     tab = _TAB_INDENT.search(text)
     if tab:
         line = text.count("\n", 0, tab.start()) + 1
@@ -113,8 +211,15 @@ def load_source(path: Path, text: str | None = None, *, label: str | None = None
             hint="YAML indentation must use spaces; replace the tab with spaces.",
             exit_code=CONTRACT,
         )
+    loader = _StrictLoader(text)
+    budget = [MAX_NODES]
     try:
-        docs = list(yaml.load_all(text, Loader=_StrictLoader))
+        docs = []
+        while loader.check_node():
+            node = loader.get_node()
+            if node is not None:
+                _bound(node, name, aliases, budget)
+            docs.append(loader.construct_document(node))
     except _DuplicateKey as exc:
         raise EksinfError(
             f"{_location(name, exc.problem_mark)}: {exc.problem}, "
@@ -130,17 +235,19 @@ def load_source(path: Path, text: str | None = None, *, label: str | None = None
         ) from exc
     except yaml.YAMLError as exc:  # errors without a position, e.g. an unknown tag
         raise EksinfError(f"{name}: YAML error: {exc}", exit_code=CONTRACT) from exc
+    finally:
+        loader.dispose()
     return [d for d in docs if d is not None]
 
 
 def load_mapping_docs(
-    path: Path, text: str | None = None, *, label: str | None = None
+    path: Path, text: str | None = None, *, label: str | None = None, aliases: bool = True
 ) -> list[dict]:
     """Like `load_source`, but every document must be a mapping (a Kubernetes-style object)."""
     name = label or str(path)
     if text is None:
         text = read_source_text(path, name)
-    docs = load_source(path, text, label=label)
+    docs = load_source(path, text, label=label, aliases=aliases)
     for index, doc in enumerate(docs):
         if not isinstance(doc, dict):
             raise EksinfError(
@@ -162,21 +269,27 @@ def _non_mapping_location(name: str, text: str) -> str:
     return name
 
 
-def load_docs(text: str) -> list[Any]:
+def load_docs(text: str, label: str = "YAML input") -> list[Any]:
     """Parse machine-written multi-document YAML; empty documents are dropped.
+
+    Bounded like every read (MAX_TEXT, MAX_DEPTH, MAX_NODES with aliases expanded): this text may
+    come from a bundle, a pull, the hub or cub. `label` names it in those errors.
 
     Same result as `yaml.load_all` with our loader, built straight from libyaml's node tree:
     strings and containers need none of the generic constructor's bookkeeping, which is most of
     the parse time for large CRDs. Other scalars (ints, bools, nulls, ...) and documents with
     merge keys go through the standard constructor.
     """
+    _check_text(text, label)
     loader = _Loader(text)
+    budget = [MAX_NODES]
     try:
         docs = []
         while loader.check_node():
             node = loader.get_node()
             if node is None:  # check_node() said there is one
                 break
+            _bound(node, label, True, budget)
             try:
                 doc = _build(node, loader, {})
             except _NeedsConstructor:

@@ -335,7 +335,13 @@ def format_text(status: Status) -> list[str]:
         lines.append(f"fixed {f.kind} {f.id}: {rate}")
     hourly = status.hourly_known
     monthly = hourly * status.hours_per_month
-    if status.unknown_items:
+    priced = len(status.instances) + len(status.fixed) - status.unknown_items
+    if status.unknown_items and not priced:  # nothing priced: no bound worth printing
+        lines.append(
+            f"cost: unknown; {status.unknown_items} item(s) of unknown price "
+            f"(prices as of {status.prices_as_of})"
+        )
+    elif status.unknown_items:
         lines.append(
             f"cost: at least ${hourly:.2f}/h (~${monthly:.0f}/month); "
             f"{status.unknown_items} item(s) of unknown price (prices as of {status.prices_as_of})"

@@ -6,8 +6,9 @@ import sys
 
 import typer
 
-from ..errors import EksinfError
-from . import aws, build, bundle, hub, links, review, targets, validate
+from .. import stacklock
+from ..errors import USAGE, EksinfError
+from . import aws, build, bundle, common, hub, links, review, targets, validate
 from .common import State, err_console
 
 app = typer.Typer(
@@ -40,20 +41,40 @@ for module in (build, validate, review, links, bundle, hub, targets, aws):
 
 
 def run(argv: list[str] | None = None) -> int:
-    """Run one command and return its exit code (tests call this in-process)."""
+    """Run one command and return its exit code (tests call this in-process).
+
+    Under --json, stdout carries exactly one JSON object even when the command fails: the
+    command's own, or `{"error", "hint", "exit"}` when it failed before printing one.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    common.start_run(json_mode="--json" in args)
     try:
-        app(args=argv, prog_name="eksinf")
-    except SystemExit as exc:  # typer exits on success, --help and usage errors (code 2)
+        code = app(args=args, prog_name="eksinf", standalone_mode=False)
+        return code if isinstance(code, int) else 0  # click returns the code of --help/Exit
+    except typer.TyperException as exc:  # usage errors: shown as in standalone mode, exit 2
+        # typer's public base class; its click subclasses carry show/format_message/exit_code
+        show = getattr(exc, "show", None)
+        if show is not None:
+            show()
+        fmt = getattr(exc, "format_message", None)
+        message = fmt() if fmt is not None else str(exc)
+        code = getattr(exc, "exit_code", USAGE)
+        return common.failed(message, "See `eksinf COMMAND --help`.", code)
+    except typer.Abort:
+        err_console.print("eksinf: aborted", markup=False)
+        return common.failed("aborted", "", 1)
+    except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except EksinfError as exc:
         err_console.print(f"eksinf: {exc.message}", markup=False, highlight=False)
         if exc.hint:
             err_console.print(f"  hint: {exc.hint}", markup=False, highlight=False)
-        return exc.exit_code
+        return common.failed(exc.message, exc.hint, exc.exit_code)
     except KeyboardInterrupt:
         err_console.print("eksinf: interrupted", markup=False)
-        return 130
-    return 0
+        return common.failed("interrupted", "", 130)
+    finally:
+        stacklock.release_all()
 
 
 def main() -> None:

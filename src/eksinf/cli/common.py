@@ -10,6 +10,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from .. import stacklock
 from ..stack import Stack, load_stack
 
 # stdout carries data; stderr carries progress, warnings and errors.
@@ -28,15 +29,40 @@ class State:
         return root if (root / "components.yaml").is_file() else None
 
     def stack(self) -> Stack:
-        return load_stack(Path(self.stack_dir) if self.stack_dir else None)
+        stack = load_stack(Path(self.stack_dir) if self.stack_dir else None)
+        stacklock.acquire(stack.root, progress)  # one run per stack: held until the run ends
+        return stack
 
 
 def state(ctx: typer.Context) -> State:
     return ctx.find_root().obj or State()
 
 
+@dataclass
+class _Run:
+    json_mode: bool = False
+    emitted: bool = False
+
+
+_run = _Run()
+
+
+def start_run(json_mode: bool) -> None:
+    global _run
+    _run = _Run(json_mode)
+
+
 def emit_json(data: Any) -> None:
+    """Print the command's one JSON object on stdout."""
+    _run.emitted = True
     typer.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
+
+
+def failed(message: str, hint: str, exit_code: int) -> int:
+    """Under --json, a command that failed before printing its object prints the error as one."""
+    if _run.json_mode and not _run.emitted:
+        emit_json({"error": message, "hint": hint, "exit": exit_code})
+    return exit_code
 
 
 def progress(message: str) -> None:

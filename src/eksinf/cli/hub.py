@@ -117,7 +117,7 @@ def install_cmd(
             if state_word == "updated"
             else f"{len(up.created) + len(up.unchanged)} units"
         )
-        typer.echo(f"{up.space}: {state_word} ({detail})")
+        typer.echo(f"{up.space}: {'would be ' if dry_run else ''}{state_word} ({detail})")
         for name in up.missing:
             typer.echo(f"  {up.space}/{name}: file gone, unit left as is (--prune empties it)")
         for conflict in up.conflicts:
@@ -670,25 +670,29 @@ def hub_upload(
     """Upload one component per file (re-upload merges; unit IDs are kept)."""
     from ..flows import deploy as flow
 
+    units = flow.read_source(source)  # refused (links, bombs) before the hub is opened
     with _hub(ctx, hub_choice) as (hub, _stack):
         report = hub.variant_upload(
             component,
             variant,
-            flow.read_source(source),
+            units,
             labels=MANAGED_BY,
             prune=prune,
             dry_run=dry_run,
         )
     if json_out:
-        emit_json(report.to_json())
+        emit_json({**report.to_json(), "dryRun": dry_run})
         return
+    done = "created" if report.space_created else "uploaded"
     typer.echo(
-        f"{report.space}: {'created' if report.space_created else 'uploaded'}: "
+        f"{report.space}: {f'would be {done} (dry run)' if dry_run else done}: "
         f"{len(report.created)} created, {len(report.updated)} updated, "
         f"{len(report.unchanged)} unchanged, {len(report.emptied)} emptied"
     )
-    if report.revert_hint:
+    if report.revert_hint and not dry_run:
         typer.echo(f"  revert: {report.revert_hint}")
+    if dry_run:
+        progress("(dry run; nothing changed)")
 
 
 @hub_app.command("restore")

@@ -34,7 +34,7 @@ def diff_cmd(
     ctx: typer.Context,
     base: str = typer.Argument(
         None,
-        metavar="[BASE]",
+        metavar="BASE",
         help="Git ref to compare with. Default: the merge base of HEAD with the default branch.",
     ),
     fmt: str = typer.Option("text", "--format", metavar="FORMAT", help="text, markdown or json."),

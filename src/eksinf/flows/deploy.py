@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import bundle, links, oci
+from .. import bundle, inside, links, oci
 from ..errors import CONTRACT, USAGE, EksinfError
 from ..faults import checkpoint
 from ..hub.protocol import (
@@ -60,7 +60,9 @@ def quiet(_msg: str) -> None:
 def _dir_files(path: Path) -> dict[str, bytes]:
     # an earlier pull's ownership marker is not a unit
     return {
-        p.name: p.read_bytes() for p in sorted(path.iterdir()) if p.is_file() and p.name != MARKER
+        p.name: inside.read_bytes(p, path)
+        for p in inside.files_under(path, recursive=False)
+        if p.name != MARKER
     }
 
 
@@ -81,8 +83,8 @@ def read_source(ref: str) -> UploadSource:
     path = Path(ref)
     if path.is_dir():
         return UploadSource(ref, _dir_files(path))
-    if path.is_file():
-        blob = path.read_bytes()
+    if path.is_file() or path.is_symlink():
+        blob = inside.read_bytes(path, path.parent)  # a linked bundle is refused
         return UploadSource(ref, unpacked_files(blob), oci_digest(blob))
     pulled = oci.pull(ref.removeprefix("oci://"))
     return UploadSource(ref, unpacked_files(pulled.blob), pulled.manifest_digest)
@@ -156,7 +158,8 @@ def install(
                 "--recreate: a plain install merges and keeps IDs.",
                 CONTRACT,
             )
-    for comp in stack.components:
+    chosen: dict[str, UploadSource] = {}
+    for comp in stack.components:  # every source is read and checked before the first upload
         src = (sources or {}).get(comp.name) or source_for(comp.name, source, stack)
         if src is None:
             raise NotFound(
@@ -164,6 +167,11 @@ def install(
                 "Render first (`eksinf render`) or name a source that holds every component.",
                 CONTRACT,
             )
+        chosen[comp.name] = src
+    if PROFILE_COMPONENT in chosen:
+        _check_profile_source(chosen[PROFILE_COMPONENT])
+    for comp in stack.components:
+        src = chosen[comp.name]
         base = base_space(comp.name)
         if recreate and hub.space_exists(base):
             if dry_run:
@@ -212,7 +220,23 @@ def load_bindings(stack: Stack) -> list[Binding]:
     return _BINDINGS_CACHE[key]
 
 
-def _profile_doc(hub: Hub, variant: str) -> dict:
+def _checked_profile(doc: dict, where: str) -> dict:
+    """The profile document, after the same checks lint runs (exit 3 naming field and fix)."""
+    from ..profile import check_profile  # jsonschema: loaded only by the flows reading a profile
+
+    check_profile(doc, where)
+    return doc
+
+
+def _check_profile_source(src: UploadSource) -> None:
+    """The profile an install would load into the hub must pass lint's profile checks."""
+    for name, data in sorted(src.files.items()):
+        for doc in load_docs(data.decode("utf-8"), f"{src.ref}/{name}"):
+            if isinstance(doc, dict) and doc.get("kind") == PROFILE_KIND:
+                _checked_profile(doc, f"{src.ref}/{name}")
+
+
+def checked_profile_doc(hub: Hub, variant: str) -> dict:
     space = profile_space(variant)
     if not hub.space_exists(space):
         raise NotFound(
@@ -221,9 +245,9 @@ def _profile_doc(hub: Hub, variant: str) -> dict:
             "(publishing would otherwise be refused by vet-placeholders).",
             CONTRACT,
         )
-    for doc in load_docs(hub.unit_data(space, PROFILE_UNIT)):
+    for doc in load_docs(hub.unit_data(space, PROFILE_UNIT), f"{space}/{PROFILE_UNIT}"):
         if isinstance(doc, dict) and doc.get("kind") == PROFILE_KIND:
-            return doc
+            return _checked_profile(doc, f"hub unit {space}/{PROFILE_UNIT}")
     raise EksinfError(f"{space}/{PROFILE_UNIT} holds no {PROFILE_KIND}", exit_code=CONTRACT)
 
 
@@ -264,7 +288,7 @@ def link_profile(
     say: Say = quiet,
 ) -> list[LinkResult]:
     """One TransformPaths link per (unit, profile) pair, then resolve each linked unit."""
-    profile_doc = _profile_doc(hub, variant)
+    profile_doc = checked_profile_doc(hub, variant)
     groups: dict[tuple[str, str], list[Binding]] = {}
     for b in load_bindings(stack):
         if components is None or b.component in components:
@@ -416,6 +440,7 @@ def deploy(
                     CONTRACT,
                 )
             report.existing.append(space)
+    checked_profile_doc(hub, variant)  # fail before creating anything the gate would then block
     if dry_run:
         for comp in components:
             space = variant_space(comp.name, variant)
@@ -423,7 +448,6 @@ def deploy(
                 say(f"would create {space} from {base_space(comp.name)} bound to {target}")
         say("(dry run; nothing changed)")
         return report
-    _profile_doc(hub, variant)  # fail before creating anything the gate would then block
     # Existing variants take the bases' changes first (new and emptied units too): a conflict
     # with a variant's own edit stops here, exit 3, before anything of this plane is written.
     for space in report.existing:

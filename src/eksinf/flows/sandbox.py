@@ -27,6 +27,7 @@ from .deploy import (
     DeployReport,
     InstallReport,
     Say,
+    checked_profile_doc,
     deploy,
     ensure_target_space,
     install,
@@ -102,6 +103,11 @@ def sandbox_up(
     mirror: Path | None = None,
     say: Say = quiet,
 ) -> SandboxReport:
+    from ..profile import load_profile
+
+    load_profile(stack)  # lint's profile checks, before anything is rendered or installed
+    if hub.space_exists(profile_space(variant)):
+        checked_profile_doc(hub, variant)
     if not stack.configs_dir.is_dir():
         render_configs(stack, mirror, say)
     sources = bundled_sources(stack)

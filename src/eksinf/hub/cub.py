@@ -33,6 +33,7 @@ from ..model.names import (
     owner_labels,
     variant_space,
 )
+from ..yamlio import MAX_TEXT
 from .protocol import (
     APPS_SPACE_ANNOTATION,
     AlreadyExists,
@@ -66,6 +67,7 @@ _REUPLOADED = re.compile(r"^Re-uploaded (\S+): (\d+) created, (\d+) updated, (\d
 _DRY_RUN_LINE = re.compile(r"^  ([+~-]) (\S+) \((create|update|empty)\)$")
 _FIRST_UPLOAD_LINE = re.compile(r"^  \+ (\S+)$")
 _NOT_IN_INPUT = re.compile(r"^Note: \d+ Unit\(s\) are in the Space but not in this input")
+MAX_OUTPUT = MAX_TEXT
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
 
 
@@ -180,9 +182,11 @@ class CubHub(Closing):
 
     def _json(self, args: list[str]) -> Any:
         out = self._run([*args, "-o", "json"])
+        if len(out) > MAX_OUTPUT:  # bounded like every YAML eksinf reads (yamlio.MAX_TEXT)
+            raise Unavailable(f"cub {' '.join(args[:2])}: output is over {MAX_OUTPUT} characters")
         try:
             return json.loads(out) if out.strip() else None
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:  # RecursionError: nested too deep
             raise Unavailable(f"cub {' '.join(args[:2])}: output is not JSON ({exc})") from exc
 
     def _rows(self, args: list[str]) -> list[dict]:

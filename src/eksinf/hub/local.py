@@ -24,7 +24,7 @@ from ..model import placeholder
 from ..model.digest import oci_digest, sha256_hex
 from ..model.names import OWNER, OWNER_LABEL, apps_space, variant_space
 from ..yamlio import dump_docs, load_docs
-from . import functions, merge, where
+from . import dbfile, functions, merge, where
 from .protocol import (
     APPS_SPACE_ANNOTATION,
     PLACEHOLDER_GATE_FUNCTION,
@@ -129,11 +129,7 @@ class LocalHub(Closing):
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
-        except sqlite3.Error as exc:
-            raise Unavailable(f"cannot open hub database {self.path}: {exc}") from exc
+        self._db = dbfile.connect(self.path)  # failures are exit 4 naming the file
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
@@ -169,6 +165,12 @@ class LocalHub(Closing):
             self._depth = 0
 
     def _migrate(self) -> None:
+        has_meta = self._db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
+        ).fetchone()
+        if has_meta:  # the common case: no write transaction just to open the hub
+            self._check_version()
+            return
         with self._tx() as db:
             has_meta = db.execute(
                 "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
@@ -179,15 +181,17 @@ class LocalHub(Closing):
                         db.execute(statement)
                 db.execute("INSERT INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
                 return
-            version = int(
-                db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
+        self._check_version()
+
+    def _check_version(self) -> None:
+        row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        version = int(row[0])
+        if version != SCHEMA_VERSION:
+            raise Unavailable(
+                f"hub database {self.path} has schema version {version}; "
+                f"this eksinf reads version {SCHEMA_VERSION}",
+                "Upgrade eksinf, or move the file aside and rebuild with `eksinf sandbox up`.",
             )
-            if version != SCHEMA_VERSION:
-                raise Unavailable(
-                    f"hub database {self.path} has schema version {version}; "
-                    f"this eksinf reads version {SCHEMA_VERSION}",
-                    "Upgrade eksinf, or move the file aside and rebuild with `eksinf sandbox up`.",
-                )
 
     def _space_row(self, slug: str) -> sqlite3.Row:
         row = self._db.execute("SELECT * FROM spaces WHERE slug=?", (slug,)).fetchone()
@@ -558,9 +562,10 @@ class LocalHub(Closing):
             if not name.endswith((".yaml", ".yml")):
                 continue
             text = source.files[name].decode("utf-8")
-            if "kind: Secret" in text and any(
-                isinstance(d, dict) and d.get("kind") == "Secret" for d in load_docs(text)
-            ):
+            # parsed once here, bounded (an alias bomb is refused before it is stored and
+            # walked by every later link and function)
+            docs = load_docs(text, f"{source.ref}/{name}")
+            if any(isinstance(d, dict) and d.get("kind") == "Secret" for d in docs):
                 skipped_secrets.append(name)
                 continue
             slug = unit_slug(name)

@@ -22,13 +22,14 @@ This module only parses and validates the files; `links.engine` writes the value
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from .. import paths
+from .. import inside, paths
 from ..errors import CONTRACT, EksinfError
 from ..stack import LINKS_DIR, Stack
 from ..yamlio import load_source, read_source_text
@@ -183,6 +184,7 @@ def load_bindings(stack: Stack) -> list[Binding]:
     out: list[Binding] = []
     for comp in stack.components:
         path = bindings_path(stack, comp.name)
-        if path.is_file():
+        if os.path.lexists(path):
+            inside.check(path.relative_to(stack.root), stack.root, stack.root)  # no link
             out += _parse_file(comp.name, path, str(path.relative_to(stack.root)))
     return out

@@ -16,14 +16,14 @@ import json
 
 import yaml
 
-from .. import links
+from .. import inside, links
 from ..errors import EksinfError
 from ..model.configs import read_units
 from ..model.configs import resources as all_resources
 from ..profile import load_profile
 from ..render import PROVENANCE_FILE, inputs_digest, source_files
 from ..stack import Stack
-from ..yamlio import load_docs
+from ..yamlio import load_docs, read_source_text
 
 # Importing a domain module registers its checks in the table; they run in this order.
 from . import identity, network, scheduling, naming  # noqa: F401  isort: skip
@@ -46,8 +46,9 @@ def check_fresh(report: Report, stack: Stack) -> dict[str, tuple[str, list[dict]
     for comp in stack.components:
         for path in source_files(stack, comp):
             committed = stack.configs_dir / comp.name / path.name
-            text = path.read_text(encoding="utf-8")
-            if committed.is_file() and committed.read_text(encoding="utf-8") == text:
+            # read as render reads it (LF line endings), so a CRLF source is not stale forever
+            text = read_source_text(path, str(path.relative_to(stack.root)), base=stack.root)
+            if committed.is_file() and inside.read_bytes(committed, stack.root).decode() == text:
                 continue
             stale = True
             source = str(path.relative_to(stack.root))

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from .. import paths
+from .. import inside, paths
 from ..model.configs import Resource, of_kind
 from ..model.placeholder import PLACEHOLDER
 from ..profile import ROLE_NAME
@@ -113,9 +113,12 @@ def check_iam_policies(report: Report, ctx: Context) -> None:
     """No IAM policy allows iam:PassRole without an iam:PassedToService condition."""
     resources, iam_dir = ctx.resources, ctx.iam_dir
     documents: list[tuple[str, Any]] = []
-    for path in sorted(iam_dir.glob("*.json")) if iam_dir.is_dir() else []:
+    for path in inside.files_under(iam_dir, iam_dir.parent, recursive=False):
+        if path.suffix != ".json":
+            continue
         try:
-            documents.append((f"iam/{path.name}", json.loads(path.read_text(encoding="utf-8"))))
+            raw = inside.read_bytes(path, iam_dir).decode("utf-8")
+            documents.append((f"iam/{path.name}", json.loads(raw)))
         except json.JSONDecodeError as exc:
             report.add("iam-policy", f"not valid JSON: {exc}", f"iam/{path.name}")
     for r in of_kind(resources, "Role", "iam.services.k8s.aws"):

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from .. import paths
+from .. import inside, paths
 from ..errors import CONTRACT, EksinfError
 from ..yamlio import load_docs, read_source_text
 from .resources import pod_spec, resource_label
@@ -135,7 +135,7 @@ def tag_path(spec: dict[str, Any], key: str) -> str:
 def parse_unit(component: str, file: str, text: str) -> ConfigUnit:
     """Parse one unit's text; a YAML error names `configs/<component>/<file>:line:col`."""
     try:
-        docs = load_docs(text)
+        docs = load_docs(text, f"configs/{component}/{file}")
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
@@ -150,13 +150,19 @@ def parse_unit(component: str, file: str, text: str) -> ConfigUnit:
 
 def read_component(configs: Path, component: str) -> list[ConfigUnit]:
     """The committed units of one component, in file order; [] when it has none."""
+    # regular files inside configs/ only: a link (to a unit or the whole folder) is refused,
+    # so an outside file never reaches lint, links, a bundle or the hub
     folder = configs / component
-    if not folder.is_dir():
-        return []
     return [
-        parse_unit(component, path.name, read_source_text(path, f"configs/{component}/{path.name}"))
-        for path in sorted(folder.glob(f"*{UNIT_SUFFIX}"))
-        if path.is_file()
+        parse_unit(
+            component,
+            path.name,
+            read_source_text(
+                path, f"configs/{component}/{path.name}", folder=configs, base=configs.parent
+            ),
+        )
+        for path in inside.files_under(folder, configs.parent, recursive=False)
+        if path.suffix == UNIT_SUFFIX
     ]
 
 

@@ -380,23 +380,24 @@ def _md_escape(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def _md_component(comp: ComponentReview) -> str:
+def _md_component(comp: ComponentReview) -> tuple[str, list[tuple[str, int]]]:
+    """A component's collapsible section: its opening lines, then each block with the number of
+    resources it shows (so a section can be cut between blocks)."""
     ops = {op: sum(1 for e in comp.entries if e.change.op == op) for op in OPS}
     counts = ", ".join(f"{n} {op}" for op, n in ops.items() if n)
     flags = f" · {', '.join(comp.classes)}" if comp.classes else ""
-    lines = [
-        "<details>",
-        f"<summary><b>{comp.name}</b> ({comp.plane}): {counts}{flags}</summary>",
-        "",
-    ]
+    opening = (
+        f"<details>\n<summary><b>{comp.name}</b> ({comp.plane}): {counts}{flags}</summary>\n\n"
+    )
+    parts = []
     for block in blocks(comp):
         e = block[0]
         r = e.change.resource
         if len(block) > 1:
             names = ", ".join(f"`{x.change.resource.label}`" for x in block)
-            lines.append(f"**changed** {len(block)} resources, each with the same change: {names}")
+            lines = [f"**changed** {len(block)} resources, each with the same change: {names}"]
         else:
-            lines.append(f"**{e.change.op}** `{r.label}` in `{r.unit}`")
+            lines = [f"**{e.change.op}** `{r.label}` in `{r.unit}`"]
         lines.append("")
         for x in e.risks:
             at = f" `{x.path}`" if x.path else ""
@@ -410,15 +411,18 @@ def _md_component(comp: ComponentReview) -> str:
         if body:
             lines += ["", "```diff", *body, "```"]
         lines.append("")
-    lines.append("</details>")
-    return "\n".join(lines) + "\n"
+        parts.append(("\n".join(lines) + "\n", len(block)))
+    return opening, parts
+
+
+_MD_CLOSE = "</details>\n"
 
 
 def to_markdown(rev: Review, details: str | None = None, limit: int = MARKDOWN_LIMIT) -> str:
     """The pull-request comment: summary table, cost table, one collapsible section per component.
 
-    Always under `limit` characters: sections that do not fit are left out and counted, with a
-    pointer to the full JSON report (`details`, a URL, when the workflow has one).
+    Always under `limit` characters: what does not fit is cut between resources, counted, and
+    pointed to the full JSON report (`details`, a URL, when the workflow has one).
     """
     pointer = details or "`eksinf diff --format json`"
     head = [MARKER, f"### eksinf diff: `{rev.base}` → `{rev.head}`", ""]
@@ -447,21 +451,29 @@ def to_markdown(rev: Review, details: str | None = None, limit: int = MARKDOWN_L
             head.append(f"| `{p.component}/{p.pool}` | {b[0]} | {a[0]} | {b[1]} | {a[1]} |")
         head.append("")
     text = "\n".join(head) + "\n"
-    sections = [_md_component(c) for c in rev.components]
-    left_out = 0
-    for index, section in enumerate(sections):
-        tail = _md_truncated(len(sections) - index, pointer)
-        if len(text) + len(section) + len(tail) > limit:
-            left_out = len(sections) - index
+    left = len(rev.entries)
+    tail = len(_md_truncated(left, pointer))  # the longest the pointer can be
+    for comp in rev.components:
+        opening, parts = _md_component(comp)
+        section = opening
+        shown = 0
+        for block, count in parts:
+            if len(text) + len(section) + len(block) + len(_MD_CLOSE) + tail > limit:
+                break
+            section += block
+            shown += count
+        if shown:
+            text += section + _MD_CLOSE
+            left -= shown
+        if shown < sum(count for _, count in parts):
             break
-        text += section
-    if left_out:
-        text += _md_truncated(left_out, pointer)
+    if left:
+        text += _md_truncated(left, pointer)
     return text
 
 
 def _md_truncated(count: int, pointer: str) -> str:
     return (
-        f"\n**Truncated:** {count} more component section(s) do not fit in one comment; "
+        f"\n**Truncated:** {count} more resource change(s) do not fit in one comment; "
         f"the full report is {pointer}.\n"
     )
