@@ -30,6 +30,7 @@ ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64
 # Data eksinf reads at run time through importlib.resources or that its dependencies load lazily.
 COLLECT = ("--collect-data", "eksinf", "--collect-data", "botocore", "--collect-all", "helm_python")
 COLLECT += ("--collect-data", "jsonschema_specifications", "--copy-metadata", "eksinf")
+COLLECT += ("--collect-data", "kubernetes_validate", "--collect-data", "celpy")  # eksinf validate
 
 
 def asset_name() -> str:
