@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import pytest
 
-from eksinf.aws.contract import RULES, Facts, StackNeeds, evaluate
+from eksinf.aws.contract import ADMIN_POLICY, RULES, Facts, StackNeeds, evaluate
 from eksinf.aws.contract.facts import AssociationRole
 from eksinf.aws.contract.rules import Context
 from eksinf.aws.scope import StackScope
@@ -51,6 +51,7 @@ def good() -> Facts:
             "resourcesVpcConfig": {"endpointPublicAccess": True, "endpointPrivateAccess": False},
         },
         access_entries=[CALLER.principal_arn],
+        access_policies=[(ADMIN_POLICY, "cluster")],
         addon_status="ACTIVE",
         associations=[("kube-system", "karpenter")],
         association_roles=[
@@ -77,6 +78,7 @@ def judge(name: str, facts: Facts, needs: StackNeeds = NEEDS, kube_used: bool = 
 BROKEN: dict[str, tuple[Callable[[Facts], Facts], str]] = {
     "cluster-active": (lambda f: replace(f, cluster={**(f.cluster or {}), "version": "1.20"}), "fail"),
     "access-entry": (lambda f: replace(f, access_entries=[]), "fail"),
+    "access-policy": (lambda f: replace(f, access_policies=[]), "fail"),
     "endpoint-reachable": (lambda f: replace(f, version=None, endpoint_error="timeout"), "fail"),
     "pod-identity-agent": (lambda f: replace(f, addon_status=None), "fail"),
     "pod-identity-associations": (lambda f: replace(f, associations=[]), "fail"),
@@ -143,3 +145,45 @@ def test_no_cluster_stops_at_cluster_active() -> None:
     checks = evaluate(replace(good(), cluster=None), SCOPE, NEEDS, True, "argocd")
     assert [(c.name, c.status) for c in checks] == [("cluster-active", "fail")]
     assert len(evaluate(good(), SCOPE, NEEDS, True, "argocd")) == len(RULES)
+
+
+def test_an_entry_without_a_policy_is_not_a_missing_argocd() -> None:
+    """Issue 14: an access entry with no access policy authenticates the caller and authorizes
+    nothing, so reading argocd-server is 403. That is the access-policy failure with its own fix,
+    never "install Argo CD". (EKS access entries and access policies are separate objects:
+    CreateAccessEntry, then AssociateAccessPolicy; docs/contract.md.)"""
+    facts = replace(
+        good(), access_policies=[], argocd_image=None, argocd_error="forbidden", argocd_status=403
+    )
+    checks = {c.name: c for c in evaluate(facts, SCOPE, NEEDS, True, "argocd")}
+    assert checks["access-entry"].status == "pass"
+    policy = checks["access-policy"]
+    assert (policy.status, policy.blocks) == ("fail", True)
+    assert "--grant-access" in policy.fix and "associate-access-policy" in policy.fix
+    assert "create-access-entry" not in policy.fix
+    argocd = checks["argocd"]
+    assert (argocd.status, argocd.blocks) == ("skipped", False)
+    assert "install Argo CD" not in argocd.fix and "access policy" in argocd.detail
+    assert [c.name for c in checks.values() if c.blocks] == ["access-policy"]
+
+
+def test_a_missing_entry_names_only_the_entry_fix() -> None:
+    facts = replace(good(), access_entries=[], access_policies=None)
+    checks = {c.name: c for c in evaluate(facts, SCOPE, NEEDS, True, "argocd")}
+    assert "create-access-entry" in checks["access-entry"].fix
+    assert "associate-access-policy" not in checks["access-entry"].fix
+    assert (checks["access-policy"].status, checks["access-policy"].blocks) == ("skipped", False)
+
+
+def test_a_policy_at_namespace_scope_or_another_policy_is_not_admin() -> None:
+    view = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy"
+    for held in ([(ADMIN_POLICY, "namespace")], [(view, "cluster")]):
+        (check,) = judge("access-policy", replace(good(), access_policies=held))
+        assert check.status == "fail", held
+
+
+def test_a_403_with_full_access_is_unknown_with_an_access_fix() -> None:
+    facts = replace(good(), argocd_image=None, argocd_error="forbidden", argocd_status=403)
+    (check,) = judge("argocd", facts)
+    assert (check.status, check.blocks) == ("unknown", True)
+    assert "install Argo CD" not in check.fix and "read access" in check.fix

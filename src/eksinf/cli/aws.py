@@ -414,7 +414,9 @@ def enroll_cluster_cmd(
         help="Use this kubeconfig for the cluster instead of writing one from eks describe-cluster.",
     ),
     grant_access: bool = typer.Option(
-        False, "--grant-access", help="Create the missing access entry for the caller (admin)."
+        False,
+        "--grant-access",
+        help="Create the caller's missing access entry and/or associate the cluster-admin access policy.",
     ),
     oci_registry: str = typer.Option(
         None, "--oci-registry", help="Registry Argo CD pulls releases from. Default: REGISTRY."

@@ -109,7 +109,11 @@ class Facts:
     cluster_error: str = ""
     access_entries: list[str] | None = None
     access_error: str = ""
-    granted: bool = False
+    # (policy ARN, access scope type) associated with the caller's entry; None = unread
+    access_policies: list[tuple[str, str]] | None = None
+    access_policies_error: str = ""
+    granted_entry: bool = False  # --grant-access created the entry now
+    granted_policy: bool = False  # --grant-access associated the admin policy now
     addon_status: str | None = None  # None = absent
     addon_error: str = ""
     associations: list[tuple[str, str]] | None = None
@@ -133,8 +137,13 @@ class Facts:
     endpoint_error: str = ""
     argocd_image: str | None = None
     argocd_error: str = ""
+    argocd_status: int | None = None  # the HTTP status when reading Argo CD failed
     live_gpu_volume_gib: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def granted(self) -> bool:
+        return self.granted_entry or self.granted_policy
 
 
 def _aws(what: str, fn: Any) -> tuple[Any, str]:
@@ -160,18 +169,68 @@ def ami_parameter(alias: str, k8s_version: str) -> tuple[str, str] | None:
     )
 
 
-def grant_access(session: AwsSession, cluster: str, principal: str) -> None:
-    eks = session.client("eks")
+def grant_entry(session: AwsSession, cluster: str, principal: str) -> None:
     try:
-        eks.create_access_entry(clusterName=cluster, principalArn=principal, type="STANDARD")
-        eks.associate_access_policy(
+        session.client("eks").create_access_entry(
+            clusterName=cluster, principalArn=principal, type="STANDARD"
+        )
+    except AWS_FAILURES as exc:
+        raise translate(exc, f"creating an access entry for {principal} on {cluster}") from exc
+
+
+def grant_policy(session: AwsSession, cluster: str, principal: str) -> None:
+    try:
+        session.client("eks").associate_access_policy(
             clusterName=cluster,
             principalArn=principal,
             policyArn=ADMIN_POLICY,
             accessScope={"type": "cluster"},
         )
     except AWS_FAILURES as exc:
-        raise translate(exc, f"granting {principal} access to {cluster}") from exc
+        raise translate(exc, f"associating {ADMIN_POLICY} with {principal} on {cluster}") from exc
+
+
+def has_admin(policies: list[tuple[str, str]] | None) -> bool:
+    return (ADMIN_POLICY, "cluster") in (policies or [])
+
+
+def _access(session: AwsSession, eks: Any, facts: Facts, grant: bool) -> None:
+    """The caller's access entry, then the policies associated with it: two separate facts,
+    since an entry without a policy authenticates the caller and authorizes nothing."""
+    name = facts.cluster_name
+    entries, facts.access_error = _aws(
+        "eks list-access-entries",
+        lambda: paginate(eks, "list_access_entries", "accessEntries", clusterName=name),
+    )
+    facts.access_entries = entries
+    principal = facts.caller.principal_arn if facts.caller else None
+    if not principal or entries is None:
+        return
+    if principal not in entries:
+        if not grant:
+            return
+        grant_entry(session, name, principal)
+        facts.granted_entry = True
+        facts.access_entries = [*entries, principal]
+    listed, facts.access_policies_error = _aws(
+        "eks list-associated-access-policies",
+        lambda: paginate(
+            eks,
+            "list_associated_access_policies",
+            "associatedAccessPolicies",
+            clusterName=name,
+            principalArn=principal,
+        ),
+    )
+    if listed is None:
+        return
+    facts.access_policies = sorted(
+        (p["policyArn"], (p.get("accessScope") or {}).get("type", "")) for p in listed
+    )
+    if grant and not has_admin(facts.access_policies):
+        grant_policy(session, name, principal)
+        facts.granted_policy = True
+        facts.access_policies = sorted([*facts.access_policies, (ADMIN_POLICY, "cluster")])
 
 
 def gather(
@@ -195,16 +254,7 @@ def gather(
         if error_code(exc) != "ResourceNotFoundException":
             facts.cluster_error = translate(exc, "eks describe-cluster").message
     if facts.cluster is not None:
-        entries, facts.access_error = _aws(
-            "eks list-access-entries",
-            lambda: paginate(eks, "list_access_entries", "accessEntries", clusterName=name),
-        )
-        facts.access_entries = entries
-        principal = facts.caller.principal_arn if facts.caller else None
-        if grant and principal and entries is not None and principal not in entries:
-            grant_access(session, name, principal)
-            facts.granted = True
-            facts.access_entries = [*entries, principal]
+        _access(session, eks, facts, grant)
         try:
             addon = eks.describe_addon(clusterName=name, addonName=AGENT_ADDON)["addon"]
             facts.addon_status = addon.get("status", "UNKNOWN")
@@ -262,12 +312,12 @@ def gather(
         )
         facts.reservations = found
     if kube is not None:
-        # A fresh access entry takes ~30 s to be honoured: poll, bounded, only after a grant.
+        # A fresh entry or policy takes ~30 s to be honoured: poll, bounded, only after a grant.
         for attempt in range(grant_polls if facts.granted else 1):
             if attempt:
                 sleep(grant_delay)
             _gather_kube(kube, facts, argocd_namespace)
-            if facts.endpoint_status not in (401, 403):
+            if not {facts.endpoint_status, facts.argocd_status} & {401, 403}:
                 break
     return facts
 
@@ -331,6 +381,8 @@ def _gather_ami(session: AwsSession, scope: StackScope, facts: Facts) -> None:
 
 
 def _gather_kube(kube: KubeClient, facts: Facts, argocd_namespace: str) -> None:
+    facts.endpoint_status = facts.argocd_status = None
+    facts.endpoint_error = facts.argocd_error = ""
     try:
         facts.version = kube.version().get("gitVersion", "?")
     except KubeError as exc:
@@ -350,4 +402,4 @@ def _gather_kube(kube: KubeClient, facts: Facts, argocd_namespace: str) -> None:
                 if size is not None:
                     facts.live_gpu_volume_gib = size
     except KubeError as exc:
-        facts.argocd_error = exc.message
+        facts.argocd_error, facts.argocd_status = exc.message, exc.status

@@ -25,6 +25,7 @@ from .facts import (
     SUPPORTED_VERSIONS,
     Facts,
     StackNeeds,
+    has_admin,
 )
 
 ANCHOR = "docs/contract.md#elements"
@@ -72,6 +73,17 @@ class Context:
         principal = self.facts.caller.principal_arn if self.facts.caller else "?"
         entries = self.facts.access_entries
         return entries is not None and principal not in entries
+
+    @property
+    def policy_missing(self) -> bool:
+        """The caller's entry exists but holds no cluster-admin policy (False when unread)."""
+        policies = self.facts.access_policies
+        return policies is not None and not has_admin(policies)
+
+    @property
+    def access_explains_denial(self) -> bool:
+        """A 401/403 from the API is explained by a missing entry or policy."""
+        return self.entry_missing or self.policy_missing
 
 
 RuleFn = Callable[[Context], list[Check]]
@@ -226,9 +238,8 @@ def access_entry(ctx: Context) -> list[Check]:
     call = f"eks:ListAccessEntries clusterName={c}"
     fix = (
         f"re-run with --grant-access, or: aws eks create-access-entry --cluster-name {c} "
-        f"--principal-arn {principal} --type STANDARD --region {r} && aws eks "
-        f"associate-access-policy --cluster-name {c} --principal-arn {principal} "
-        f"--access-scope type=cluster --policy-arn {ADMIN_POLICY} --region {r}"
+        f"--principal-arn {principal} --type STANDARD --region {r} (then the access-policy "
+        "fix)"
     )
     if facts.access_entries is None:
         checks.append(
@@ -245,8 +256,8 @@ def access_entry(ctx: Context) -> list[Check]:
     else:
         entry_missing = principal not in facts.access_entries
         detail = (
-            "granted now (--grant-access)"
-            if facts.granted
+            "created now (--grant-access)"
+            if facts.granted_entry
             else (
                 f"no entry for {principal}, so the API answers it 401 Unauthorized. A cluster "
                 "made by ACK was created as the controllers' own identity "
@@ -266,6 +277,36 @@ def access_entry(ctx: Context) -> list[Check]:
             )
         )
     return checks
+
+
+@rule("access-policy")
+def access_policy(ctx: Context) -> list[Check]:
+    """The caller's access entry holds the cluster-admin access policy (an entry alone
+    authenticates and authorizes nothing: every call enroll makes is then 403)."""
+    facts = ctx.facts
+    c, r = facts.cluster_name, facts.region
+    principal = facts.caller.principal_arn if facts.caller else "?"
+    element = f"the access policy {ADMIN_POLICY.rsplit('/', 1)[-1]} (cluster scope) for {principal}"
+    call = f"eks:ListAssociatedAccessPolicies clusterName={c} principalArn={principal}"
+    fix = (
+        f"re-run with --grant-access, or: aws eks associate-access-policy --cluster-name {c} "
+        f"--principal-arn {principal} --access-scope type=cluster --policy-arn {ADMIN_POLICY} "
+        f"--region {r}"
+    )
+    if facts.access_entries is None or ctx.entry_missing:
+        detail = "no access entry to read (see access-entry)"
+        return [Check("access-policy", element, "skipped", detail, call, severity="advisory")]
+    if facts.access_policies is None:
+        return [Check("access-policy", element, "unknown", facts.access_policies_error, call, fix)]
+    if has_admin(facts.access_policies):
+        detail = "associated now (--grant-access)" if facts.granted_policy else "associated"
+        return [Check("access-policy", element, "pass", detail, call)]
+    held = ", ".join(f"{arn.rsplit('/', 1)[-1]} ({scope})" for arn, scope in facts.access_policies)
+    detail = (
+        f"the entry for {principal} holds {held or 'no access policy'}: the API authenticates "
+        "the caller and forbids (403) what enroll reads and applies"
+    )
+    return [Check("access-policy", element, "fail", detail, call, fix)]
 
 
 @rule("endpoint-reachable")
@@ -297,13 +338,14 @@ def endpoint_reachable(ctx: Context) -> list[Check]:
                 call,
             )
         )
-    elif facts.endpoint_status in (401, 403) and entry_missing:
+    elif facts.endpoint_status in (401, 403) and ctx.access_explains_denial:
+        what = "access entry" if entry_missing else "access policy"
         checks.append(
             Check(
                 "endpoint-reachable",
                 "a reachable API endpoint",
                 "skipped",
-                f"HTTP {facts.endpoint_status}: explained by the missing access entry",
+                f"HTTP {facts.endpoint_status}: explained by the missing {what}",
                 call,
                 severity="advisory",
             )
@@ -654,8 +696,20 @@ def argocd(ctx: Context) -> list[Check]:
         call = f"GET deployments/argocd-server in {argocd_namespace}"
         element = f"Argo CD {ARGOCD_FLOOR[0]}.{ARGOCD_FLOOR[1]}+ in namespace {argocd_namespace}"
         fix = f"install Argo CD {ARGOCD_FLOOR[0]}.{ARGOCD_FLOOR[1]} or later in {argocd_namespace}"
-        if facts.argocd_error:
-            checks.append(Check("argocd", element, "unknown", facts.argocd_error, call, fix))
+        denied = facts.argocd_status in (401, 403)
+        if denied and ctx.access_explains_denial:
+            # Not a missing Argo CD: the caller may not look (see access-entry/access-policy).
+            what = "access entry" if ctx.entry_missing else "access policy"
+            detail = f"HTTP {facts.argocd_status}: explained by the missing {what}; not checked"
+            checks.append(Check("argocd", element, "skipped", detail, call, severity="advisory"))
+        elif denied:
+            access_fix = (
+                f"give the caller read access to deployments in {argocd_namespace} (its "
+                "Kubernetes groups or access policy); Argo CD may well be installed"
+            )
+            checks.append(Check("argocd", element, "unknown", facts.argocd_error, call, access_fix))
+        elif facts.argocd_error:
+            checks.append(Check("argocd", element, "unknown", facts.argocd_error, call))
         elif facts.argocd_image is None:
             checks.append(Check("argocd", element, "fail", "argocd-server not found", call, fix))
         else:
