@@ -7,6 +7,7 @@ SSM backend; the lookup itself still goes over HTTP through the session factory.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import urllib.parse
@@ -240,6 +241,40 @@ def test_entry_without_policy_is_one_missing_line_and_grant_adds_only_the_policy
     assert granted.code == 0, granted.out + granted.err
     assert fake.access_entries[scope.cluster] == [CALLER]
     assert fake.policies[(scope.cluster, CALLER)] == [(contract.ADMIN_POLICY, "cluster")]
+
+
+def test_cluster_under_another_name_than_the_profile_is_refused(
+    eksinf, stack_dir, scope, kube, monkeypatch, aws_env
+):
+    """Issue 14: a conforming cluster enrolled with --eks-cluster other than the profile's
+    clusterName was wired, and Karpenter then ran with the profile's CLUSTER_NAME."""
+    blue = dataclasses.replace(scope, cluster="blue")
+    seed_cluster(blue)
+    conforming_extras(blue, monkeypatch)
+    result = eksinf(
+        "enroll", "cluster", "--name", "prod", "--eks-cluster", "blue",
+        "--kubeconfig", str(kube.config), cwd=stack_dir,
+    )  # fmt: skip
+    assert result.code == 3, result.out + result.err
+    assert f"enrolling EKS cluster 'blue' but the profile's clusterName is '{scope.cluster}'" in (
+        result.out
+    )
+    assert f"--eks-cluster {scope.cluster}" in result.out and "spec.clusterName: blue" in result.out
+    assert not [m for m, _ in kube.log if m != "GET"]  # nothing was wired
+
+
+def test_cluster_tagged_for_another_network_names_both_values(
+    eksinf, stack_dir, scope, kube, monkeypatch, aws_env
+):
+    seed_cluster(dataclasses.replace(scope, network="old-net"))
+    conforming_extras(scope, monkeypatch)
+    result = eksinf(
+        "enroll", "cluster", "--name", "prod", "--kubeconfig", str(kube.config), cwd=stack_dir
+    )
+    assert result.code == 3, result.out + result.err
+    assert "karpenter.sh/discovery='old-net'" in result.out
+    assert f"networkName is '{scope.network}'" in result.out
+    assert "spec.networkName: old-net" in result.out
 
 
 def test_absent_cluster_is_one_missing_line(eksinf, stack_dir, scope, monkeypatch, aws_env):

@@ -29,6 +29,8 @@ SCOPE = StackScope(
     gpu_ami_alias="al2023@v20260724",
     gpu_root_volume_gib=200,
     model_cache_gib=40,
+    profile_cluster="demo",
+    profile_region="us-west-2",
 )
 NEEDS = StackNeeds(
     pod_identities=(("kube-system", "karpenter"),),
@@ -60,6 +62,7 @@ def good() -> Facts:
         oidc_providers=["arn:aws:iam::1:oidc-provider/oidc.eks.us-west-2.amazonaws.com/id/ABC"],
         discovery_subnets=[{"SubnetId": "subnet-1", "MapPublicIpOnLaunch": False}],
         discovery_sgs=[{"GroupId": "sg-1"}],
+        cluster_discovery={"subnet subnet-1": "demo-net", "security group sg-1": "demo-net"},
         node_role={"AssumeRolePolicyDocument": "ec2.amazonaws.com", "Path": "/"},
         ami_id="ami-1",
         ami_source="ssm",
@@ -76,6 +79,7 @@ def judge(name: str, facts: Facts, needs: StackNeeds = NEEDS, kube_used: bool = 
 
 # rule -> (how to break the good facts, the status the rule must then report)
 BROKEN: dict[str, tuple[Callable[[Facts], Facts], str]] = {
+    "profile-names": (lambda f: replace(f, cluster_discovery={"subnet subnet-1": "old-net"}), "fail"),
     "cluster-active": (lambda f: replace(f, cluster={**(f.cluster or {}), "version": "1.20"}), "fail"),
     "access-entry": (lambda f: replace(f, access_entries=[]), "fail"),
     "access-policy": (lambda f: replace(f, access_policies=[]), "fail"),
@@ -143,7 +147,10 @@ def test_unreadable_facts_are_unknown_and_block() -> None:
 
 def test_no_cluster_stops_at_cluster_active() -> None:
     checks = evaluate(replace(good(), cluster=None), SCOPE, NEEDS, True, "argocd")
-    assert [(c.name, c.status) for c in checks] == [("cluster-active", "fail")]
+    assert [(c.name, c.status) for c in checks] == [
+        ("profile-names", "pass"),
+        ("cluster-active", "fail"),
+    ]
     assert len(evaluate(good(), SCOPE, NEEDS, True, "argocd")) == len(RULES)
 
 
@@ -187,3 +194,45 @@ def test_a_403_with_full_access_is_unknown_with_an_access_fix() -> None:
     (check,) = judge("argocd", facts)
     assert (check.status, check.blocks) == ("unknown", True)
     assert "install Argo CD" not in check.fix and "read access" in check.fix
+
+
+@pytest.mark.parametrize(
+    ("override", "fragments"),
+    [
+        (
+            {"cluster": "blue"},
+            ("'blue'", "clusterName is 'demo'", "spec.clusterName: blue", "--eks-cluster demo"),
+        ),
+        (
+            {"region": "eu-west-1"},
+            (
+                "'eu-west-1'",
+                "region is 'us-west-2'",
+                "spec.region: eu-west-1",
+                "--region us-west-2",
+            ),
+        ),
+    ],
+)
+def test_a_cluster_other_than_the_profiles_is_refused(override: dict, fragments: tuple) -> None:
+    """Issue 14: enrolling a cluster under another name or region than the profile's configures
+    Karpenter for the wrong cluster; the check names both values and both fixes."""
+    scope = replace(SCOPE, **override)
+    (check,) = [r for r in RULES if r.name == "profile-names"][0].run(
+        Context(good(), scope, NEEDS, True, "argocd")
+    )
+    assert (check.status, check.blocks) == ("fail", True)
+    text = check.detail + " | " + check.fix
+    assert all(f in text for f in fragments), text
+
+
+def test_a_cluster_tagged_for_another_network_names_both_values() -> None:
+    (check,) = judge("profile-names", replace(good(), cluster_discovery={"subnet subnet-1": "old"}))
+    assert "karpenter.sh/discovery='old'" in check.detail and "'demo-net'" in check.detail
+    assert "spec.networkName: old" in check.fix
+
+
+def test_unread_cluster_tags_are_unknown() -> None:
+    facts = replace(good(), cluster_discovery=None, cluster_discovery_error="AccessDenied")
+    (check,) = judge("profile-names", facts)
+    assert (check.status, check.blocks) == ("unknown", True)

@@ -334,8 +334,45 @@ def test_cluster_name_disagrees(eksinf, stack_dir):
         eksinf,
         stack_dir,
         "cluster-name",
-        "CLUSTER_NAME is 'inference-demo-net'",
-        "Cluster aws-inference/cluster spec.name",
+        "names cluster 'inference-demo-net' but the profile's clusterName is 'inference-demo'",
+        "Deployment kube-system/karpenter",
+        "render/platform-profile/profile.yaml spec.clusterName",
+    )
+
+
+def test_cluster_named_by_name_is_checked_against_the_profile(eksinf, stack_dir):
+    """Issue 14: a place that names the cluster outside the ACK Cluster (an association's
+    spec.clusterName, as a BYO cluster needs) was never compared with the profile."""
+    edit(
+        stack_dir,
+        IDENTITY,
+        "  clusterRef:\n    from:\n      name: cluster\n",
+        "  clusterName: blue\n",
+    )
+    failing(
+        eksinf,
+        stack_dir,
+        "cluster-name",
+        "names cluster 'blue' but the profile's clusterName is 'inference-demo'",
+        "PodIdentityAssociation aws-inference/karpenter spec.clusterName",
+        "render/platform-profile/profile.yaml spec.clusterName",
+    )
+
+
+def test_cluster_name_in_the_profile_reaches_every_place(eksinf, stack_dir):
+    """The cluster-SG selector is compared with the profile's clusterName."""
+    edit(
+        stack_dir,
+        NODECLASSES,
+        "aws:eks:cluster-name: confighubplaceholder",
+        "aws:eks:cluster-name: blue",
+    )
+    failing(
+        eksinf,
+        stack_dir,
+        "cluster-name",
+        "names cluster 'blue'",
+        "EC2NodeClass /general spec.securityGroupSelectorTerms.1.tags.aws:eks:cluster-name",
     )
 
 

@@ -94,7 +94,8 @@ def _lint_units(
         return  # nothing to resolve with: invariants would compare placeholders
     planes = {c.name: c.plane for c in stack.components}
     resources = all_resources(links.resolve_units(units, spec, valid), planes)
-    run_checks(report, Context(resources, stack.root / "iam", spec.get("stackName")))
+    context = Context(resources, stack.root / "iam", spec.get("stackName"), spec.get("clusterName"))
+    run_checks(report, context)
 
 
 def lint_stack(stack: Stack) -> Report:

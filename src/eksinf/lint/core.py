@@ -61,6 +61,7 @@ class Context:
     resources: list[Resource]
     iam_dir: Path  # the stack's iam/ policies
     stack_name: Any  # the profile's stackName
+    cluster_name: Any = None  # the profile's clusterName
 
 
 CheckFn = Callable[[Report, Context], None]

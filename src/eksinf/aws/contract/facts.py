@@ -17,7 +17,15 @@ from ...model.names import DISCOVERY_KEY
 from ...model.quantity import whole_gib
 from ..kube import KubeClient, KubeError, resource_path
 from ..scope import StackScope
-from ..session import AWS_FAILURES, AwsSession, Caller, error_code, paginate, translate
+from ..session import (
+    AWS_FAILURES,
+    AwsSession,
+    Caller,
+    error_code,
+    paginate,
+    tags_of,
+    translate,
+)
 
 SUPPORTED_VERSIONS = ("1.30", "1.31", "1.32", "1.33", "1.34")
 ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
@@ -124,6 +132,10 @@ class Facts:
     discovery_subnets: list[dict[str, Any]] | None = None
     discovery_sgs: list[dict[str, Any]] | None = None
     discovery_error: str = ""
+    # "subnet subnet-1" / "security group sg-1" -> its discovery tag value, for the cluster's
+    # own subnets and security groups that carry the key; None = unread
+    cluster_discovery: dict[str, str] | None = None
+    cluster_discovery_error: str = ""
     node_role: dict[str, Any] | None = None
     node_role_error: str = ""
     instance_profiles: int = 0
@@ -282,6 +294,11 @@ def gather(
         )
         if providers is not None:
             facts.oidc_providers = [p["Arn"] for p in providers]
+    if facts.cluster is not None:
+        facts.cluster_discovery, facts.cluster_discovery_error = _aws(
+            "ec2 describe-subnets/describe-security-groups (the cluster's own)",
+            lambda: _cluster_discovery(ec2, facts.cluster or {}),
+        )
     tag = [{"Name": f"tag:{DISCOVERY_KEY}", "Values": [scope.network]}]
     facts.discovery_subnets, facts.discovery_error = _aws(
         "ec2 describe-subnets", lambda: paginate(ec2, "describe_subnets", "Subnets", Filters=tag)
@@ -320,6 +337,28 @@ def gather(
             if not {facts.endpoint_status, facts.argocd_status} & {401, 403}:
                 break
     return facts
+
+
+def _cluster_discovery(ec2: Any, cluster: dict[str, Any]) -> dict[str, str]:
+    """The discovery tag value on each of the cluster's own subnets and security groups."""
+    vpc = cluster.get("resourcesVpcConfig") or {}
+    subnet_ids = list(vpc.get("subnetIds") or [])
+    group_ids = sorted(
+        {*(vpc.get("securityGroupIds") or []), vpc.get("clusterSecurityGroupId") or ""} - {""}
+    )
+    found: dict[str, str] = {}
+    if subnet_ids:
+        for subnet in paginate(ec2, "describe_subnets", "Subnets", SubnetIds=subnet_ids):
+            value = tags_of(subnet).get(DISCOVERY_KEY)
+            if value is not None:
+                found[f"subnet {subnet['SubnetId']}"] = value
+    if group_ids:
+        groups = paginate(ec2, "describe_security_groups", "SecurityGroups", GroupIds=group_ids)
+        for group in groups:
+            value = tags_of(group).get(DISCOVERY_KEY)
+            if value is not None:
+                found[f"security group {group['GroupId']}"] = value
+    return found
 
 
 def _sa_of(association: dict[str, Any]) -> str:

@@ -187,6 +187,67 @@ def _argocd_version(image: str) -> tuple[int, int] | None:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
+PROFILE_FILE = "render/platform-profile/profile.yaml"
+
+
+@rule("profile-names")
+def profile_names(ctx: Context) -> list[Check]:
+    """The enrolled cluster is the profile's: its name, region and discovery tag value (the
+    name becomes Karpenter's CLUSTER_NAME, its security-group selector and the Pod Identity
+    association's cluster; a mismatch configures Karpenter for another cluster)."""
+    facts, scope = ctx.facts, ctx.scope
+    element = "the profile's clusterName, region and networkName"
+    call = (
+        "--eks-cluster/--region vs the profile; eks:DescribeCluster resourcesVpcConfig + "
+        f"ec2:DescribeSubnets/DescribeSecurityGroups (tag {DISCOVERY_KEY})"
+    )
+    problems: list[tuple[str, str]] = []  # (what differs, its fix)
+    if scope.profile_cluster and scope.cluster != scope.profile_cluster:
+        problems.append(
+            (
+                f"enrolling EKS cluster {scope.cluster!r} but the profile's clusterName is "
+                f"{scope.profile_cluster!r}",
+                f"set spec.clusterName: {scope.cluster} in {PROFILE_FILE} (then eksinf "
+                f"render), or pass --eks-cluster {scope.profile_cluster}",
+            )
+        )
+    if scope.profile_region and scope.region != scope.profile_region:
+        problems.append(
+            (
+                f"region {scope.region!r} but the profile's region is {scope.profile_region!r}",
+                f"set spec.region: {scope.region} in {PROFILE_FILE} (then eksinf render), "
+                f"or pass --region {scope.profile_region}",
+            )
+        )
+    if facts.cluster is not None and facts.cluster_discovery is None:
+        return [Check("profile-names", element, "unknown", facts.cluster_discovery_error, call)]
+    for where, value in sorted((facts.cluster_discovery or {}).items()):
+        if value != scope.network:
+            problems.append(
+                (
+                    f"the cluster's {where} carries {DISCOVERY_KEY}={value!r} but the "
+                    f"profile's networkName is {scope.network!r}",
+                    f"set spec.networkName: {value} in {PROFILE_FILE} (then eksinf render), "
+                    f"or tag the cluster's subnets and security groups {DISCOVERY_KEY}="
+                    f"{scope.network}",
+                )
+            )
+    if not problems:
+        detail = f"cluster {scope.cluster}, region {scope.region}, {DISCOVERY_KEY}={scope.network}"
+        return [Check("profile-names", element, "pass", detail, call)]
+    fixes = list(dict.fromkeys(fix for _, fix in problems))
+    return [
+        Check(
+            "profile-names",
+            element,
+            "fail",
+            "; ".join(what for what, _ in problems),
+            call,
+            "; ".join(fixes),
+        )
+    ]
+
+
 @rule("cluster-active")
 def cluster_active(ctx: Context) -> list[Check]:
     """Cluster ACTIVE at a supported version."""
