@@ -94,7 +94,7 @@ def _lint_units(
         return  # nothing to resolve with: invariants would compare placeholders
     planes = {c.name: c.plane for c in stack.components}
     resources = all_resources(links.resolve_units(units, spec, valid), planes)
-    context = Context(resources, stack.root / "iam", spec.get("stackName"), spec.get("clusterName"))
+    context = Context(resources, stack.root / "iam", spec.get("stackName"), spec)
     run_checks(report, context)
 
 

@@ -20,7 +20,7 @@ def check_cluster_name(report: Report, ctx: Context) -> None:
     """Every place that carries the cluster name carries the profile's clusterName: the ACK
     Cluster's spec.name, any CLUSTER_NAME env var, the cluster-SG selector, and any EKS
     resource that names its cluster (spec.clusterName)."""
-    name = ctx.cluster_name
+    name = ctx.profile.get("clusterName")
     if not isinstance(name, str) or name == PLACEHOLDER:
         return
     for place, value in _cluster_name_places(ctx.resources):

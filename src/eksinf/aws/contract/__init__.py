@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ...model.iam import trusted_actions
 from ..kube import KubeClient
 from ..scope import StackScope
 from ..session import AwsSession
@@ -16,7 +17,6 @@ from .facts import (
     ami_parameter,
     gather,
     stack_needs,
-    trusted_actions,
 )
 from .rules import RULES, Check, evaluate, table
 

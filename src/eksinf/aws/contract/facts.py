@@ -3,16 +3,15 @@ cluster say, gathered once with the caller's session. Judging them is rules.py's
 
 from __future__ import annotations
 
-import json
 import re
 import time
-import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ...errors import EksinfError
 from ...model.configs import read_units, resources
+from ...model.iam import POD_IDENTITY_SERVICE, trusted_actions
 from ...model.names import DISCOVERY_KEY
 from ...model.quantity import whole_gib
 from ..kube import KubeClient, KubeError, resource_path
@@ -34,10 +33,6 @@ ROOT_OVERHEAD_GIB = (
     30  # OS, container images and logs on a GPU node's root volume, besides the cache
 )
 ARGOCD_FLOOR = (3, 1)  # older Argo CD cannot resolve oci:// plain-manifest sources
-POD_IDENTITY_SERVICE = "pods.eks.amazonaws.com"
-# The Pod Identity agent assumes the role and tags the session; a trust without TagSession
-# fails at credential time, long after the association looked fine.
-POD_IDENTITY_ACTIONS = ("sts:AssumeRole", "sts:TagSession")
 
 
 @dataclass(frozen=True)
@@ -77,33 +72,6 @@ class AssociationRole:
     role_arn: str
     granted: tuple[str, ...] | None  # actions trusted for POD_IDENTITY_SERVICE; None = unread
     error: str = ""  # why it could not be read ("" when read, "no such role" when absent)
-
-
-def _statement_list(document: Any) -> list[dict[str, Any]]:
-    if isinstance(document, str):  # IAM returns the document URL-encoded
-        document = json.loads(urllib.parse.unquote(document))
-    statements = (document or {}).get("Statement") or []
-    return [statements] if isinstance(statements, dict) else list(statements)
-
-
-def _as_list(value: Any) -> list[str]:
-    return [value] if isinstance(value, str) else list(value or [])
-
-
-def trusted_actions(document: Any, service: str) -> tuple[str, ...]:
-    """The actions an assume-role policy allows `service` (wildcards expanded to what we need)."""
-    granted: set[str] = set()
-    for statement in _statement_list(document):
-        principal = statement.get("Principal") or {}
-        services = _as_list(principal.get("Service")) if isinstance(principal, dict) else []
-        if statement.get("Effect") != "Allow" or service not in services:
-            continue
-        for action in _as_list(statement.get("Action")):
-            if action in ("*", "sts:*"):
-                granted.update(POD_IDENTITY_ACTIONS)
-            else:
-                granted.add(action)
-    return tuple(sorted(granted))
 
 
 @dataclass

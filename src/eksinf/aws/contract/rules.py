@@ -13,14 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ...model.iam import POD_IDENTITY_ACTIONS, POD_IDENTITY_SERVICE
 from ...model.names import DISCOVERY_KEY
 from ..scope import StackScope
 from .facts import (
     ADMIN_POLICY,
     AGENT_ADDON,
     ARGOCD_FLOOR,
-    POD_IDENTITY_ACTIONS,
-    POD_IDENTITY_SERVICE,
     ROOT_OVERHEAD_GIB,
     SUPPORTED_VERSIONS,
     Facts,
