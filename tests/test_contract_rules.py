@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from eksinf.aws.contract import ADMIN_POLICY, RULES, Facts, StackNeeds, evaluate
 from eksinf.aws.contract.facts import AssociationRole
-from eksinf.aws.contract.rules import Context
+from eksinf.aws.contract.rules import Context, markdown
 from eksinf.aws.scope import StackScope
 from eksinf.aws.session import Caller
 
@@ -99,7 +100,7 @@ BROKEN: dict[str, tuple[Callable[[Facts], Facts], str]] = {
     "discovery-tags": (lambda f: replace(f, discovery_sgs=[]), "fail"),
     "node-role": (lambda f: replace(f, node_role=None), "fail"),
     "gpu-ami": (lambda f: replace(f, ami_id=None, ami_error="no such parameter"), "fail"),
-    "root-volume": (lambda f: replace(f, live_gpu_volume_gib=50), "fail"),
+    "root-volume": (lambda f: replace(f, live_gpu_volume_gib=50), "warn"),
     "capacity-reservation": (lambda f: replace(f, reservations=[]), "warn"),
     "argocd": (lambda f: replace(f, argocd_image="quay.io/argoproj/argocd:v2.14.0"), "fail"),
 }  # fmt: skip
@@ -236,3 +237,36 @@ def test_unread_cluster_tags_are_unknown() -> None:
     facts = replace(good(), cluster_discovery=None, cluster_discovery_error="AccessDenied")
     (check,) = judge("profile-names", facts)
     assert (check.status, check.blocks) == ("unknown", True)
+
+
+def test_severity_is_the_tables_and_advisory_never_blocks() -> None:
+    """Issue 14: root-volume was documented advisory and blocked. Every evaluated check now
+    carries its rule's severity, and an advisory rule's failure only warns."""
+    for name, (breaker, _) in BROKEN.items():
+        facts = breaker(good())
+        (entry,) = [r for r in RULES if r.name == name]
+        for check in evaluate(facts, SCOPE, NEEDS, True, "argocd"):
+            if check.name == name and check.status != "skipped":
+                assert check.severity == entry.severity, name
+                if entry.severity == "advisory":
+                    assert not check.blocks, name
+    (volume,) = [
+        c
+        for c in evaluate(replace(good(), live_gpu_volume_gib=50), SCOPE, NEEDS, True, "argocd")
+        if c.name == "root-volume"
+    ]
+    assert (volume.status, volume.severity, volume.blocks) == ("warn", "advisory", False)
+
+
+def test_every_rule_documents_element_call_fix_and_why() -> None:
+    for entry in RULES:
+        assert all((entry.element, entry.call, entry.fix, entry.why, entry.summary)), entry.name
+
+
+def test_contract_doc_is_generated_from_the_table() -> None:
+    """docs/contract.md's check table is `rules.markdown()` byte for byte (regenerate with
+    `eksinf enroll cluster --list-checks --markdown`)."""
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "contract.md").read_text()
+    begin, end = "<!-- checks:begin (generated) -->\n", "<!-- checks:end -->"
+    assert begin in doc and end in doc
+    assert doc.split(begin, 1)[1].split(end, 1)[0] == markdown()

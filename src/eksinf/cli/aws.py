@@ -404,6 +404,9 @@ def enroll_cluster_cmd(
     list_checks: bool = typer.Option(
         False, "--list-checks", help="Print the table of contract rules and exit."
     ),
+    markdown: bool = typer.Option(
+        False, "--markdown", help="With --list-checks: the table docs/contract.md carries."
+    ),
     eks_cluster: str = typer.Option(
         None, "--eks-cluster", help="EKS cluster name. Default: the profile's clusterName."
     ),
@@ -433,7 +436,9 @@ def enroll_cluster_cmd(
 
     if list_checks:
         rows = contract.table()
-        if json_out:
+        if markdown:
+            typer.echo(contract.markdown(), nl=False)
+        elif json_out:
             emit_json(rows)
         else:
             print_table(rows, ("name", "severity", "anchor", "summary"))

@@ -18,7 +18,7 @@ from .facts import (
     gather,
     stack_needs,
 )
-from .rules import RULES, Check, evaluate, table
+from .rules import RULES, Check, evaluate, markdown, table
 
 __all__ = [
     "ADMIN_POLICY",
@@ -30,6 +30,7 @@ __all__ = [
     "ami_parameter",
     "check_cluster",
     "evaluate",
+    "markdown",
     "missing_lines",
     "stack_needs",
     "table",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ...model.iam import POD_IDENTITY_ACTIONS, POD_IDENTITY_SERVICE
@@ -90,21 +90,32 @@ RuleFn = Callable[[Context], list[Check]]
 
 @dataclass(frozen=True)
 class Rule:
+    """One row of the contract: docs/contract.md's table is generated from these (`markdown`)."""
+
     name: str
-    severity: str  # required: a fail blocks enroll; advisory: reported only
+    severity: str  # required: a fail or unknown blocks enroll; advisory: reported only
+    element: str  # what the cluster must have
+    call: str  # the calls that prove it
+    fix: str  # what fixes it
+    why: str  # why it blocks (or only warns)
     anchor: str
     summary: str
     run: RuleFn
 
 
 RULES: list[Rule] = []
+SEVERITIES = ("required", "advisory")
 
 
-def rule(name: str, severity: str = "required", anchor: str = ANCHOR) -> Callable[[RuleFn], RuleFn]:
+def rule(
+    name: str, *, severity: str, element: str, call: str, fix: str, why: str, anchor: str = ANCHOR
+) -> Callable[[RuleFn], RuleFn]:
     """Register a rule in the table, in evaluation order."""
+    assert severity in SEVERITIES, severity
 
     def register(fn: RuleFn) -> RuleFn:
-        RULES.append(Rule(name, severity, anchor, (fn.__doc__ or "").strip(), fn))
+        summary = " ".join((fn.__doc__ or "").split("\n\n")[0].split())
+        RULES.append(Rule(name, severity, element, call, fix, why, anchor, summary, fn))
         return fn
 
     return register
@@ -112,9 +123,30 @@ def rule(name: str, severity: str = "required", anchor: str = ANCHOR) -> Callabl
 
 def table() -> list[dict[str, str]]:
     return [
-        {"name": r.name, "severity": r.severity, "anchor": r.anchor, "summary": r.summary}
+        {
+            "name": r.name,
+            "severity": r.severity,
+            "anchor": r.anchor,
+            "summary": r.summary,
+            "element": r.element,
+            "call": r.call,
+            "fix": r.fix,
+            "why": r.why,
+        }
         for r in RULES
     ]
+
+
+def markdown() -> str:
+    """The table docs/contract.md carries between its `checks` markers (tests compare them)."""
+    lines = [
+        "| check | element | call that proves it | fix | severity | why |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in RULES:
+        cells = (f"`{r.name}`", r.element, r.call, r.fix, r.severity, r.why)
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def evaluate(
@@ -126,7 +158,12 @@ def evaluate(
     ctx = Context(facts, scope, needs, kube_used, argocd_namespace)
     checks: list[Check] = []
     for entry in RULES:
-        checks += entry.run(ctx)
+        # The table's severity is the one documented, so it is the one that blocks (a check
+        # that did not apply says so as advisory).
+        checks += [
+            c if c.status == "skipped" else replace(c, severity=entry.severity)
+            for c in entry.run(ctx)
+        ]
         if entry.name == "cluster-active" and facts.cluster is None and not facts.cluster_error:
             break
     return checks
@@ -189,7 +226,14 @@ def _argocd_version(image: str) -> tuple[int, int] | None:
 PROFILE_FILE = "render/platform-profile/profile.yaml"
 
 
-@rule("profile-names")
+@rule(
+    "profile-names",
+    severity="required",
+    element="the cluster is the profile's: `--eks-cluster` equals `clusterName`, `--region` equals `region`, and the cluster's own subnets and security groups that carry `karpenter.sh/discovery` carry `networkName` (the name becomes Karpenter's `CLUSTER_NAME`, its security-group selector and the Pod Identity association's cluster)",
+    call="the options vs the profile; `eks:DescribeCluster` `resourcesVpcConfig`, `ec2:DescribeSubnets`/`DescribeSecurityGroups` by id",
+    fix="change the profile (`eksinf render`), or pass the profile's name/region; both values are named",
+    why="the cluster name becomes Karpenter's CLUSTER_NAME, its security-group selector and the association's cluster: a cluster other than the profile's gets Karpenter configured for the wrong cluster, with no error",
+)
 def profile_names(ctx: Context) -> list[Check]:
     """The enrolled cluster is the profile's: its name, region and discovery tag value (the
     name becomes Karpenter's CLUSTER_NAME, its security-group selector and the Pod Identity
@@ -247,7 +291,14 @@ def profile_names(ctx: Context) -> list[Check]:
     ]
 
 
-@rule("cluster-active")
+@rule(
+    "cluster-active",
+    severity="required",
+    element="the EKS cluster, ACTIVE, at a supported version (1.30-1.34)",
+    call="`eks:DescribeCluster` (`status`, `version`)",
+    fix="deploy the eks-cluster component; wait for ACTIVE; upgrade",
+    why="every other element hangs off an ACTIVE cluster at a version the stack pins add-ons and AMIs for",
+)
 def cluster_active(ctx: Context) -> list[Check]:
     """Cluster ACTIVE at a supported version."""
     facts = ctx.facts
@@ -288,7 +339,14 @@ def cluster_active(ctx: Context) -> list[Check]:
     return checks
 
 
-@rule("access-entry")
+@rule(
+    "access-entry",
+    severity="required",
+    element="an access entry for the caller's principal (an assumed-role session is mapped to its IAM role ARN)",
+    call="`sts:GetCallerIdentity`, `eks:ListAccessEntries`",
+    fix="`--grant-access`, or `aws eks create-access-entry ... --type STANDARD`",
+    why="without an entry the API answers 401 to every call enroll makes",
+)
 def access_entry(ctx: Context) -> list[Check]:
     """Access entry for the caller."""
     facts = ctx.facts
@@ -339,7 +397,14 @@ def access_entry(ctx: Context) -> list[Check]:
     return checks
 
 
-@rule("access-policy")
+@rule(
+    "access-policy",
+    severity="required",
+    element="`AmazonEKSClusterAdminPolicy` at cluster scope associated with that entry (an entry alone authenticates and authorizes nothing)",
+    call="`eks:ListAssociatedAccessPolicies`",
+    fix="`--grant-access`, or `aws eks associate-access-policy ... --access-scope type=cluster --policy-arn ...AmazonEKSClusterAdminPolicy`",
+    why="an entry alone authorizes nothing: every read and apply enroll makes is 403",
+)
 def access_policy(ctx: Context) -> list[Check]:
     """The caller's access entry holds the cluster-admin access policy (an entry alone
     authenticates and authorizes nothing: every call enroll makes is then 403)."""
@@ -369,7 +434,14 @@ def access_policy(ctx: Context) -> list[Check]:
     return [Check("access-policy", element, "fail", detail, call, fix)]
 
 
-@rule("endpoint-reachable")
+@rule(
+    "endpoint-reachable",
+    severity="required",
+    element="a reachable API endpoint",
+    call="`GET /version`",
+    fix="network path to the endpoint (public access, VPN, bastion)",
+    why="enroll reads Argo CD and applies the root Application over the API (skipped without a kubeconfig)",
+)
 def endpoint_reachable(ctx: Context) -> list[Check]:
     """Endpoint reachable."""
     facts = ctx.facts
@@ -426,7 +498,14 @@ def endpoint_reachable(ctx: Context) -> list[Check]:
     return checks
 
 
-@rule("pod-identity-agent")
+@rule(
+    "pod-identity-agent",
+    severity="required",
+    element="the `eks-pod-identity-agent` add-on, ACTIVE",
+    call="`eks:DescribeAddon`",
+    fix="`aws eks create-addon --addon-name eks-pod-identity-agent`",
+    why="without the agent, associations hand out no credentials and Karpenter launches no node",
+)
 def pod_identity_agent(ctx: Context) -> list[Check]:
     """The pod identity agent add-on is active."""
     facts = ctx.facts
@@ -465,7 +544,14 @@ def pod_identity_agent(ctx: Context) -> list[Check]:
     return checks
 
 
-@rule("pod-identity-associations")
+@rule(
+    "pod-identity-associations",
+    severity="required",
+    element="an association for each `namespace/serviceaccount` the rendered stack's `PodIdentityAssociation`s name (today `kube-system/karpenter`)",
+    call="`eks:ListPodIdentityAssociations`",
+    fix="deploy the karpenter-aws component",
+    why="without its association Karpenter's controller has no AWS identity",
+)
 def pod_identity_associations(ctx: Context) -> list[Check]:
     """A Pod Identity association for each ServiceAccount the stack needs."""
     facts, needs = ctx.facts, ctx.needs
@@ -506,7 +592,14 @@ def pod_identity_associations(ctx: Context) -> list[Check]:
     return checks
 
 
-@rule("pod-identity-trust")
+@rule(
+    "pod-identity-trust",
+    severity="required",
+    element="the IAM role behind each of those associations exists and its trust policy lets `pods.eks.amazonaws.com` do both `sts:AssumeRole` and `sts:TagSession` (without TagSession the agent fails to hand out credentials)",
+    call="`eks:DescribePodIdentityAssociation` (`roleArn`; the list call names no role), `iam:GetRole` (`AssumeRolePolicyDocument`)",
+    fix="add both actions for that service to the role's trust (`aws iam update-assume-role-policy`), or redeploy the karpenter-aws component",
+    why="a trust without AssumeRole and TagSession for the agent fails at credential time, long after the association looked fine",
+)
 def pod_identity_trust(ctx: Context) -> list[Check]:
     """The role behind each association trusts the Pod Identity agent."""
     facts, needs = ctx.facts, ctx.needs
@@ -516,7 +609,14 @@ def pod_identity_trust(ctx: Context) -> list[Check]:
     return checks
 
 
-@rule("irsa-issuer")
+@rule(
+    "irsa-issuer",
+    severity="required",
+    element="the cluster's OIDC issuer registered in IAM, only if a rendered ServiceAccount carries `eks.amazonaws.com/role-arn`",
+    call="`eks:DescribeCluster` `identity.oidc.issuer` vs `iam:ListOpenIDConnectProviders`",
+    fix="`aws iam create-open-id-connect-provider`",
+    why="STS rejects every web identity token from an issuer IAM does not know (skipped when no ServiceAccount uses IRSA)",
+)
 def irsa_issuer(ctx: Context) -> list[Check]:
     """IRSA issuer, only where IRSA is used."""
     facts, needs = ctx.facts, ctx.needs
@@ -562,7 +662,14 @@ def irsa_issuer(ctx: Context) -> list[Check]:
     return checks
 
 
-@rule("discovery-tags")
+@rule(
+    "discovery-tags",
+    severity="required",
+    element="`karpenter.sh/discovery=<networkName>` on at least one private subnet and one security group, and on no public subnet",
+    call="`ec2:DescribeSubnets`, `ec2:DescribeSecurityGroups` filtered by the tag",
+    fix="tag them (the aws-network component does)",
+    why="Karpenter finds no subnet or security group and launches nothing; a tagged public subnet gives GPU nodes public IPs",
+)
 def discovery_tags(ctx: Context) -> list[Check]:
     """Discovery tags on private subnets and a security group."""
     facts, scope = ctx.facts, ctx.scope
@@ -600,7 +707,14 @@ def discovery_tags(ctx: Context) -> list[Check]:
     return checks
 
 
-@rule("node-role")
+@rule(
+    "node-role",
+    severity="required",
+    element="the profile's `nodeRoleName` exists and trusts `ec2.amazonaws.com` (Karpenter creates its instance profiles from it)",
+    call="`iam:GetRole`, `iam:ListInstanceProfilesForRole`",
+    fix="deploy the eks-cluster component",
+    why="Karpenter makes its instance profiles from this role; without it no node joins",
+)
 def node_role(ctx: Context) -> list[Check]:
     """Node role with an instance-profile path."""
     facts, scope = ctx.facts, ctx.scope
@@ -645,7 +759,14 @@ def node_role(ctx: Context) -> list[Check]:
     return checks
 
 
-@rule("gpu-ami")
+@rule(
+    "gpu-ami",
+    severity="required",
+    element="the pinned `gpuAMIAlias` resolves for the cluster's Kubernetes version",
+    call="`ssm:GetParameter /aws/service/eks/optimized-ami/<k8s>/amazon-linux-2023/x86_64/nvidia/amazon-eks-node-al2023-x86_64-nvidia-<k8s>-<v>/image_id`, else `ec2:DescribeImages` owner amazon",
+    fix="pin a released alias in the profile",
+    why="an alias that does not resolve leaves the GPU EC2NodeClass not ready: no GPU node launches",
+)
 def gpu_ami(ctx: Context) -> list[Check]:
     """GPU AMI alias resolvable."""
     facts, scope = ctx.facts, ctx.scope
@@ -670,9 +791,16 @@ def gpu_ami(ctx: Context) -> list[Check]:
     return checks
 
 
-@rule("root-volume")
+@rule(
+    "root-volume",
+    severity="advisory",
+    element="GPU root volume >= model cache + 30 GiB (OS and images)",
+    call="live `EC2NodeClass gpu` `blockDeviceMappings`, else the profile's `gpuRootVolumeSize`, vs `modelCacheSize`",
+    fix="raise `gpuRootVolumeSize`",
+    why="advisory: `eksinf lint` and the profile's own rules already refuse a plan whose volume cannot hold the cache; a live undersized volume evicts model pods but breaks nothing enroll wires",
+)
 def root_volume(ctx: Context) -> list[Check]:
-    """Root volume fits the model cache (advisory: the profile check already refuses a bad plan)."""
+    """Root volume fits the model cache."""
     facts, scope = ctx.facts, ctx.scope
     checks: list[Check] = []
     volume = facts.live_gpu_volume_gib or scope.gpu_root_volume_gib
@@ -695,7 +823,7 @@ def root_volume(ctx: Context) -> list[Check]:
             Check(
                 "root-volume",
                 f"a GPU root volume of at least {cache + ROOT_OVERHEAD_GIB}Gi",
-                "pass" if ok else "fail",
+                "pass" if ok else "warn",
                 f"{volume}Gi root volume, {cache}Gi model cache + {ROOT_OVERHEAD_GIB}Gi for OS and images",
                 call,
                 ""
@@ -706,7 +834,14 @@ def root_volume(ctx: Context) -> list[Check]:
     return checks
 
 
-@rule("capacity-reservation", severity="advisory")
+@rule(
+    "capacity-reservation",
+    severity="advisory",
+    element="an active capacity reservation tagged with the stack tag, when a NodePool is reserved-only (the `h200` pool)",
+    call="`ec2:DescribeCapacityReservations`",
+    fix="tag an ODCR or Capacity Block, or leave the pool idle",
+    why="advisory: without a reservation the reserved-only pool never launches; everything else works",
+)
 def capacity_reservation(ctx: Context) -> list[Check]:
     """Capacity reservation for reserved-only pools (advisory: the pool simply never launches)."""
     facts, scope, needs = ctx.facts, ctx.scope, ctx.needs
@@ -746,7 +881,14 @@ def capacity_reservation(ctx: Context) -> list[Check]:
     return checks
 
 
-@rule("argocd")
+@rule(
+    "argocd",
+    severity="required",
+    element="Argo CD 3.1+ (`argocd-server`) in the Argo CD namespace (older versions cannot read `oci://` plain manifests)",
+    call="`GET deployments/argocd-server`",
+    fix="install Argo CD 3.1+",
+    why="enroll wires an Argo CD root Application; Argo CD before 3.1 cannot read oci:// plain manifests (checked only when the API answers)",
+)
 def argocd(ctx: Context) -> list[Check]:
     """Argo CD present at the floor version (enroll wires it; it does not install it)."""
     facts = ctx.facts
