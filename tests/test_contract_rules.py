@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from eksinf.aws.contract import ADMIN_POLICY, RULES, Facts, StackNeeds, evaluate
-from eksinf.aws.contract.facts import AssociationRole
+from eksinf.aws.contract.facts import AssociationRole, IrsaTrust
 from eksinf.aws.contract.rules import Context, markdown
 from eksinf.aws.scope import StackScope
 from eksinf.aws.session import Caller
@@ -36,10 +36,28 @@ SCOPE = StackScope(
 NEEDS = StackNeeds(
     pod_identities=(("kube-system", "karpenter"),),
     irsa_accounts=(("ns", "sa"),),
+    irsa_roles=(("ns/sa", "reader"),),
     reserved_pools=("gpu-reserved",),
 )
 POD_TRUST = ("sts:AssumeRole", "sts:TagSession")
 ISSUER = "https://oidc.eks.us-west-2.amazonaws.com/id/ABC"
+
+
+def irsa_trust_doc(issuer_host: str, sub: str = "system:serviceaccount:ns:sa") -> dict:
+    return {
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Federated": f"arn:aws:iam::1:oidc-provider/{issuer_host}"},
+                "Action": "sts:AssumeRoleWithWebIdentity",
+                "Condition": {"StringEquals": {f"{issuer_host}:sub": sub}},
+            }
+        ]
+    }
+
+
+CURRENT = ISSUER.removeprefix("https://")
+OLD = "oidc.eks.us-west-2.amazonaws.com/id/OLD"
 
 
 def good() -> Facts:
@@ -61,6 +79,7 @@ def good() -> Facts:
             AssociationRole("kube-system/karpenter", "arn:aws:iam::1:role/k", POD_TRUST)
         ],
         oidc_providers=["arn:aws:iam::1:oidc-provider/oidc.eks.us-west-2.amazonaws.com/id/ABC"],
+        irsa_trusts=[IrsaTrust("ns/sa", "reader", irsa_trust_doc(CURRENT))],
         discovery_subnets=[{"SubnetId": "subnet-1", "MapPublicIpOnLaunch": False}],
         discovery_sgs=[{"GroupId": "sg-1"}],
         cluster_discovery={"subnet subnet-1": "demo-net", "security group sg-1": "demo-net"},
@@ -97,6 +116,7 @@ BROKEN: dict[str, tuple[Callable[[Facts], Facts], str]] = {
         "fail",
     ),
     "irsa-issuer": (lambda f: replace(f, oidc_providers=[]), "fail"),
+    "irsa-trust": (lambda f: replace(f, irsa_trusts=[IrsaTrust("ns/sa", "reader", irsa_trust_doc(OLD))]), "fail"),
     "discovery-tags": (lambda f: replace(f, discovery_sgs=[]), "fail"),
     "node-role": (lambda f: replace(f, node_role=None), "fail"),
     "gpu-ami": (lambda f: replace(f, ami_id=None, ami_error="no such parameter"), "fail"),
@@ -127,6 +147,7 @@ def test_rules_that_do_not_apply_say_so() -> None:
     assert judge("pod-identity-associations", good(), none) == []
     assert judge("pod-identity-trust", good(), none) == []
     assert judge("capacity-reservation", good(), none) == []
+    assert judge("irsa-trust", good(), none) == []
     (irsa,) = judge("irsa-issuer", good(), none)
     assert (irsa.status, irsa.severity) == ("skipped", "advisory")
     (endpoint,) = judge("endpoint-reachable", good(), kube_used=False)
@@ -237,6 +258,10 @@ def test_unread_cluster_tags_are_unknown() -> None:
     facts = replace(good(), cluster_discovery=None, cluster_discovery_error="AccessDenied")
     (check,) = judge("profile-names", facts)
     assert (check.status, check.blocks) == ("unknown", True)
+    # a name that differs is still named when the tags could not be read
+    rule = [r for r in RULES if r.name == "profile-names"][0]
+    (check,) = rule.run(Context(facts, replace(SCOPE, cluster="blue"), NEEDS, True, "argocd"))
+    assert check.status == "fail" and "'blue'" in check.detail
 
 
 def test_severity_is_the_tables_and_advisory_never_blocks() -> None:
@@ -270,3 +295,22 @@ def test_contract_doc_is_generated_from_the_table() -> None:
     begin, end = "<!-- checks:begin (generated) -->\n", "<!-- checks:end -->"
     assert begin in doc and end in doc
     assert doc.split(begin, 1)[1].split(end, 1)[0] == markdown()
+
+
+def test_an_irsa_trust_naming_the_old_issuer_is_named() -> None:
+    """Issue 14 (live): a recreated cluster has a new issuer; the trust still names the old one."""
+    facts = replace(good(), irsa_trusts=[IrsaTrust("ns/sa", "reader", irsa_trust_doc(OLD))])
+    (check,) = judge("irsa-trust", facts)
+    assert check.status == "fail" and OLD in check.detail and CURRENT in check.fix
+    wildcard = irsa_trust_doc(CURRENT, "system:serviceaccount:*:sa")
+    wildcard["Statement"][0]["Condition"] = {
+        "StringLike": {f"{CURRENT}:sub": "system:serviceaccount:*:sa"}
+    }
+    (check,) = judge("irsa-trust", replace(good(), irsa_trusts=[IrsaTrust("ns/sa", "r", wildcard)]))
+    assert check.status == "pass", check.detail
+    other = irsa_trust_doc(CURRENT, "system:serviceaccount:other:sa")
+    (check,) = judge("irsa-trust", replace(good(), irsa_trusts=[IrsaTrust("ns/sa", "r", other)]))
+    assert check.status == "fail" and "does not admit system:serviceaccount:ns:sa" in check.detail
+    unread = IrsaTrust("ns/sa", "r", None, "AccessDenied")
+    (check,) = judge("irsa-trust", replace(good(), irsa_trusts=[unread]))
+    assert (check.status, check.blocks) == ("unknown", True)

@@ -113,6 +113,7 @@ class Request:
     action: str
     service: str = ""
     federated: bool = False
+    provider: str = ""  # the issuer host a federated request comes from ("" = any)
     context: Mapping[str, list[str]] = field(default_factory=dict)
     suffixes: Mapping[str, list[str]] = field(default_factory=dict)
 
@@ -136,7 +137,9 @@ def _principal_matches(statement: dict[str, Any], request: Request) -> bool:
     if request.service:
         return request.service in as_list(principal.get("Service"))
     if request.federated:
-        return any(":oidc-provider/" in str(p) for p in as_list(principal.get("Federated")))
+        wanted = f":oidc-provider/{request.provider}" if request.provider else ":oidc-provider/"
+        found = [str(p) for p in as_list(principal.get("Federated"))]
+        return any(p.endswith(wanted) if request.provider else wanted in p for p in found)
     return False
 
 
@@ -167,13 +170,27 @@ def admits(document: Any, request: Request) -> bool | None:
     return None if None in allowed else False
 
 
-def irsa_request(namespace: str, name: str) -> Request:
-    """A ServiceAccount's token exchanged through IRSA: `sub` is the account, `aud` is STS."""
+def irsa_request(namespace: str, name: str, issuer: str = "") -> Request:
+    """A ServiceAccount's token exchanged through IRSA: `sub` is the account, `aud` is STS.
+    With the cluster's issuer (host/path, no scheme) only that provider's trust counts."""
     return Request(
         WEB_IDENTITY_ACTION,
         federated=True,
+        provider=issuer,
         suffixes={":sub": [subject(namespace, name)], ":aud": ["sts.amazonaws.com"]},
     )
+
+
+def providers(document: Any) -> list[str]:
+    """The OIDC issuers (host/path) a trust's Federated principals name."""
+    found: list[str] = []
+    for statement in statements(document):
+        principal = statement.get("Principal")
+        if isinstance(principal, dict):
+            for arn in as_list(principal.get("Federated")):
+                if ":oidc-provider/" in str(arn):
+                    found.append(str(arn).split(":oidc-provider/", 1)[1])
+    return sorted(set(found))
 
 
 def pod_identity_request(namespace: str, name: str, action: str) -> Request:

@@ -13,6 +13,7 @@ from ...errors import EksinfError
 from ...model.configs import read_units, resources
 from ...model.iam import POD_IDENTITY_SERVICE, trusted_actions
 from ...model.names import DISCOVERY_KEY
+from ...model.placeholder import PLACEHOLDER
 from ...model.quantity import whole_gib
 from ..kube import KubeClient, KubeError, resource_path
 from ..scope import StackScope
@@ -41,19 +42,27 @@ class StackNeeds:
 
     pod_identities: tuple[tuple[str, str], ...] = ()  # (namespace, serviceaccount)
     irsa_accounts: tuple[tuple[str, str], ...] = ()
+    # ("namespace/name", role name) for each IRSA ServiceAccount whose role ARN is literal
+    irsa_roles: tuple[tuple[str, str], ...] = ()
     reserved_pools: tuple[str, ...] = ()  # NodePools that may only use reserved capacity
 
 
 def stack_needs(configs: Path) -> StackNeeds:
     pias, irsa, reserved = set(), set(), set()
+    roles: set[tuple[str, str]] = set()
     for r in resources(read_units(configs)):
         if r.kind == "PodIdentityAssociation" and r.spec.get("serviceAccount"):
             pias.add((r.spec.get("namespace", ""), r.spec["serviceAccount"]))
         elif r.kind == "ServiceAccount" and "eks.amazonaws.com/role-arn" in r.annotations:
             irsa.add((r.namespace or "", r.name))
+            arn = str(r.annotations["eks.amazonaws.com/role-arn"])
+            if PLACEHOLDER not in arn:
+                roles.add((f"{r.namespace or ''}/{r.name}", arn.rsplit("/", 1)[-1]))
         elif r.kind == "NodePool" and _reserved_only(r.spec):
             reserved.add(r.name)
-    return StackNeeds(tuple(sorted(pias)), tuple(sorted(irsa)), tuple(sorted(reserved)))
+    return StackNeeds(
+        tuple(sorted(pias)), tuple(sorted(irsa)), tuple(sorted(roles)), tuple(sorted(reserved))
+    )
 
 
 def _reserved_only(spec: dict[str, Any]) -> bool:
@@ -72,6 +81,16 @@ class AssociationRole:
     role_arn: str
     granted: tuple[str, ...] | None  # actions trusted for POD_IDENTITY_SERVICE; None = unread
     error: str = ""  # why it could not be read ("" when read, "no such role" when absent)
+
+
+@dataclass(frozen=True)
+class IrsaTrust:
+    """The trust policy of the role an IRSA ServiceAccount names."""
+
+    service_account: str  # namespace/name
+    role_name: str
+    document: Any = None  # the AssumeRolePolicyDocument; None = unread or absent
+    error: str = ""  # why it could not be read ("no such role" when absent)
 
 
 @dataclass
@@ -96,6 +115,7 @@ class Facts:
     associations_error: str = ""
     association_roles: list[AssociationRole] = field(default_factory=list)
     oidc_providers: list[str] | None = None
+    irsa_trusts: list[IrsaTrust] = field(default_factory=list)
     oidc_error: str = ""
     discovery_subnets: list[dict[str, Any]] | None = None
     discovery_sgs: list[dict[str, Any]] | None = None
@@ -262,6 +282,7 @@ def gather(
         )
         if providers is not None:
             facts.oidc_providers = [p["Arn"] for p in providers]
+        facts.irsa_trusts = [_irsa_trust(iam, sa, role) for sa, role in needs.irsa_roles]
     if facts.cluster is not None:
         facts.cluster_discovery, facts.cluster_discovery_error = _aws(
             "ec2 describe-subnets/describe-security-groups (the cluster's own)",
@@ -305,6 +326,16 @@ def gather(
             if not {facts.endpoint_status, facts.argocd_status} & {401, 403}:
                 break
     return facts
+
+
+def _irsa_trust(iam: Any, service_account: str, role_name: str) -> IrsaTrust:
+    try:
+        role = iam.get_role(RoleName=role_name)["Role"]
+    except AWS_FAILURES as exc:
+        if error_code(exc) == "NoSuchEntity":
+            return IrsaTrust(service_account, role_name, None, "no such role")
+        return IrsaTrust(service_account, role_name, None, translate(exc, "iam get-role").message)
+    return IrsaTrust(service_account, role_name, role.get("AssumeRolePolicyDocument"))
 
 
 def _cluster_discovery(ec2: Any, cluster: dict[str, Any]) -> dict[str, str]:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ...model import iam
 from ...model.iam import POD_IDENTITY_ACTIONS, POD_IDENTITY_SERVICE
 from ...model.names import DISCOVERY_KEY
 from ..scope import StackScope
@@ -262,7 +263,8 @@ def profile_names(ctx: Context) -> list[Check]:
                 f"or pass --region {scope.profile_region}",
             )
         )
-    if facts.cluster is not None and facts.cluster_discovery is None:
+    unread = facts.cluster is not None and facts.cluster_discovery is None
+    if unread and not problems:
         return [Check("profile-names", element, "unknown", facts.cluster_discovery_error, call)]
     for where, value in sorted((facts.cluster_discovery or {}).items()):
         if value != scope.network:
@@ -660,6 +662,57 @@ def irsa_issuer(ctx: Context) -> list[Check]:
             )
         )
     return checks
+
+
+@rule(
+    "irsa-trust",
+    severity="required",
+    element="the role each IRSA ServiceAccount names trusts the cluster's current OIDC issuer for that ServiceAccount (only where a rendered ServiceAccount names a role ARN)",
+    call="`eks:DescribeCluster` `identity.oidc.issuer` vs `iam:GetRole` (`AssumeRolePolicyDocument`), conditions evaluated as IAM does (`model/iam.py`)",
+    fix="point the role's trust at `oidc-provider/<current issuer>` with `<issuer>:sub` = `system:serviceaccount:<ns>:<name>` (`aws iam update-assume-role-policy`), or redeploy the component that owns the role",
+    why="a recreated cluster has a new issuer: a trust naming the old one denies every token, and the pod fails only when it first calls AWS",
+)
+def irsa_trust(ctx: Context) -> list[Check]:
+    """Each IRSA role's trust admits its ServiceAccount from the cluster's current issuer."""
+    facts, needs = ctx.facts, ctx.needs
+    if not needs.irsa_roles:
+        return []
+    issuer = (facts.cluster or {}).get("identity", {}).get("oidc", {}).get("issuer", "")
+    host = issuer.removeprefix("https://")
+    element = f"IRSA roles trusting the cluster's issuer {host or '(none)'}"
+    call = "eks:DescribeCluster identity.oidc.issuer + iam:GetRole (AssumeRolePolicyDocument)"
+    unread = [t for t in facts.irsa_trusts if t.document is None and t.error != "no such role"]
+    if unread:
+        detail = "; ".join(f"{t.service_account} -> {t.role_name}: {t.error}" for t in unread)
+        return [Check("irsa-trust", element, "unknown", detail, call)]
+    problems: list[str] = []
+    for t in facts.irsa_trusts:
+        ns, name = t.service_account.split("/", 1)
+        if t.document is None:
+            problems.append(f"{t.service_account} -> {t.role_name}: no such role")
+            continue
+        verdict = iam.admits(t.document, iam.irsa_request(ns, name, host))
+        if verdict is True:
+            continue
+        named = ", ".join(iam.providers(t.document)) or "no OIDC provider"
+        what = (
+            "does not admit"
+            if verdict is False
+            else "may not admit (a condition eksinf cannot evaluate)"
+        )
+        problems.append(
+            f"{t.service_account} -> {t.role_name}: the trust {what} "
+            f"{iam.subject(ns, name)} from {host or 'the cluster issuer'} (it names {named})"
+        )
+    if not problems:
+        found = ", ".join(f"{t.service_account} -> {t.role_name}" for t in facts.irsa_trusts)
+        return [Check("irsa-trust", element, "pass", found, call)]
+    fix = (
+        f"update each role's trust to Federated arn:aws:iam::<account>:oidc-provider/{host} with "
+        f"{host}:sub = system:serviceaccount:<ns>:<name> (aws iam update-assume-role-policy), or "
+        "redeploy the component that owns the role"
+    )
+    return [Check("irsa-trust", element, "fail", "; ".join(problems), call, fix)]
 
 
 @rule(
