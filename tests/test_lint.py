@@ -860,7 +860,7 @@ def test_lint_list_prints_the_table_of_registered_checks(eksinf, stack_dir):
     assert listed.code == 0, listed.err
     rows = json.loads(listed.out)
     assert {r["domain"] for r in rows} == {
-        "stack", "bindings", "identity", "network", "scheduling", "naming"
+        "stack", "bindings", "identity", "network", "scheduling", "naming", "addons"
     }  # fmt: skip
     assert all(r["severity"] == "error" and r["anchor"].startswith("docs/") for r in rows)
     ran = json.loads(eksinf("lint", "--json", cwd=stack_dir).out)["checks"]
@@ -991,4 +991,23 @@ def test_association_role_without_tag_session_in_the_stack(eksinf, stack_dir):
         "identity-trust",
         "does not allow pods.eks.amazonaws.com sts:TagSession",
         "PodIdentityAssociation aws-inference/karpenter spec.roleRef",
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "said"),
+    [
+        ("  resolveConflicts: OVERWRITE\n", "  resolveConflicts: NONE\n", "is 'NONE'"),
+        ("  resolveConflicts: OVERWRITE\n", "", "is unset"),
+    ],
+)
+def test_addon_resolve_conflicts_none_or_unset(eksinf, stack_dir, old, new, said):
+    """Issue 14: `resolveConflicts: NONE` passed lint; the add-on then drifts from its unit."""
+    edit(stack_dir, ADDONS, old, new)
+    failing(
+        eksinf,
+        stack_dir,
+        "addon-conflicts",
+        f"add-on 'eks-pod-identity-agent': resolveConflicts {said}",
+        "Addon aws-inference/eks-pod-identity-agent spec.resolveConflicts",
     )

@@ -6,7 +6,8 @@ value is compared as it will ship); then runs every registered check (`lint.core
 `eksinf lint --list`) on the resolved resources. Every finding names the two places that
 disagree (unit file, resource, path), or the one field that is wrong.
 
-Checks live by domain: bindings (links and placeholders), identity, network, scheduling, naming.
+Checks live by domain: bindings (links and placeholders), identity, network, scheduling, naming,
+add-ons.
 Pure: `lint_stack` reads files and returns a report; it never writes.
 """
 
@@ -26,7 +27,7 @@ from ..stack import Stack
 from ..yamlio import load_docs
 
 # Importing a domain module registers its checks in the table; they run in this order.
-from . import identity, network, scheduling, naming  # noqa: F401  isort: skip
+from . import identity, network, scheduling, naming, addons  # noqa: F401  isort: skip
 from .bindings import check_links
 from .core import CHECKS, Context, Finding, Report, run_checks, table
 
