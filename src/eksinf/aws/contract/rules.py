@@ -230,7 +230,9 @@ PROFILE_FILE = "render/platform-profile/profile.yaml"
 @rule(
     "profile-names",
     severity="required",
-    element="the cluster is the profile's: `--eks-cluster` equals `clusterName`, `--region` equals `region`, and the cluster's own subnets and security groups that carry `karpenter.sh/discovery` carry `networkName` (the name becomes Karpenter's `CLUSTER_NAME`, its security-group selector and the Pod Identity association's cluster)",
+    element="the cluster is the profile's: `--eks-cluster` equals `clusterName`, `--region` equals "
+    f"`region`, and the cluster's own subnets and security groups that carry `{DISCOVERY_KEY}` "
+    "carry `networkName` (the name becomes Karpenter's `CLUSTER_NAME`, its security-group selector and the Pod Identity association's cluster)",
     call="the options vs the profile; `eks:DescribeCluster` `resourcesVpcConfig`, `ec2:DescribeSubnets`/`DescribeSecurityGroups` by id",
     fix="change the profile (`eksinf render`), or pass the profile's name/region; both values are named",
     why="the cluster name becomes Karpenter's CLUSTER_NAME, its security-group selector and the association's cluster: a cluster other than the profile's gets Karpenter configured for the wrong cluster, with no error",
@@ -718,7 +720,7 @@ def irsa_trust(ctx: Context) -> list[Check]:
 @rule(
     "discovery-tags",
     severity="required",
-    element="`karpenter.sh/discovery=<networkName>` on at least one private subnet and one security group, and on no public subnet",
+    element=f"`{DISCOVERY_KEY}=<networkName>` on at least one private subnet and one security group, and on no public subnet",
     call="`ec2:DescribeSubnets`, `ec2:DescribeSecurityGroups` filtered by the tag",
     fix="tag them (the aws-network component does)",
     why="Karpenter finds no subnet or security group and launches nothing; a tagged public subnet gives GPU nodes public IPs",
