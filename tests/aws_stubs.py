@@ -67,10 +67,12 @@ def _not_found(operation: str, what: str) -> ClientError:
 class EksExtrasFake:
     addons: dict[str, dict[str, str]] = field(default_factory=dict)  # cluster -> name -> status
     access_entries: dict[str, list[str]] = field(default_factory=dict)  # cluster -> principals
-    policies: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    # (cluster, principal) -> [(policy ARN, access scope type)]
+    policies: dict[tuple[str, str], list[tuple[str, str]]] = field(default_factory=dict)
     # cluster -> [{namespace, serviceAccount, roleArn?}]; the id is the index, as "a-<n>"
     associations: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
+    on_associate: list[Any] = field(default_factory=list)  # callbacks(cluster, principal)
 
     def wrap(self, real: Any) -> Any:
         fake = self
@@ -129,14 +131,28 @@ class EksExtrasFake:
         return {"accessEntry": {"clusterName": clusterName, "principalArn": principalArn}}
 
     def _associate_access_policy(
-        self, clusterName: str, principalArn: str, policyArn: str, **_: Any
+        self, clusterName: str, principalArn: str, policyArn: str, accessScope: dict, **_: Any
     ) -> dict:
-        self.policies.setdefault((clusterName, principalArn), []).append(policyArn)
+        if principalArn not in self.access_entries.get(clusterName, []):
+            raise _not_found("AssociateAccessPolicy", f"access entry {principalArn}")
+        held = self.policies.setdefault((clusterName, principalArn), [])
+        held.append((policyArn, accessScope["type"]))
+        for callback in self.on_associate:
+            callback(clusterName, principalArn)
         return {"clusterName": clusterName, "principalArn": principalArn}
 
     def _list_associated_access_policies(self, clusterName: str, principalArn: str, **_: Any):
-        arns = self.policies.get((clusterName, principalArn), [])
-        return {"associatedAccessPolicies": [{"policyArn": a} for a in arns]}
+        if principalArn not in self.access_entries.get(clusterName, []):
+            raise _not_found("ListAssociatedAccessPolicies", f"access entry {principalArn}")
+        held = self.policies.get((clusterName, principalArn), [])
+        return {
+            "clusterName": clusterName,
+            "principalArn": principalArn,
+            "associatedAccessPolicies": [
+                {"policyArn": arn, "accessScope": {"type": kind, "namespaces": []}}
+                for arn, kind in held
+            ],
+        }
 
     def _list_pod_identity_associations(self, clusterName: str, **_: Any) -> dict:
         # The real summary carries no roleArn: only DescribePodIdentityAssociation does.
@@ -248,6 +264,9 @@ class FakeKubeApi:
         self.log: list[tuple[str, str]] = []
         self.deletes: list[tuple[str, str | None]] = []
         self.token = token
+        # An access entry without an access policy: authenticated, and forbidden everything
+        # but /version (EKS maps system:authenticated to system:public-info-viewer).
+        self.forbidden = False
         self.on_delete: list[Any] = []  # callbacks(path, obj): simulate a controller
         self.on_patch: list[Any] = []  # callbacks(path, obj) after an apply or merge patch
         self._server = make_server("127.0.0.1", 0, self._app, threaded=True)
@@ -295,6 +314,8 @@ class FakeKubeApi:
             return self._reply(401, {"kind": "Status", "message": "Unauthorized", "code": 401})
         if path == "/version":
             return self._reply(200, {"major": "1", "minor": "33", "gitVersion": "v1.33.0"})
+        if self.forbidden:
+            return self._reply(403, {"kind": "Status", "message": "forbidden", "code": 403})
         if request.method == "GET":
             if path in self.objects:
                 return self._reply(200, self.objects[path])

@@ -7,6 +7,7 @@ SSM backend; the lookup itself still goes over HTTP through the session factory.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import urllib.parse
@@ -134,6 +135,7 @@ def conforming_extras(scope: StackScope, monkeypatch) -> EksExtrasFake:
     fake = EksExtrasFake(
         addons={scope.cluster: {"eks-pod-identity-agent": "ACTIVE"}},
         access_entries={scope.cluster: [CALLER]},
+        policies={(scope.cluster, CALLER): [(contract.ADMIN_POLICY, "cluster")]},
         associations={scope.cluster: [karpenter_association(role)]},
     )
     return fake.install(monkeypatch)
@@ -214,7 +216,65 @@ def test_grant_access_creates_the_entry(eksinf, stack_dir, scope, kube, monkeypa
     )
     assert result.code == 0, result.err
     assert fake.access_entries[scope.cluster] == [CALLER]
-    assert fake.policies[(scope.cluster, CALLER)] == [contract.ADMIN_POLICY]
+    assert fake.policies[(scope.cluster, CALLER)] == [(contract.ADMIN_POLICY, "cluster")]
+
+
+def test_entry_without_policy_is_one_missing_line_and_grant_adds_only_the_policy(
+    eksinf, stack_dir, scope, kube, monkeypatch, aws_env
+):
+    """Issue 14: the entry exists, no access policy is associated, so the API answers 403 to
+    everything but /version. enroll names the access policy (not "install Argo CD");
+    --grant-access then associates the policy and creates no second entry."""
+    seed_cluster(scope)
+    fake = conforming_extras(scope, monkeypatch)
+    fake.policies.clear()
+    kube.forbidden = True
+    args = ("enroll", "cluster", "--name", "prod", "--kubeconfig", str(kube.config))
+    result = eksinf(*args, cwd=stack_dir)
+    assert result.code == 3, result.err
+    missing = [ln for ln in result.out.splitlines() if ln.startswith("cluster ")]
+    assert len(missing) == 1, result.out
+    assert "access policy AmazonEKSClusterAdminPolicy" in missing[0]
+    assert "associate-access-policy" in result.out and "install Argo CD" not in result.out
+    fake.on_associate.append(lambda *_: setattr(kube, "forbidden", False))
+    granted = eksinf(*args, "--grant-access", cwd=stack_dir)
+    assert granted.code == 0, granted.out + granted.err
+    assert fake.access_entries[scope.cluster] == [CALLER]
+    assert fake.policies[(scope.cluster, CALLER)] == [(contract.ADMIN_POLICY, "cluster")]
+
+
+def test_cluster_under_another_name_than_the_profile_is_refused(
+    eksinf, stack_dir, scope, kube, monkeypatch, aws_env
+):
+    """Issue 14: a conforming cluster enrolled with --eks-cluster other than the profile's
+    clusterName was wired, and Karpenter then ran with the profile's CLUSTER_NAME."""
+    blue = dataclasses.replace(scope, cluster="blue")
+    seed_cluster(blue)
+    conforming_extras(blue, monkeypatch)
+    result = eksinf(
+        "enroll", "cluster", "--name", "prod", "--eks-cluster", "blue",
+        "--kubeconfig", str(kube.config), cwd=stack_dir,
+    )  # fmt: skip
+    assert result.code == 3, result.out + result.err
+    assert f"enrolling EKS cluster 'blue' but the profile's clusterName is '{scope.cluster}'" in (
+        result.out
+    )
+    assert f"--eks-cluster {scope.cluster}" in result.out and "spec.clusterName: blue" in result.out
+    assert not [m for m, _ in kube.log if m != "GET"]  # nothing was wired
+
+
+def test_cluster_tagged_for_another_network_names_both_values(
+    eksinf, stack_dir, scope, kube, monkeypatch, aws_env
+):
+    seed_cluster(dataclasses.replace(scope, network="old-net"))
+    conforming_extras(scope, monkeypatch)
+    result = eksinf(
+        "enroll", "cluster", "--name", "prod", "--kubeconfig", str(kube.config), cwd=stack_dir
+    )
+    assert result.code == 3, result.out + result.err
+    assert "karpenter.sh/discovery='old-net'" in result.out
+    assert f"networkName is '{scope.network}'" in result.out
+    assert "spec.networkName: old-net" in result.out
 
 
 def test_absent_cluster_is_one_missing_line(eksinf, stack_dir, scope, monkeypatch, aws_env):

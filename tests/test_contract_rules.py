@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
-from eksinf.aws.contract import RULES, Facts, StackNeeds, evaluate
-from eksinf.aws.contract.facts import AssociationRole
-from eksinf.aws.contract.rules import Context
+from eksinf.aws.contract import ADMIN_POLICY, RULES, Facts, StackNeeds, evaluate
+from eksinf.aws.contract.facts import AssociationRole, IrsaTrust
+from eksinf.aws.contract.rules import Context, markdown
 from eksinf.aws.scope import StackScope
 from eksinf.aws.session import Caller
 
@@ -29,14 +30,34 @@ SCOPE = StackScope(
     gpu_ami_alias="al2023@v20260724",
     gpu_root_volume_gib=200,
     model_cache_gib=40,
+    profile_cluster="demo",
+    profile_region="us-west-2",
 )
 NEEDS = StackNeeds(
     pod_identities=(("kube-system", "karpenter"),),
     irsa_accounts=(("ns", "sa"),),
+    irsa_roles=(("ns/sa", "reader"),),
     reserved_pools=("gpu-reserved",),
 )
 POD_TRUST = ("sts:AssumeRole", "sts:TagSession")
 ISSUER = "https://oidc.eks.us-west-2.amazonaws.com/id/ABC"
+
+
+def irsa_trust_doc(issuer_host: str, sub: str = "system:serviceaccount:ns:sa") -> dict:
+    return {
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Federated": f"arn:aws:iam::1:oidc-provider/{issuer_host}"},
+                "Action": "sts:AssumeRoleWithWebIdentity",
+                "Condition": {"StringEquals": {f"{issuer_host}:sub": sub}},
+            }
+        ]
+    }
+
+
+CURRENT = ISSUER.removeprefix("https://")
+OLD = "oidc.eks.us-west-2.amazonaws.com/id/OLD"
 
 
 def good() -> Facts:
@@ -51,14 +72,17 @@ def good() -> Facts:
             "resourcesVpcConfig": {"endpointPublicAccess": True, "endpointPrivateAccess": False},
         },
         access_entries=[CALLER.principal_arn],
+        access_policies=[(ADMIN_POLICY, "cluster")],
         addon_status="ACTIVE",
         associations=[("kube-system", "karpenter")],
         association_roles=[
             AssociationRole("kube-system/karpenter", "arn:aws:iam::1:role/k", POD_TRUST)
         ],
         oidc_providers=["arn:aws:iam::1:oidc-provider/oidc.eks.us-west-2.amazonaws.com/id/ABC"],
+        irsa_trusts=[IrsaTrust("ns/sa", "reader", irsa_trust_doc(CURRENT))],
         discovery_subnets=[{"SubnetId": "subnet-1", "MapPublicIpOnLaunch": False}],
         discovery_sgs=[{"GroupId": "sg-1"}],
+        cluster_discovery={"subnet subnet-1": "demo-net", "security group sg-1": "demo-net"},
         node_role={"AssumeRolePolicyDocument": "ec2.amazonaws.com", "Path": "/"},
         ami_id="ami-1",
         ami_source="ssm",
@@ -75,8 +99,10 @@ def judge(name: str, facts: Facts, needs: StackNeeds = NEEDS, kube_used: bool = 
 
 # rule -> (how to break the good facts, the status the rule must then report)
 BROKEN: dict[str, tuple[Callable[[Facts], Facts], str]] = {
+    "profile-names": (lambda f: replace(f, cluster_discovery={"subnet subnet-1": "old-net"}), "fail"),
     "cluster-active": (lambda f: replace(f, cluster={**(f.cluster or {}), "version": "1.20"}), "fail"),
     "access-entry": (lambda f: replace(f, access_entries=[]), "fail"),
+    "access-policy": (lambda f: replace(f, access_policies=[]), "fail"),
     "endpoint-reachable": (lambda f: replace(f, version=None, endpoint_error="timeout"), "fail"),
     "pod-identity-agent": (lambda f: replace(f, addon_status=None), "fail"),
     "pod-identity-associations": (lambda f: replace(f, associations=[]), "fail"),
@@ -90,10 +116,11 @@ BROKEN: dict[str, tuple[Callable[[Facts], Facts], str]] = {
         "fail",
     ),
     "irsa-issuer": (lambda f: replace(f, oidc_providers=[]), "fail"),
+    "irsa-trust": (lambda f: replace(f, irsa_trusts=[IrsaTrust("ns/sa", "reader", irsa_trust_doc(OLD))]), "fail"),
     "discovery-tags": (lambda f: replace(f, discovery_sgs=[]), "fail"),
     "node-role": (lambda f: replace(f, node_role=None), "fail"),
     "gpu-ami": (lambda f: replace(f, ami_id=None, ami_error="no such parameter"), "fail"),
-    "root-volume": (lambda f: replace(f, live_gpu_volume_gib=50), "fail"),
+    "root-volume": (lambda f: replace(f, live_gpu_volume_gib=50), "warn"),
     "capacity-reservation": (lambda f: replace(f, reservations=[]), "warn"),
     "argocd": (lambda f: replace(f, argocd_image="quay.io/argoproj/argocd:v2.14.0"), "fail"),
 }  # fmt: skip
@@ -120,6 +147,7 @@ def test_rules_that_do_not_apply_say_so() -> None:
     assert judge("pod-identity-associations", good(), none) == []
     assert judge("pod-identity-trust", good(), none) == []
     assert judge("capacity-reservation", good(), none) == []
+    assert judge("irsa-trust", good(), none) == []
     (irsa,) = judge("irsa-issuer", good(), none)
     assert (irsa.status, irsa.severity) == ("skipped", "advisory")
     (endpoint,) = judge("endpoint-reachable", good(), kube_used=False)
@@ -141,5 +169,148 @@ def test_unreadable_facts_are_unknown_and_block() -> None:
 
 def test_no_cluster_stops_at_cluster_active() -> None:
     checks = evaluate(replace(good(), cluster=None), SCOPE, NEEDS, True, "argocd")
-    assert [(c.name, c.status) for c in checks] == [("cluster-active", "fail")]
+    assert [(c.name, c.status) for c in checks] == [
+        ("profile-names", "pass"),
+        ("cluster-active", "fail"),
+    ]
     assert len(evaluate(good(), SCOPE, NEEDS, True, "argocd")) == len(RULES)
+
+
+def test_an_entry_without_a_policy_is_not_a_missing_argocd() -> None:
+    """Issue 14: an access entry with no access policy authenticates the caller and authorizes
+    nothing, so reading argocd-server is 403. That is the access-policy failure with its own fix,
+    never "install Argo CD". (EKS access entries and access policies are separate objects:
+    CreateAccessEntry, then AssociateAccessPolicy; docs/contract.md.)"""
+    facts = replace(
+        good(), access_policies=[], argocd_image=None, argocd_error="forbidden", argocd_status=403
+    )
+    checks = {c.name: c for c in evaluate(facts, SCOPE, NEEDS, True, "argocd")}
+    assert checks["access-entry"].status == "pass"
+    policy = checks["access-policy"]
+    assert (policy.status, policy.blocks) == ("fail", True)
+    assert "--grant-access" in policy.fix and "associate-access-policy" in policy.fix
+    assert "create-access-entry" not in policy.fix
+    argocd = checks["argocd"]
+    assert (argocd.status, argocd.blocks) == ("skipped", False)
+    assert "install Argo CD" not in argocd.fix and "access policy" in argocd.detail
+    assert [c.name for c in checks.values() if c.blocks] == ["access-policy"]
+
+
+def test_a_missing_entry_names_only_the_entry_fix() -> None:
+    facts = replace(good(), access_entries=[], access_policies=None)
+    checks = {c.name: c for c in evaluate(facts, SCOPE, NEEDS, True, "argocd")}
+    assert "create-access-entry" in checks["access-entry"].fix
+    assert "associate-access-policy" not in checks["access-entry"].fix
+    assert (checks["access-policy"].status, checks["access-policy"].blocks) == ("skipped", False)
+
+
+def test_a_policy_at_namespace_scope_or_another_policy_is_not_admin() -> None:
+    view = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy"
+    for held in ([(ADMIN_POLICY, "namespace")], [(view, "cluster")]):
+        (check,) = judge("access-policy", replace(good(), access_policies=held))
+        assert check.status == "fail", held
+
+
+def test_a_403_with_full_access_is_unknown_with_an_access_fix() -> None:
+    facts = replace(good(), argocd_image=None, argocd_error="forbidden", argocd_status=403)
+    (check,) = judge("argocd", facts)
+    assert (check.status, check.blocks) == ("unknown", True)
+    assert "install Argo CD" not in check.fix and "read access" in check.fix
+
+
+@pytest.mark.parametrize(
+    ("override", "fragments"),
+    [
+        (
+            {"cluster": "blue"},
+            ("'blue'", "clusterName is 'demo'", "spec.clusterName: blue", "--eks-cluster demo"),
+        ),
+        (
+            {"region": "eu-west-1"},
+            (
+                "'eu-west-1'",
+                "region is 'us-west-2'",
+                "spec.region: eu-west-1",
+                "--region us-west-2",
+            ),
+        ),
+    ],
+)
+def test_a_cluster_other_than_the_profiles_is_refused(override: dict, fragments: tuple) -> None:
+    """Issue 14: enrolling a cluster under another name or region than the profile's configures
+    Karpenter for the wrong cluster; the check names both values and both fixes."""
+    scope = replace(SCOPE, **override)
+    (check,) = [r for r in RULES if r.name == "profile-names"][0].run(
+        Context(good(), scope, NEEDS, True, "argocd")
+    )
+    assert (check.status, check.blocks) == ("fail", True)
+    text = check.detail + " | " + check.fix
+    assert all(f in text for f in fragments), text
+
+
+def test_a_cluster_tagged_for_another_network_names_both_values() -> None:
+    (check,) = judge("profile-names", replace(good(), cluster_discovery={"subnet subnet-1": "old"}))
+    assert "karpenter.sh/discovery='old'" in check.detail and "'demo-net'" in check.detail
+    assert "spec.networkName: old" in check.fix
+
+
+def test_unread_cluster_tags_are_unknown() -> None:
+    facts = replace(good(), cluster_discovery=None, cluster_discovery_error="AccessDenied")
+    (check,) = judge("profile-names", facts)
+    assert (check.status, check.blocks) == ("unknown", True)
+    # a name that differs is still named when the tags could not be read
+    rule = [r for r in RULES if r.name == "profile-names"][0]
+    (check,) = rule.run(Context(facts, replace(SCOPE, cluster="blue"), NEEDS, True, "argocd"))
+    assert check.status == "fail" and "'blue'" in check.detail
+
+
+def test_severity_is_the_tables_and_advisory_never_blocks() -> None:
+    """Issue 14: root-volume was documented advisory and blocked. Every evaluated check now
+    carries its rule's severity, and an advisory rule's failure only warns."""
+    for name, (breaker, _) in BROKEN.items():
+        facts = breaker(good())
+        (entry,) = [r for r in RULES if r.name == name]
+        for check in evaluate(facts, SCOPE, NEEDS, True, "argocd"):
+            if check.name == name and check.status != "skipped":
+                assert check.severity == entry.severity, name
+                if entry.severity == "advisory":
+                    assert not check.blocks, name
+    (volume,) = [
+        c
+        for c in evaluate(replace(good(), live_gpu_volume_gib=50), SCOPE, NEEDS, True, "argocd")
+        if c.name == "root-volume"
+    ]
+    assert (volume.status, volume.severity, volume.blocks) == ("warn", "advisory", False)
+
+
+def test_every_rule_documents_element_call_fix_and_why() -> None:
+    for entry in RULES:
+        assert all((entry.element, entry.call, entry.fix, entry.why, entry.summary)), entry.name
+
+
+def test_contract_doc_is_generated_from_the_table() -> None:
+    """docs/contract.md's check table is `rules.markdown()` byte for byte (regenerate with
+    `eksinf enroll cluster --list-checks --markdown`)."""
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "contract.md").read_text()
+    begin, end = "<!-- checks:begin (generated) -->\n", "<!-- checks:end -->"
+    assert begin in doc and end in doc
+    assert doc.split(begin, 1)[1].split(end, 1)[0] == markdown()
+
+
+def test_an_irsa_trust_naming_the_old_issuer_is_named() -> None:
+    """Issue 14 (live): a recreated cluster has a new issuer; the trust still names the old one."""
+    facts = replace(good(), irsa_trusts=[IrsaTrust("ns/sa", "reader", irsa_trust_doc(OLD))])
+    (check,) = judge("irsa-trust", facts)
+    assert check.status == "fail" and OLD in check.detail and CURRENT in check.fix
+    wildcard = irsa_trust_doc(CURRENT, "system:serviceaccount:*:sa")
+    wildcard["Statement"][0]["Condition"] = {
+        "StringLike": {f"{CURRENT}:sub": "system:serviceaccount:*:sa"}
+    }
+    (check,) = judge("irsa-trust", replace(good(), irsa_trusts=[IrsaTrust("ns/sa", "r", wildcard)]))
+    assert check.status == "pass", check.detail
+    other = irsa_trust_doc(CURRENT, "system:serviceaccount:other:sa")
+    (check,) = judge("irsa-trust", replace(good(), irsa_trusts=[IrsaTrust("ns/sa", "r", other)]))
+    assert check.status == "fail" and "does not admit system:serviceaccount:ns:sa" in check.detail
+    unread = IrsaTrust("ns/sa", "r", None, "AccessDenied")
+    (check,) = judge("irsa-trust", replace(good(), irsa_trusts=[unread]))
+    assert (check.status, check.blocks) == ("unknown", True)

@@ -11,6 +11,7 @@ exactly the recorded calls, in order, with the recorded JSON bodies.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -308,3 +309,47 @@ def test_owner_label_is_one_value_for_bases_and_enrolled_spaces(cub, stack_dir):
     )
     owners = {s.slug: s.labels.get("Owner") for s in hub.list_spaces()}
     assert owners == {"c1": OWNER, "c1-argo-apps": OWNER, "karpenter-base": OWNER}
+
+
+def test_the_generator_reads_commands_flags_helpers_and_persistent_flags(tmp_path):
+    """gen_commands.py on a miniature of cub's layout (cobra declarations, helpers, init)."""
+    sys.path.insert(0, str(FIXTURES))
+    import gen_commands
+
+    (tmp_path / "main.go").write_text(
+        "func enableQuietFlag(cmd *cobra.Command) {\n"
+        '\tcmd.Flags().BoolVar(&quiet, "quiet", false, "")\n}\n'
+        "func addStandardGetFlags(cmd *cobra.Command) {\n"
+        "\tenableQuietFlag(cmd)\n"
+        '\tcmd.Flags().StringVar(&selectFields, "select", "", "")\n}\n'
+    )
+    (tmp_path / "space.go").write_text(
+        'var spaceCmd = &cobra.Command{\n\tUse:   "space",\n}\n'
+        "func init() {\n"
+        '\tspaceCmd.PersistentFlags().StringVar(&spaceFlag, "space", "", "")\n'
+        "\trootCmd.AddCommand(spaceCmd)\n}\n"
+        'var spaceGetCmd = &cobra.Command{\n\tUse:   "get <name or id>",\n'
+        "\tArgs:  cobra.ExactArgs(1),\n}\n"
+        "func init() {\n\taddStandardGetFlags(spaceGetCmd) // with a comment\n"
+        '\tspaceGetCmd.Flags().StringVarP(&kind, "kind", "k", "", "")\n'
+        "\tspaceCmd.AddCommand(spaceGetCmd)\n}\n"
+    )
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setattr(gen_commands, "COMMANDS", ("space get",))
+    monkeypatch.setattr(gen_commands, "FROM_CALLS", ())
+    monkeypatch.setattr(gen_commands, "CONSTRUCTED", {})
+    try:
+        table = gen_commands.generate(gen_commands.read_sources([f"{tmp_path}@0123456789ab"]))
+    finally:
+        monkeypatch.undo()
+        sys.path.remove(str(FIXTURES))
+    spec = table["commands"]["space get"]
+    assert spec["args"] == [1, 1]
+    assert spec["flags"] == {
+        "--kind": "string",
+        "--quiet": "bool",
+        "--select": "string",
+        "--space": "string",
+        "-k": "string",
+    }
+    assert spec["sources"][0] == "cmd/cub/space.go@0123456789ab"

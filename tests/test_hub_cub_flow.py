@@ -1,3 +1,4 @@
+# ruff: noqa: F811
 """The whole `--hub cub` flow against the fake `cub` on PATH (tests/fakecub.py, simulate mode):
 install -> deploy -> link-profile -> release publish, twice (the second run changes nothing and
 re-deploys onto existing variants), then teardown --delete-config.
@@ -15,7 +16,10 @@ import json
 from pathlib import Path
 
 from fakecub import FIXTURES, parse
-from test_hub_cub import cub  # noqa: F401 - the fixture
+
+# Fixtures shared with the modules that define them (ruff reads the parameters as redefinitions).
+from test_hub_cub import cub  # noqa: F401
+from test_oci import auth_registry, no_credentials  # noqa: F401
 
 from eksinf.model.names import OWNER
 
@@ -148,3 +152,38 @@ def test_cub_flow_twice_then_teardown(eksinf, stack_dir, cub, aws_env, monkeypat
     }
     assert sorted(ours - go) == sorted(ADDED), "new differences need a reason in docs/hub.md"
     assert sorted(go - ours) == sorted(DROPPED)
+
+
+def test_a_private_bundle_is_pulled_by_eksinf_and_staged_for_cub(
+    eksinf,
+    stack_dir,
+    cub,
+    auth_registry,
+    no_credentials,
+    monkeypatch,
+):
+    """cub pulls oci:// inputs anonymously (cmd/cub/variant_upload.go: "the bundle has to be
+    public"), so eksinf pulls with its own credentials and hands cub the files: no oci:// ref
+    ever reaches cub. Without credentials the pull fails first, naming the registry."""
+    cub.simulate()
+    monkeypatch.setenv("EKSINF_REGISTRY_USERNAME", "ci")
+    monkeypatch.setenv("EKSINF_REGISTRY_PASSWORD", "s3cr3t-pw")
+    pushed = eksinf(
+        "push", "--registry", f"{auth_registry}/private", "-c", "karpenter", cwd=stack_dir
+    )
+    assert pushed.code == 0, pushed.err
+    ref = f"{auth_registry}/private/karpenter"
+    up = eksinf("hub", "upload", "karpenter", ref, "--hub", "cub", "--json", cwd=stack_dir)
+    assert up.code == 0, up.err
+    assert json.loads(up.out)["space_created"] is True
+    (upload,) = [c for c in cub.calls() if c[:2] == ["variant", "upload"]]
+    assert not any("oci://" in arg for arg in upload)
+    assert upload[-1] == str(stack_dir / ".eksinf" / "cub-upload" / "karpenter-base")
+    assert "--change-desc" in upload and ref in upload[upload.index("--change-desc") + 1]
+
+    monkeypatch.delenv("EKSINF_REGISTRY_USERNAME")
+    monkeypatch.setattr("eksinf.oci._SESSIONS", {})
+    refused = eksinf("hub", "upload", "karpenter", ref, "--hub", "cub", cwd=stack_dir)
+    assert refused.code == 4 and auth_registry in refused.err
+    assert "EKSINF_REGISTRY_USERNAME" in refused.err
+    assert len([c for c in cub.calls() if c[:2] == ["variant", "upload"]]) == 1

@@ -334,8 +334,45 @@ def test_cluster_name_disagrees(eksinf, stack_dir):
         eksinf,
         stack_dir,
         "cluster-name",
-        "CLUSTER_NAME is 'inference-demo-net'",
-        "Cluster aws-inference/cluster spec.name",
+        "names cluster 'inference-demo-net' but the profile's clusterName is 'inference-demo'",
+        "Deployment kube-system/karpenter",
+        "render/platform-profile/profile.yaml spec.clusterName",
+    )
+
+
+def test_cluster_named_by_name_is_checked_against_the_profile(eksinf, stack_dir):
+    """Issue 14: a place that names the cluster outside the ACK Cluster (an association's
+    spec.clusterName, as a BYO cluster needs) was never compared with the profile."""
+    edit(
+        stack_dir,
+        IDENTITY,
+        "  clusterRef:\n    from:\n      name: cluster\n",
+        "  clusterName: blue\n",
+    )
+    failing(
+        eksinf,
+        stack_dir,
+        "cluster-name",
+        "names cluster 'blue' but the profile's clusterName is 'inference-demo'",
+        "PodIdentityAssociation aws-inference/karpenter spec.clusterName",
+        "render/platform-profile/profile.yaml spec.clusterName",
+    )
+
+
+def test_cluster_name_in_the_profile_reaches_every_place(eksinf, stack_dir):
+    """The cluster-SG selector is compared with the profile's clusterName."""
+    edit(
+        stack_dir,
+        NODECLASSES,
+        "aws:eks:cluster-name: confighubplaceholder",
+        "aws:eks:cluster-name: blue",
+    )
+    failing(
+        eksinf,
+        stack_dir,
+        "cluster-name",
+        "names cluster 'blue'",
+        "EC2NodeClass /general spec.securityGroupSelectorTerms.1.tags.aws:eks:cluster-name",
     )
 
 
@@ -823,10 +860,154 @@ def test_lint_list_prints_the_table_of_registered_checks(eksinf, stack_dir):
     assert listed.code == 0, listed.err
     rows = json.loads(listed.out)
     assert {r["domain"] for r in rows} == {
-        "stack", "bindings", "identity", "network", "scheduling", "naming"
+        "stack", "bindings", "identity", "network", "scheduling", "naming", "addons"
     }  # fmt: skip
     assert all(r["severity"] == "error" and r["anchor"].startswith("docs/") for r in rows)
     ran = json.loads(eksinf("lint", "--json", cwd=stack_dir).out)["checks"]
     assert sorted(r["name"] for r in rows) == sorted(ran)
     text = eksinf("lint", "--list", cwd=stack_dir)
     assert text.out.splitlines()[0].split()[:3] == ["NAME", "DOMAIN", "SEVERITY"]
+
+
+# ---- identity both ways (issue 14) -----------------------------------------------------------
+
+READER_UNIT = "configs/inference-workloads/reader-identity.yaml"
+READER_ROLE = "arn:aws:iam::111122223333:role/inference-demo-reader"
+
+
+def reader_stack(stack_dir, condition: dict, namespaces=("models", "batch")) -> None:
+    """An IRSA role and one ServiceAccount `reader` per namespace, each annotated with it."""
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {
+                    "Federated": "arn:aws:iam::111122223333:oidc-provider/"
+                    "oidc.eks.us-west-2.amazonaws.com/id/X"
+                },
+                "Action": "sts:AssumeRoleWithWebIdentity",
+                "Condition": condition,
+            }
+        ],
+    }
+    docs = [
+        {
+            "apiVersion": "iam.services.k8s.aws/v1alpha1",
+            "kind": "Role",
+            "metadata": {"name": "reader", "namespace": "aws-inference"},
+            "spec": {
+                "name": "inference-demo-reader",
+                "assumeRolePolicyDocument": json.dumps(trust),
+            },
+        }
+    ] + [
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {
+                "name": "reader",
+                "namespace": ns,
+                "annotations": {"eks.amazonaws.com/role-arn": READER_ROLE},
+            },
+        }
+        for ns in namespaces
+    ]
+    (stack_dir / READER_UNIT).write_text("---\n".join(json.dumps(d) + "\n" for d in docs))
+
+
+SUB = "oidc.eks.us-west-2.amazonaws.com/id/X:sub"
+
+
+def test_second_service_account_in_another_namespace_is_not_admitted(eksinf, stack_dir):
+    """Issue 14: the trust is pinned to models/reader while batch/reader uses the same role.
+    Old lint only checked that the pinned subject exists, so this passed; IAM denies batch."""
+    reader_stack(stack_dir, {"StringEquals": {SUB: "system:serviceaccount:models:reader"}})
+    failing(
+        eksinf,
+        stack_dir,
+        "identity-trust",
+        "ServiceAccount batch/reader uses role 'inference-demo-reader'",
+        "does not admit 'system:serviceaccount:batch:reader'",
+        "StringLike system:serviceaccount:*:reader",
+        "ServiceAccount batch/reader metadata.annotations.eks~1amazonaws~1com/role-arn",
+        "Role aws-inference/reader spec.assumeRolePolicyDocument",
+    )
+
+
+@pytest.mark.parametrize(
+    "condition",
+    [
+        {"StringLike": {SUB: "system:serviceaccount:*:reader"}},
+        {"ForAnyValue:StringLike": {SUB: "system:serviceaccount:*:reader"}},
+        {"StringEquals": {SUB: ["system:serviceaccount:models:reader", "system:serviceaccount:batch:reader"]}},
+    ],
+)  # fmt: skip
+def test_the_wildcard_fix_is_not_a_finding(eksinf, stack_dir, condition):
+    """Issue 14: `StringLike system:serviceaccount:*:NAME` admits both users, as IAM evaluates
+    it; old lint read `*` as a namespace and reported a missing ServiceAccount */reader."""
+    reader_stack(stack_dir, condition)
+    passing(eksinf, stack_dir, "identity-trust")
+
+
+def test_a_trust_admitting_accounts_that_do_not_use_the_role(eksinf, stack_dir):
+    reader_stack(stack_dir, {"StringLike": {SUB: "system:serviceaccount:*"}}, ("models",))
+    failing(
+        eksinf,
+        stack_dir,
+        "identity-trust",
+        "the trust of role 'inference-demo-reader' admits ServiceAccount kube-system/karpenter",
+        "which does not use it",
+    )
+
+
+def test_karpenter_association_uses_another_role_than_the_profile(eksinf, stack_dir):
+    """The association's role is the profile's karpenterRoleName (issue 14)."""
+    edit(
+        stack_dir,
+        IDENTITY,
+        "  roleRef:\n    from:\n      name: karpenter-controller\n",
+        "  roleARN: arn:aws:iam::111122223333:role/someone-else\n",
+    )
+    failing(
+        eksinf,
+        stack_dir,
+        "identity-trust",
+        "Karpenter's association uses role 'someone-else'",
+        "karpenterRoleName is 'inference-demo-karpenter-controller'",
+    )
+
+
+def test_association_role_without_tag_session_in_the_stack(eksinf, stack_dir):
+    edit(
+        stack_dir,
+        IDENTITY,
+        '"Action": ["sts:AssumeRole", "sts:TagSession"]',
+        '"Action": "sts:AssumeRole"',
+    )
+    failing(
+        eksinf,
+        stack_dir,
+        "identity-trust",
+        "does not allow pods.eks.amazonaws.com sts:TagSession",
+        "PodIdentityAssociation aws-inference/karpenter spec.roleRef",
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "said"),
+    [
+        ("  resolveConflicts: OVERWRITE\n", "  resolveConflicts: NONE\n", "is 'NONE'"),
+        ("  resolveConflicts: OVERWRITE\n", "", "is unset"),
+    ],
+)
+def test_addon_resolve_conflicts_none_or_unset(eksinf, stack_dir, old, new, said):
+    """Issue 14: `resolveConflicts: NONE` passed lint; the add-on then drifts from its unit."""
+    edit(stack_dir, ADDONS, old, new)
+    failing(
+        eksinf,
+        stack_dir,
+        "addon-conflicts",
+        f"add-on 'eks-pod-identity-agent': resolveConflicts {said}",
+        "Addon aws-inference/eks-pod-identity-agent spec.resolveConflicts",
+    )

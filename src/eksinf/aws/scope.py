@@ -25,6 +25,10 @@ class StackScope:
     karpenter_role: str = ""
     gpu_root_volume_gib: int | None = None
     model_cache_gib: int | None = None
+    # The profile's own clusterName and region: `cluster`/`region` may be overridden on the
+    # command line (--eks-cluster, --region), and enroll refuses when they then differ.
+    profile_cluster: str = ""
+    profile_region: str = ""
 
     @classmethod
     def from_profile(cls, profile: Any, tag_key: str, region: str | None = None) -> StackScope:
@@ -40,6 +44,8 @@ class StackScope:
             karpenter_role=str(spec.get("karpenterRoleName", "")),
             gpu_root_volume_gib=whole_gib(spec.get("gpuRootVolumeSize")),
             model_cache_gib=whole_gib(spec.get("modelCacheSize")),
+            profile_cluster=profile.cluster_name,
+            profile_region=profile.region,
         )
 
     @property

@@ -485,6 +485,9 @@ def enroll_cluster_cmd(
     list_checks: bool = typer.Option(
         False, "--list-checks", help="Print the table of contract rules and exit."
     ),
+    markdown: bool = typer.Option(
+        False, "--markdown", help="With --list-checks: the table docs/contract.md carries."
+    ),
     eks_cluster: str = typer.Option(
         None, "--eks-cluster", help="EKS cluster name. Default: the profile's clusterName."
     ),
@@ -495,7 +498,9 @@ def enroll_cluster_cmd(
         help="Use this kubeconfig for the cluster instead of writing one from eks describe-cluster.",
     ),
     grant_access: bool = typer.Option(
-        False, "--grant-access", help="Create the missing access entry for the caller (admin)."
+        False,
+        "--grant-access",
+        help="Create the caller's missing access entry and/or associate the cluster-admin access policy.",
     ),
     oci_registry: str = typer.Option(
         None, "--oci-registry", help="Registry Argo CD pulls releases from. Default: REGISTRY."
@@ -516,7 +521,9 @@ def enroll_cluster_cmd(
 
     if list_checks:
         rows = contract.table()
-        if json_out:
+        if markdown:
+            typer.echo(contract.markdown(), nl=False)
+        elif json_out:
             emit_json(rows)
         else:
             print_table(rows, ("name", "severity", "anchor", "summary"))

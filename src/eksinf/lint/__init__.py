@@ -6,7 +6,8 @@ value is compared as it will ship); then runs every registered check (`lint.core
 `eksinf lint --list`) on the resolved resources. Every finding names the two places that
 disagree (unit file, resource, path), or the one field that is wrong.
 
-Checks live by domain: bindings (links and placeholders), identity, network, scheduling, naming.
+Checks live by domain: bindings (links and placeholders), identity, network, scheduling, naming,
+add-ons.
 Pure: `lint_stack` reads files and returns a report; it never writes.
 """
 
@@ -26,7 +27,7 @@ from ..stack import Stack
 from ..yamlio import load_docs, read_source_text
 
 # Importing a domain module registers its checks in the table; they run in this order.
-from . import identity, network, scheduling, naming  # noqa: F401  isort: skip
+from . import identity, network, scheduling, naming, addons  # noqa: F401  isort: skip
 from .bindings import check_links
 from .core import CHECKS, Context, Finding, Report, run_checks, table
 
@@ -95,7 +96,8 @@ def _lint_units(
         return  # nothing to resolve with: invariants would compare placeholders
     planes = {c.name: c.plane for c in stack.components}
     resources = all_resources(links.resolve_units(units, spec, valid), planes)
-    run_checks(report, Context(resources, stack.root / "iam", spec.get("stackName")))
+    context = Context(resources, stack.root / "iam", spec.get("stackName"), spec)
+    run_checks(report, context)
 
 
 def lint_stack(stack: Stack) -> Report:

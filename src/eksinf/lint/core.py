@@ -61,6 +61,7 @@ class Context:
     resources: list[Resource]
     iam_dir: Path  # the stack's iam/ policies
     stack_name: Any  # the profile's stackName
+    profile: dict[str, Any] = field(default_factory=dict)  # the profile's spec
 
 
 CheckFn = Callable[[Report, Context], None]

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import inside, paths
+from ..model import iam
 from ..model.configs import Resource, of_kind
 from ..model.placeholder import PLACEHOLDER
 from ..profile import ROLE_NAME
@@ -19,9 +21,48 @@ def _service_accounts(resources: list[Resource]) -> list[Resource]:
     return [r for r in of_kind(resources, "ServiceAccount") if r.plane == "workload"]
 
 
+IRSA_ANNOTATION = "eks.amazonaws.com/role-arn"
+
+
+@dataclass
+class _RoleUse:
+    """One ACK Role with its trust, and the ServiceAccounts that use it."""
+
+    role: Resource
+    trust: str
+    irsa: list[Resource] = field(default_factory=list)  # ServiceAccounts annotated with it
+    pods: list[Resource] = field(default_factory=list)  # PodIdentityAssociations naming it
+
+
+def _role_uses(resources: list[Resource], accounts: list[Resource]) -> list[_RoleUse]:
+    uses: list[_RoleUse] = []
+    for r in of_kind(resources, "Role", "iam.services.k8s.aws"):
+        trust, name = r.spec.get("assumeRolePolicyDocument"), r.spec.get("name")
+        if not isinstance(trust, str) or PLACEHOLDER in trust or not isinstance(name, str):
+            continue
+        use = _RoleUse(r, trust)
+        for sa in accounts:
+            arn = str(sa.annotations.get(IRSA_ANNOTATION, ""))
+            if arn and PLACEHOLDER not in arn and arn.rsplit("/", 1)[-1] == name:
+                use.irsa.append(sa)
+        for pia in of_kind(resources, "PodIdentityAssociation"):
+            ref = (pia.spec.get("roleRef") or {}).get("from") or {}
+            ref_ns = ref.get("namespace") or pia.namespace
+            by_ref = ref.get("name") == r.name and ref_ns == r.namespace
+            if by_ref or str(pia.spec.get("roleARN", "")).rsplit("/", 1)[-1] == name:
+                use.pods.append(pia)
+        uses.append(use)
+    return uses
+
+
 @check("identity-trust")
 def check_identity(report: Report, ctx: Context) -> None:
-    """Pod Identity associations and IRSA `sub` conditions name a ServiceAccount that exists."""
+    """Identity both ways, as IAM evaluates the trust (model.iam): every Pod Identity
+    association and IRSA subject names a ServiceAccount that exists; a role's trust admits
+    exactly the ServiceAccounts that use it (IRSA annotation or association), StringEquals and
+    StringLike (`*`, `?`) and ForAnyValue forms included; an association's role trusts the Pod
+    Identity agent with sts:AssumeRole and sts:TagSession; Karpenter's association uses the
+    profile's karpenterRoleName."""
     resources = ctx.resources
     accounts = _service_accounts(resources)
     have = {(r.namespace, r.name): r for r in accounts}
@@ -42,35 +83,132 @@ def check_identity(report: Report, ctx: Context) -> None:
         )
 
     for r in of_kind(resources, "PodIdentityAssociation"):
-        spec = r.doc.get("spec") or {}
-        ns, name = spec.get("namespace"), spec.get("serviceAccount")
+        ns, name = r.spec.get("namespace"), r.spec.get("serviceAccount")
         if (ns, name) not in have:
             missing(
                 ns, name, r.at("spec.namespace/spec.serviceAccount"), "Pod Identity association"
             )
-    for r in of_kind(resources, "Role", "iam.services.k8s.aws"):
-        spec = r.doc.get("spec") or {}
-        text = spec.get("assumeRolePolicyDocument")
-        if not isinstance(text, str) or PLACEHOLDER in text:
+    for use in _role_uses(resources, accounts):
+        _check_irsa(report, use, accounts, have, missing)
+        _check_pod_identity(report, use)
+    _check_karpenter_role(report, resources, ctx.profile.get("karpenterRoleName"))
+
+
+def _sa_place(sa: Resource) -> str:
+    return sa.at(f"metadata.annotations.{paths.escape(IRSA_ANNOTATION)}")
+
+
+def _check_irsa(
+    report: Report,
+    use: _RoleUse,
+    accounts: list[Resource],
+    have: dict[tuple[Any, Any], Resource],
+    missing: Callable[[Any, Any, str, str], None],
+) -> None:
+    trust_at = use.role.at("spec.assumeRolePolicyDocument")
+    role_name = use.role.spec.get("name")
+    patterns = iam.subjects(use.trust)
+    for pattern in patterns:
+        parts = pattern.split(":")
+        if len(parts) != 4:
             continue
-        for subject in _irsa_subjects(text):
-            parts = subject.split(":")
-            if len(parts) == 4 and (parts[2], parts[3]) not in have:
-                missing(parts[2], parts[3], r.at("spec.assumeRolePolicyDocument"), "IRSA trust")
+        if not any(c in pattern for c in "*?"):
+            if (parts[2], parts[3]) not in have:
+                missing(parts[2], parts[3], trust_at, "IRSA trust")
+        elif not any(iam.like(pattern, iam.subject(str(a.namespace), a.name)) for a in accounts):
+            report.add(
+                "identity-trust",
+                f"IRSA trust pattern {pattern!r} matches no ServiceAccount the stack creates",
+                trust_at,
+            )
+    if not patterns and not use.irsa:
+        return  # not an IRSA role
+    for sa in accounts:
+        verdict = iam.admits(use.trust, iam.irsa_request(str(sa.namespace), sa.name))
+        sub = iam.subject(str(sa.namespace), sa.name)
+        if sa in use.irsa and verdict is False:
+            others = ", ".join(f"{a.namespace}/{a.name}" for a in use.irsa if a is not sa)
+            fix = f"StringLike {iam.SA_PREFIX}*:{sa.name}" if others else f"StringEquals {sub}"
+            also = f" (it is also used by {others})" if others else ""
+            report.add(
+                "identity-trust",
+                f"ServiceAccount {sa.namespace}/{sa.name} uses role {role_name!r} "
+                f"({IRSA_ANNOTATION}) but the role's trust does not admit {sub!r}: "
+                f"AssumeRoleWithWebIdentity is denied{also}. Admit every user of the role "
+                f"({fix}, or list each subject)",
+                _sa_place(sa),
+                trust_at,
+            )
+        elif sa not in use.irsa and verdict is True:
+            report.add(
+                "identity-trust",
+                f"the trust of role {role_name!r} admits ServiceAccount {sa.namespace}/{sa.name}, "
+                f"which does not use it ({IRSA_ANNOTATION}): narrow the subject to the accounts "
+                "that use the role",
+                trust_at,
+                sa.at("metadata"),
+            )
 
 
-def _irsa_subjects(text: str) -> Iterator[str]:
-    try:
-        policy = json.loads(text)
-    except json.JSONDecodeError:
+def _check_pod_identity(report: Report, use: _RoleUse) -> None:
+    trust_at = use.role.at("spec.assumeRolePolicyDocument")
+    role_name = use.role.spec.get("name")
+    granted = iam.trusted_actions(use.trust, iam.POD_IDENTITY_SERVICE)
+    for pia in use.pods:
+        ns, name = str(pia.spec.get("namespace")), str(pia.spec.get("serviceAccount"))
+        lacking = [a for a in iam.POD_IDENTITY_ACTIONS if a not in granted]
+        if lacking:
+            report.add(
+                "identity-trust",
+                f"the association for {ns}/{name} uses role {role_name!r}, whose trust does not "
+                f"allow {iam.POD_IDENTITY_SERVICE} {', '.join(lacking)}: the agent hands out "
+                "no credentials",
+                pia.at("spec.roleRef"),
+                trust_at,
+            )
+            continue
+        request = iam.pod_identity_request(ns, name, "sts:AssumeRole")
+        if iam.admits(use.trust, request) is False:
+            report.add(
+                "identity-trust",
+                f"the trust of role {role_name!r} does not admit the Pod Identity session of "
+                f"{ns}/{name} (its conditions on kubernetes-namespace/kubernetes-service-account)",
+                pia.at("spec.namespace/spec.serviceAccount"),
+                trust_at,
+            )
+
+
+def _check_karpenter_role(report: Report, resources: list[Resource], wanted: Any) -> None:
+    """Karpenter's ServiceAccount (the pod spec carrying CLUSTER_NAME) gets the profile's role."""
+    if not isinstance(wanted, str) or wanted == PLACEHOLDER:
         return
-    for statement in _statements(policy):
-        for operator in (statement.get("Condition") or {}).values():
-            for key, values in (operator or {}).items():
-                if key.endswith(":sub"):
-                    for value in values if isinstance(values, list) else [values]:
-                        if str(value).startswith("system:serviceaccount:"):
-                            yield str(value)
+    roles: dict[tuple[Any, Any], Resource] = {
+        (r.namespace, r.name): r for r in of_kind(resources, "Role", "iam.services.k8s.aws")
+    }
+    karpenter = set()
+    for r in resources:
+        spec = r.pod_spec
+        if spec and any(
+            v.get("name") == "CLUSTER_NAME"
+            for c in spec.get("containers") or []
+            for v in c.get("env") or []
+        ):
+            karpenter.add((r.namespace, spec.get("serviceAccountName") or "default"))
+    for pia in of_kind(resources, "PodIdentityAssociation"):
+        if (pia.spec.get("namespace"), pia.spec.get("serviceAccount")) not in karpenter:
+            continue
+        ref = (pia.spec.get("roleRef") or {}).get("from") or {}
+        role = roles.get((ref.get("namespace") or pia.namespace, ref.get("name")))
+        arn = str(pia.spec.get("roleARN", ""))
+        name = role.spec.get("name") if role else arn.rsplit("/", 1)[-1]
+        if name and name not in (wanted, PLACEHOLDER):
+            report.add(
+                "identity-trust",
+                f"Karpenter's association uses role {name!r} but the profile's "
+                f"karpenterRoleName is {wanted!r}",
+                pia.at("spec.roleRef"),
+                "render/platform-profile/profile.yaml spec.karpenterRoleName",
+            )
 
 
 def _statements(policy: Any) -> list[dict]:

@@ -5,46 +5,52 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..model.configs import of_kind
+from ..model.configs import Resource, of_kind
 from ..model.placeholder import PLACEHOLDER
 from ..model.resources import pod_spec, pod_spec_path
 from ..profile import ROLE_NAME
 from ..validate import ids
 from .core import Context, Report, check
 
+PROFILE_CLUSTER = "render/platform-profile/profile.yaml spec.clusterName"
+
 
 @check("cluster-name")
 def check_cluster_name(report: Report, ctx: Context) -> None:
-    """Karpenter's CLUSTER_NAME and its cluster-SG selector name the EKS cluster."""
-    resources = ctx.resources
-    clusters = of_kind(resources, "Cluster", "eks.services.k8s.aws")
-    if not clusters:
+    """Every place that carries the cluster name carries the profile's clusterName: the ACK
+    Cluster's spec.name, any CLUSTER_NAME env var, the cluster-SG selector, and any EKS
+    resource that names its cluster (spec.clusterName)."""
+    name = ctx.profile.get("clusterName")
+    if not isinstance(name, str) or name == PLACEHOLDER:
         return
-    cluster = clusters[0]
-    name = (cluster.doc.get("spec") or {}).get("name")
+    for place, value in _cluster_name_places(ctx.resources):
+        if value not in (name, PLACEHOLDER):
+            report.add(
+                "cluster-name",
+                f"names cluster {value!r} but the profile's clusterName is {name!r}: Karpenter "
+                "and the Pod Identity association would act on another cluster. Bind it to the "
+                "profile (links/bindings.yaml) or fix the profile",
+                place,
+                PROFILE_CLUSTER,
+            )
+
+
+def _cluster_name_places(resources: list[Resource]) -> Iterator[tuple[str, Any]]:
     for r in resources:
-        if r.kind != "Deployment" or r.plane != "workload":
-            continue
+        spec = r.spec
+        if r.kind == "Cluster" and r.group == "eks.services.k8s.aws" and "name" in spec:
+            yield r.at("spec.name"), spec["name"]
+        if r.group.endswith(".services.k8s.aws") and "clusterName" in spec:
+            yield r.at("spec.clusterName"), spec["clusterName"]
         for path, value in _env_values(r.doc, "CLUSTER_NAME"):
-            if value != name and PLACEHOLDER not in (value, name):
-                report.add(
-                    "cluster-name",
-                    f"CLUSTER_NAME is {value!r} but the EKS cluster is {name!r}",
-                    r.at(path),
-                    cluster.at("spec.name"),
-                )
-    for nc in of_kind(resources, "EC2NodeClass"):
-        for index, term in enumerate(
-            (nc.doc.get("spec") or {}).get("securityGroupSelectorTerms") or []
-        ):
-            value = (term.get("tags") or {}).get("aws:eks:cluster-name")
-            if value not in (None, name, PLACEHOLDER) and name != PLACEHOLDER:
-                report.add(
-                    "cluster-name",
-                    f"selects the cluster security group of {value!r}, but the cluster is {name!r}",
-                    nc.at(f"spec.securityGroupSelectorTerms.{index}.tags.aws:eks:cluster-name"),
-                    cluster.at("spec.name"),
-                )
+            yield r.at(path), value
+        if r.kind == "EC2NodeClass":
+            for index, term in enumerate(spec.get("securityGroupSelectorTerms") or []):
+                tags = term.get("tags") if isinstance(term, dict) else None
+                value = tags.get("aws:eks:cluster-name") if isinstance(tags, dict) else None
+                if value is not None:
+                    path = f"spec.securityGroupSelectorTerms.{index}.tags.aws:eks:cluster-name"
+                    yield r.at(path), value
 
 
 def _env_values(doc: dict, env: str) -> Iterator[tuple[str, Any]]:

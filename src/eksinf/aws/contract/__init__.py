@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ...model.iam import trusted_actions
 from ..kube import KubeClient
 from ..scope import StackScope
 from ..session import AwsSession
@@ -16,9 +17,8 @@ from .facts import (
     ami_parameter,
     gather,
     stack_needs,
-    trusted_actions,
 )
-from .rules import RULES, Check, evaluate, table
+from .rules import RULES, Check, evaluate, markdown, table
 
 __all__ = [
     "ADMIN_POLICY",
@@ -30,6 +30,7 @@ __all__ = [
     "ami_parameter",
     "check_cluster",
     "evaluate",
+    "markdown",
     "missing_lines",
     "stack_needs",
     "table",

@@ -3,21 +3,29 @@ cluster say, gathered once with the caller's session. Judging them is rules.py's
 
 from __future__ import annotations
 
-import json
 import re
 import time
-import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ...errors import EksinfError
 from ...model.configs import read_units, resources
+from ...model.iam import POD_IDENTITY_SERVICE, trusted_actions
 from ...model.names import DISCOVERY_KEY
+from ...model.placeholder import PLACEHOLDER
 from ...model.quantity import whole_gib
 from ..kube import KubeClient, KubeError, resource_path
 from ..scope import StackScope
-from ..session import AWS_FAILURES, AwsSession, Caller, error_code, paginate, translate
+from ..session import (
+    AWS_FAILURES,
+    AwsSession,
+    Caller,
+    error_code,
+    paginate,
+    tags_of,
+    translate,
+)
 
 SUPPORTED_VERSIONS = ("1.30", "1.31", "1.32", "1.33", "1.34")
 ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
@@ -26,11 +34,6 @@ ROOT_OVERHEAD_GIB = (
     30  # OS, container images and logs on a GPU node's root volume, besides the cache
 )
 ARGOCD_FLOOR = (3, 1)  # older Argo CD cannot resolve oci:// plain-manifest sources
-
-POD_IDENTITY_SERVICE = "pods.eks.amazonaws.com"
-# The Pod Identity agent assumes the role and tags the session; a trust without TagSession
-# fails at credential time, long after the association looked fine.
-POD_IDENTITY_ACTIONS = ("sts:AssumeRole", "sts:TagSession")
 
 
 def version_of(image: str) -> tuple[int, int] | None:
@@ -45,19 +48,27 @@ class StackNeeds:
 
     pod_identities: tuple[tuple[str, str], ...] = ()  # (namespace, serviceaccount)
     irsa_accounts: tuple[tuple[str, str], ...] = ()
+    # ("namespace/name", role name) for each IRSA ServiceAccount whose role ARN is literal
+    irsa_roles: tuple[tuple[str, str], ...] = ()
     reserved_pools: tuple[str, ...] = ()  # NodePools that may only use reserved capacity
 
 
 def stack_needs(configs: Path) -> StackNeeds:
     pias, irsa, reserved = set(), set(), set()
+    roles: set[tuple[str, str]] = set()
     for r in resources(read_units(configs)):
         if r.kind == "PodIdentityAssociation" and r.spec.get("serviceAccount"):
             pias.add((r.spec.get("namespace", ""), r.spec["serviceAccount"]))
         elif r.kind == "ServiceAccount" and "eks.amazonaws.com/role-arn" in r.annotations:
             irsa.add((r.namespace or "", r.name))
+            arn = str(r.annotations["eks.amazonaws.com/role-arn"])
+            if PLACEHOLDER not in arn:
+                roles.add((f"{r.namespace or ''}/{r.name}", arn.rsplit("/", 1)[-1]))
         elif r.kind == "NodePool" and _reserved_only(r.spec):
             reserved.add(r.name)
-    return StackNeeds(tuple(sorted(pias)), tuple(sorted(irsa)), tuple(sorted(reserved)))
+    return StackNeeds(
+        tuple(sorted(pias)), tuple(sorted(irsa)), tuple(sorted(roles)), tuple(sorted(reserved))
+    )
 
 
 def _reserved_only(spec: dict[str, Any]) -> bool:
@@ -78,31 +89,14 @@ class AssociationRole:
     error: str = ""  # why it could not be read ("" when read, "no such role" when absent)
 
 
-def _statement_list(document: Any) -> list[dict[str, Any]]:
-    if isinstance(document, str):  # IAM returns the document URL-encoded
-        document = json.loads(urllib.parse.unquote(document))
-    statements = (document or {}).get("Statement") or []
-    return [statements] if isinstance(statements, dict) else list(statements)
+@dataclass(frozen=True)
+class IrsaTrust:
+    """The trust policy of the role an IRSA ServiceAccount names."""
 
-
-def _as_list(value: Any) -> list[str]:
-    return [value] if isinstance(value, str) else list(value or [])
-
-
-def trusted_actions(document: Any, service: str) -> tuple[str, ...]:
-    """The actions an assume-role policy allows `service` (wildcards expanded to what we need)."""
-    granted: set[str] = set()
-    for statement in _statement_list(document):
-        principal = statement.get("Principal") or {}
-        services = _as_list(principal.get("Service")) if isinstance(principal, dict) else []
-        if statement.get("Effect") != "Allow" or service not in services:
-            continue
-        for action in _as_list(statement.get("Action")):
-            if action in ("*", "sts:*"):
-                granted.update(POD_IDENTITY_ACTIONS)
-            else:
-                granted.add(action)
-    return tuple(sorted(granted))
+    service_account: str  # namespace/name
+    role_name: str
+    document: Any = None  # the AssumeRolePolicyDocument; None = unread or absent
+    error: str = ""  # why it could not be read ("no such role" when absent)
 
 
 @dataclass
@@ -116,17 +110,26 @@ class Facts:
     cluster_error: str = ""
     access_entries: list[str] | None = None
     access_error: str = ""
-    granted: bool = False
+    # (policy ARN, access scope type) associated with the caller's entry; None = unread
+    access_policies: list[tuple[str, str]] | None = None
+    access_policies_error: str = ""
+    granted_entry: bool = False  # --grant-access created the entry now
+    granted_policy: bool = False  # --grant-access associated the admin policy now
     addon_status: str | None = None  # None = absent
     addon_error: str = ""
     associations: list[tuple[str, str]] | None = None
     associations_error: str = ""
     association_roles: list[AssociationRole] = field(default_factory=list)
     oidc_providers: list[str] | None = None
+    irsa_trusts: list[IrsaTrust] = field(default_factory=list)
     oidc_error: str = ""
     discovery_subnets: list[dict[str, Any]] | None = None
     discovery_sgs: list[dict[str, Any]] | None = None
     discovery_error: str = ""
+    # "subnet subnet-1" / "security group sg-1" -> its discovery tag value, for the cluster's
+    # own subnets and security groups that carry the key; None = unread
+    cluster_discovery: dict[str, str] | None = None
+    cluster_discovery_error: str = ""
     node_role: dict[str, Any] | None = None
     node_role_error: str = ""
     instance_profiles: int = 0
@@ -140,8 +143,13 @@ class Facts:
     endpoint_error: str = ""
     argocd_image: str | None = None
     argocd_error: str = ""
+    argocd_status: int | None = None  # the HTTP status when reading Argo CD failed
     live_gpu_volume_gib: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def granted(self) -> bool:
+        return self.granted_entry or self.granted_policy
 
 
 def _aws(what: str, fn: Any) -> tuple[Any, str]:
@@ -167,18 +175,68 @@ def ami_parameter(alias: str, k8s_version: str) -> tuple[str, str] | None:
     )
 
 
-def grant_access(session: AwsSession, cluster: str, principal: str) -> None:
-    eks = session.client("eks")
+def grant_entry(session: AwsSession, cluster: str, principal: str) -> None:
     try:
-        eks.create_access_entry(clusterName=cluster, principalArn=principal, type="STANDARD")
-        eks.associate_access_policy(
+        session.client("eks").create_access_entry(
+            clusterName=cluster, principalArn=principal, type="STANDARD"
+        )
+    except AWS_FAILURES as exc:
+        raise translate(exc, f"creating an access entry for {principal} on {cluster}") from exc
+
+
+def grant_policy(session: AwsSession, cluster: str, principal: str) -> None:
+    try:
+        session.client("eks").associate_access_policy(
             clusterName=cluster,
             principalArn=principal,
             policyArn=ADMIN_POLICY,
             accessScope={"type": "cluster"},
         )
     except AWS_FAILURES as exc:
-        raise translate(exc, f"granting {principal} access to {cluster}") from exc
+        raise translate(exc, f"associating {ADMIN_POLICY} with {principal} on {cluster}") from exc
+
+
+def has_admin(policies: list[tuple[str, str]] | None) -> bool:
+    return (ADMIN_POLICY, "cluster") in (policies or [])
+
+
+def _access(session: AwsSession, eks: Any, facts: Facts, grant: bool) -> None:
+    """The caller's access entry, then the policies associated with it: two separate facts,
+    since an entry without a policy authenticates the caller and authorizes nothing."""
+    name = facts.cluster_name
+    entries, facts.access_error = _aws(
+        "eks list-access-entries",
+        lambda: paginate(eks, "list_access_entries", "accessEntries", clusterName=name),
+    )
+    facts.access_entries = entries
+    principal = facts.caller.principal_arn if facts.caller else None
+    if not principal or entries is None:
+        return
+    if principal not in entries:
+        if not grant:
+            return
+        grant_entry(session, name, principal)
+        facts.granted_entry = True
+        facts.access_entries = [*entries, principal]
+    listed, facts.access_policies_error = _aws(
+        "eks list-associated-access-policies",
+        lambda: paginate(
+            eks,
+            "list_associated_access_policies",
+            "associatedAccessPolicies",
+            clusterName=name,
+            principalArn=principal,
+        ),
+    )
+    if listed is None:
+        return
+    facts.access_policies = sorted(
+        (p["policyArn"], (p.get("accessScope") or {}).get("type", "")) for p in listed
+    )
+    if grant and not has_admin(facts.access_policies):
+        grant_policy(session, name, principal)
+        facts.granted_policy = True
+        facts.access_policies = sorted([*facts.access_policies, (ADMIN_POLICY, "cluster")])
 
 
 def gather(
@@ -202,16 +260,7 @@ def gather(
         if error_code(exc) != "ResourceNotFoundException":
             facts.cluster_error = translate(exc, "eks describe-cluster").message
     if facts.cluster is not None:
-        entries, facts.access_error = _aws(
-            "eks list-access-entries",
-            lambda: paginate(eks, "list_access_entries", "accessEntries", clusterName=name),
-        )
-        facts.access_entries = entries
-        principal = facts.caller.principal_arn if facts.caller else None
-        if grant and principal and entries is not None and principal not in entries:
-            grant_access(session, name, principal)
-            facts.granted = True
-            facts.access_entries = [*entries, principal]
+        _access(session, eks, facts, grant)
         try:
             addon = eks.describe_addon(clusterName=name, addonName=AGENT_ADDON)["addon"]
             facts.addon_status = addon.get("status", "UNKNOWN")
@@ -239,6 +288,12 @@ def gather(
         )
         if providers is not None:
             facts.oidc_providers = [p["Arn"] for p in providers]
+        facts.irsa_trusts = [_irsa_trust(iam, sa, role) for sa, role in needs.irsa_roles]
+    if facts.cluster is not None:
+        facts.cluster_discovery, facts.cluster_discovery_error = _aws(
+            "ec2 describe-subnets/describe-security-groups (the cluster's own)",
+            lambda: _cluster_discovery(ec2, facts.cluster or {}),
+        )
     tag = [{"Name": f"tag:{DISCOVERY_KEY}", "Values": [scope.network]}]
     facts.discovery_subnets, facts.discovery_error = _aws(
         "ec2 describe-subnets", lambda: paginate(ec2, "describe_subnets", "Subnets", Filters=tag)
@@ -269,14 +324,46 @@ def gather(
         )
         facts.reservations = found
     if kube is not None:
-        # A fresh access entry takes ~30 s to be honoured: poll, bounded, only after a grant.
+        # A fresh entry or policy takes ~30 s to be honoured: poll, bounded, only after a grant.
         for attempt in range(grant_polls if facts.granted else 1):
             if attempt:
                 sleep(grant_delay)
             _gather_kube(kube, facts, argocd_namespace)
-            if facts.endpoint_status not in (401, 403):
+            if not {facts.endpoint_status, facts.argocd_status} & {401, 403}:
                 break
     return facts
+
+
+def _irsa_trust(iam: Any, service_account: str, role_name: str) -> IrsaTrust:
+    try:
+        role = iam.get_role(RoleName=role_name)["Role"]
+    except AWS_FAILURES as exc:
+        if error_code(exc) == "NoSuchEntity":
+            return IrsaTrust(service_account, role_name, None, "no such role")
+        return IrsaTrust(service_account, role_name, None, translate(exc, "iam get-role").message)
+    return IrsaTrust(service_account, role_name, role.get("AssumeRolePolicyDocument"))
+
+
+def _cluster_discovery(ec2: Any, cluster: dict[str, Any]) -> dict[str, str]:
+    """The discovery tag value on each of the cluster's own subnets and security groups."""
+    vpc = cluster.get("resourcesVpcConfig") or {}
+    subnet_ids = list(vpc.get("subnetIds") or [])
+    group_ids = sorted(
+        {*(vpc.get("securityGroupIds") or []), vpc.get("clusterSecurityGroupId") or ""} - {""}
+    )
+    found: dict[str, str] = {}
+    if subnet_ids:
+        for subnet in paginate(ec2, "describe_subnets", "Subnets", SubnetIds=subnet_ids):
+            value = tags_of(subnet).get(DISCOVERY_KEY)
+            if value is not None:
+                found[f"subnet {subnet['SubnetId']}"] = value
+    if group_ids:
+        groups = paginate(ec2, "describe_security_groups", "SecurityGroups", GroupIds=group_ids)
+        for group in groups:
+            value = tags_of(group).get(DISCOVERY_KEY)
+            if value is not None:
+                found[f"security group {group['GroupId']}"] = value
+    return found
 
 
 def _sa_of(association: dict[str, Any]) -> str:
@@ -338,6 +425,8 @@ def _gather_ami(session: AwsSession, scope: StackScope, facts: Facts) -> None:
 
 
 def _gather_kube(kube: KubeClient, facts: Facts, argocd_namespace: str) -> None:
+    facts.endpoint_status = facts.argocd_status = None
+    facts.endpoint_error = facts.argocd_error = ""
     try:
         facts.version = kube.version().get("gitVersion", "?")
     except KubeError as exc:
@@ -357,4 +446,4 @@ def _gather_kube(kube: KubeClient, facts: Facts, argocd_namespace: str) -> None:
                 if size is not None:
                     facts.live_gpu_volume_gib = size
     except KubeError as exc:
-        facts.argocd_error = exc.message
+        facts.argocd_error, facts.argocd_status = exc.message, exc.status

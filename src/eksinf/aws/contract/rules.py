@@ -9,21 +9,22 @@ facts, no AWS (tests/test_contract_rules.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from ...model import iam
+from ...model.iam import POD_IDENTITY_ACTIONS, POD_IDENTITY_SERVICE
 from ...model.names import DISCOVERY_KEY
 from ..scope import StackScope
 from .facts import (
     ADMIN_POLICY,
     AGENT_ADDON,
     ARGOCD_FLOOR,
-    POD_IDENTITY_ACTIONS,
-    POD_IDENTITY_SERVICE,
     ROOT_OVERHEAD_GIB,
     SUPPORTED_VERSIONS,
     Facts,
     StackNeeds,
+    has_admin,
     version_of,
 )
 
@@ -74,27 +75,49 @@ class Context:
         entries = self.facts.access_entries
         return entries is not None and principal not in entries
 
+    @property
+    def policy_missing(self) -> bool:
+        """The caller's entry exists but holds no cluster-admin policy (False when unread)."""
+        policies = self.facts.access_policies
+        return policies is not None and not has_admin(policies)
+
+    @property
+    def access_explains_denial(self) -> bool:
+        """A 401/403 from the API is explained by a missing entry or policy."""
+        return self.entry_missing or self.policy_missing
+
 
 RuleFn = Callable[[Context], list[Check]]
 
 
 @dataclass(frozen=True)
 class Rule:
+    """One row of the contract: docs/contract.md's table is generated from these (`markdown`)."""
+
     name: str
-    severity: str  # required: a fail blocks enroll; advisory: reported only
+    severity: str  # required: a fail or unknown blocks enroll; advisory: reported only
+    element: str  # what the cluster must have
+    call: str  # the calls that prove it
+    fix: str  # what fixes it
+    why: str  # why it blocks (or only warns)
     anchor: str
     summary: str
     run: RuleFn
 
 
 RULES: list[Rule] = []
+SEVERITIES = ("required", "advisory")
 
 
-def rule(name: str, severity: str = "required", anchor: str = ANCHOR) -> Callable[[RuleFn], RuleFn]:
+def rule(
+    name: str, *, severity: str, element: str, call: str, fix: str, why: str, anchor: str = ANCHOR
+) -> Callable[[RuleFn], RuleFn]:
     """Register a rule in the table, in evaluation order."""
+    assert severity in SEVERITIES, severity
 
     def register(fn: RuleFn) -> RuleFn:
-        RULES.append(Rule(name, severity, anchor, (fn.__doc__ or "").strip(), fn))
+        summary = " ".join((fn.__doc__ or "").split("\n\n")[0].split())
+        RULES.append(Rule(name, severity, element, call, fix, why, anchor, summary, fn))
         return fn
 
     return register
@@ -102,9 +125,30 @@ def rule(name: str, severity: str = "required", anchor: str = ANCHOR) -> Callabl
 
 def table() -> list[dict[str, str]]:
     return [
-        {"name": r.name, "severity": r.severity, "anchor": r.anchor, "summary": r.summary}
+        {
+            "name": r.name,
+            "severity": r.severity,
+            "anchor": r.anchor,
+            "summary": r.summary,
+            "element": r.element,
+            "call": r.call,
+            "fix": r.fix,
+            "why": r.why,
+        }
         for r in RULES
     ]
+
+
+def markdown() -> str:
+    """The table docs/contract.md carries between its `checks` markers (tests compare them)."""
+    lines = [
+        "| check | element | call that proves it | fix | severity | why |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in RULES:
+        cells = (f"`{r.name}`", r.element, r.call, r.fix, r.severity, r.why)
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def evaluate(
@@ -121,7 +165,12 @@ def evaluate(
     ctx = Context(facts, scope, needs, kube_used, argocd_namespace, install_argocd)
     checks: list[Check] = []
     for entry in RULES:
-        checks += entry.run(ctx)
+        # The table's severity is the one documented, so it is the one that blocks (a check
+        # that did not apply says so as advisory).
+        checks += [
+            c if c.status == "skipped" else replace(c, severity=entry.severity)
+            for c in entry.run(ctx)
+        ]
         if entry.name == "cluster-active" and facts.cluster is None and not facts.cluster_error:
             break
     return checks
@@ -176,7 +225,85 @@ def pod_identity_trust_check(facts: Facts) -> Check:
     return Check("pod-identity-trust", element, "fail", "; ".join(d for _, d in broken), call, fix)
 
 
-@rule("cluster-active")
+PROFILE_FILE = "render/platform-profile/profile.yaml"
+
+
+@rule(
+    "profile-names",
+    severity="required",
+    element="the cluster is the profile's: `--eks-cluster` equals `clusterName`, `--region` equals "
+    f"`region`, and the cluster's own subnets and security groups that carry `{DISCOVERY_KEY}` "
+    "carry `networkName` (the name becomes Karpenter's `CLUSTER_NAME`, its security-group selector and the Pod Identity association's cluster)",
+    call="the options vs the profile; `eks:DescribeCluster` `resourcesVpcConfig`, `ec2:DescribeSubnets`/`DescribeSecurityGroups` by id",
+    fix="change the profile (`eksinf render`), or pass the profile's name/region; both values are named",
+    why="the cluster name becomes Karpenter's CLUSTER_NAME, its security-group selector and the association's cluster: a cluster other than the profile's gets Karpenter configured for the wrong cluster, with no error",
+)
+def profile_names(ctx: Context) -> list[Check]:
+    """The enrolled cluster is the profile's: its name, region and discovery tag value (the
+    name becomes Karpenter's CLUSTER_NAME, its security-group selector and the Pod Identity
+    association's cluster; a mismatch configures Karpenter for another cluster)."""
+    facts, scope = ctx.facts, ctx.scope
+    element = "the profile's clusterName, region and networkName"
+    call = (
+        "--eks-cluster/--region vs the profile; eks:DescribeCluster resourcesVpcConfig + "
+        f"ec2:DescribeSubnets/DescribeSecurityGroups (tag {DISCOVERY_KEY})"
+    )
+    problems: list[tuple[str, str]] = []  # (what differs, its fix)
+    if scope.profile_cluster and scope.cluster != scope.profile_cluster:
+        problems.append(
+            (
+                f"enrolling EKS cluster {scope.cluster!r} but the profile's clusterName is "
+                f"{scope.profile_cluster!r}",
+                f"set spec.clusterName: {scope.cluster} in {PROFILE_FILE} (then eksinf "
+                f"render), or pass --eks-cluster {scope.profile_cluster}",
+            )
+        )
+    if scope.profile_region and scope.region != scope.profile_region:
+        problems.append(
+            (
+                f"region {scope.region!r} but the profile's region is {scope.profile_region!r}",
+                f"set spec.region: {scope.region} in {PROFILE_FILE} (then eksinf render), "
+                f"or pass --region {scope.profile_region}",
+            )
+        )
+    unread = facts.cluster is not None and facts.cluster_discovery is None
+    if unread and not problems:
+        return [Check("profile-names", element, "unknown", facts.cluster_discovery_error, call)]
+    for where, value in sorted((facts.cluster_discovery or {}).items()):
+        if value != scope.network:
+            problems.append(
+                (
+                    f"the cluster's {where} carries {DISCOVERY_KEY}={value!r} but the "
+                    f"profile's networkName is {scope.network!r}",
+                    f"set spec.networkName: {value} in {PROFILE_FILE} (then eksinf render), "
+                    f"or tag the cluster's subnets and security groups {DISCOVERY_KEY}="
+                    f"{scope.network}",
+                )
+            )
+    if not problems:
+        detail = f"cluster {scope.cluster}, region {scope.region}, {DISCOVERY_KEY}={scope.network}"
+        return [Check("profile-names", element, "pass", detail, call)]
+    fixes = list(dict.fromkeys(fix for _, fix in problems))
+    return [
+        Check(
+            "profile-names",
+            element,
+            "fail",
+            "; ".join(what for what, _ in problems),
+            call,
+            "; ".join(fixes),
+        )
+    ]
+
+
+@rule(
+    "cluster-active",
+    severity="required",
+    element="the EKS cluster, ACTIVE, at a supported version (1.30-1.34)",
+    call="`eks:DescribeCluster` (`status`, `version`)",
+    fix="deploy the eks-cluster component; wait for ACTIVE; upgrade",
+    why="every other element hangs off an ACTIVE cluster at a version the stack pins add-ons and AMIs for",
+)
 def cluster_active(ctx: Context) -> list[Check]:
     """Cluster ACTIVE at a supported version."""
     facts = ctx.facts
@@ -217,7 +344,14 @@ def cluster_active(ctx: Context) -> list[Check]:
     return checks
 
 
-@rule("access-entry")
+@rule(
+    "access-entry",
+    severity="required",
+    element="an access entry for the caller's principal (an assumed-role session is mapped to its IAM role ARN)",
+    call="`sts:GetCallerIdentity`, `eks:ListAccessEntries`",
+    fix="`--grant-access`, or `aws eks create-access-entry ... --type STANDARD`",
+    why="without an entry the API answers 401 to every call enroll makes",
+)
 def access_entry(ctx: Context) -> list[Check]:
     """Access entry for the caller."""
     facts = ctx.facts
@@ -227,9 +361,8 @@ def access_entry(ctx: Context) -> list[Check]:
     call = f"eks:ListAccessEntries clusterName={c}"
     fix = (
         f"re-run with --grant-access, or: aws eks create-access-entry --cluster-name {c} "
-        f"--principal-arn {principal} --type STANDARD --region {r} && aws eks "
-        f"associate-access-policy --cluster-name {c} --principal-arn {principal} "
-        f"--access-scope type=cluster --policy-arn {ADMIN_POLICY} --region {r}"
+        f"--principal-arn {principal} --type STANDARD --region {r} (then the access-policy "
+        "fix)"
     )
     if facts.access_entries is None:
         checks.append(
@@ -246,8 +379,8 @@ def access_entry(ctx: Context) -> list[Check]:
     else:
         entry_missing = principal not in facts.access_entries
         detail = (
-            "granted now (--grant-access)"
-            if facts.granted
+            "created now (--grant-access)"
+            if facts.granted_entry
             else (
                 f"no entry for {principal}, so the API answers it 401 Unauthorized. A cluster "
                 "made by ACK was created as the controllers' own identity "
@@ -269,7 +402,51 @@ def access_entry(ctx: Context) -> list[Check]:
     return checks
 
 
-@rule("endpoint-reachable")
+@rule(
+    "access-policy",
+    severity="required",
+    element="`AmazonEKSClusterAdminPolicy` at cluster scope associated with that entry (an entry alone authenticates and authorizes nothing)",
+    call="`eks:ListAssociatedAccessPolicies`",
+    fix="`--grant-access`, or `aws eks associate-access-policy ... --access-scope type=cluster --policy-arn ...AmazonEKSClusterAdminPolicy`",
+    why="an entry alone authorizes nothing: every read and apply enroll makes is 403",
+)
+def access_policy(ctx: Context) -> list[Check]:
+    """The caller's access entry holds the cluster-admin access policy (an entry alone
+    authenticates and authorizes nothing: every call enroll makes is then 403)."""
+    facts = ctx.facts
+    c, r = facts.cluster_name, facts.region
+    principal = facts.caller.principal_arn if facts.caller else "?"
+    element = f"the access policy {ADMIN_POLICY.rsplit('/', 1)[-1]} (cluster scope) for {principal}"
+    call = f"eks:ListAssociatedAccessPolicies clusterName={c} principalArn={principal}"
+    fix = (
+        f"re-run with --grant-access, or: aws eks associate-access-policy --cluster-name {c} "
+        f"--principal-arn {principal} --access-scope type=cluster --policy-arn {ADMIN_POLICY} "
+        f"--region {r}"
+    )
+    if facts.access_entries is None or ctx.entry_missing:
+        detail = "no access entry to read (see access-entry)"
+        return [Check("access-policy", element, "skipped", detail, call, severity="advisory")]
+    if facts.access_policies is None:
+        return [Check("access-policy", element, "unknown", facts.access_policies_error, call, fix)]
+    if has_admin(facts.access_policies):
+        detail = "associated now (--grant-access)" if facts.granted_policy else "associated"
+        return [Check("access-policy", element, "pass", detail, call)]
+    held = ", ".join(f"{arn.rsplit('/', 1)[-1]} ({scope})" for arn, scope in facts.access_policies)
+    detail = (
+        f"the entry for {principal} holds {held or 'no access policy'}: the API authenticates "
+        "the caller and forbids (403) what enroll reads and applies"
+    )
+    return [Check("access-policy", element, "fail", detail, call, fix)]
+
+
+@rule(
+    "endpoint-reachable",
+    severity="required",
+    element="a reachable API endpoint",
+    call="`GET /version`",
+    fix="network path to the endpoint (public access, VPN, bastion)",
+    why="enroll reads Argo CD and applies the root Application over the API (skipped without a kubeconfig)",
+)
 def endpoint_reachable(ctx: Context) -> list[Check]:
     """Endpoint reachable."""
     facts = ctx.facts
@@ -298,13 +475,14 @@ def endpoint_reachable(ctx: Context) -> list[Check]:
                 call,
             )
         )
-    elif facts.endpoint_status in (401, 403) and entry_missing:
+    elif facts.endpoint_status in (401, 403) and ctx.access_explains_denial:
+        what = "access entry" if entry_missing else "access policy"
         checks.append(
             Check(
                 "endpoint-reachable",
                 "a reachable API endpoint",
                 "skipped",
-                f"HTTP {facts.endpoint_status}: explained by the missing access entry",
+                f"HTTP {facts.endpoint_status}: explained by the missing {what}",
                 call,
                 severity="advisory",
             )
@@ -325,7 +503,14 @@ def endpoint_reachable(ctx: Context) -> list[Check]:
     return checks
 
 
-@rule("pod-identity-agent")
+@rule(
+    "pod-identity-agent",
+    severity="required",
+    element="the `eks-pod-identity-agent` add-on, ACTIVE",
+    call="`eks:DescribeAddon`",
+    fix="`aws eks create-addon --addon-name eks-pod-identity-agent`",
+    why="without the agent, associations hand out no credentials and Karpenter launches no node",
+)
 def pod_identity_agent(ctx: Context) -> list[Check]:
     """The pod identity agent add-on is active."""
     facts = ctx.facts
@@ -364,7 +549,14 @@ def pod_identity_agent(ctx: Context) -> list[Check]:
     return checks
 
 
-@rule("pod-identity-associations")
+@rule(
+    "pod-identity-associations",
+    severity="required",
+    element="an association for each `namespace/serviceaccount` the rendered stack's `PodIdentityAssociation`s name (today `kube-system/karpenter`)",
+    call="`eks:ListPodIdentityAssociations`",
+    fix="deploy the karpenter-aws component",
+    why="without its association Karpenter's controller has no AWS identity",
+)
 def pod_identity_associations(ctx: Context) -> list[Check]:
     """A Pod Identity association for each ServiceAccount the stack needs."""
     facts, needs = ctx.facts, ctx.needs
@@ -405,7 +597,14 @@ def pod_identity_associations(ctx: Context) -> list[Check]:
     return checks
 
 
-@rule("pod-identity-trust")
+@rule(
+    "pod-identity-trust",
+    severity="required",
+    element="the IAM role behind each of those associations exists and its trust policy lets `pods.eks.amazonaws.com` do both `sts:AssumeRole` and `sts:TagSession` (without TagSession the agent fails to hand out credentials)",
+    call="`eks:DescribePodIdentityAssociation` (`roleArn`; the list call names no role), `iam:GetRole` (`AssumeRolePolicyDocument`)",
+    fix="add both actions for that service to the role's trust (`aws iam update-assume-role-policy`), or redeploy the karpenter-aws component",
+    why="a trust without AssumeRole and TagSession for the agent fails at credential time, long after the association looked fine",
+)
 def pod_identity_trust(ctx: Context) -> list[Check]:
     """The role behind each association trusts the Pod Identity agent."""
     facts, needs = ctx.facts, ctx.needs
@@ -415,7 +614,14 @@ def pod_identity_trust(ctx: Context) -> list[Check]:
     return checks
 
 
-@rule("irsa-issuer")
+@rule(
+    "irsa-issuer",
+    severity="required",
+    element="the cluster's OIDC issuer registered in IAM, only if a rendered ServiceAccount carries `eks.amazonaws.com/role-arn`",
+    call="`eks:DescribeCluster` `identity.oidc.issuer` vs `iam:ListOpenIDConnectProviders`",
+    fix="`aws iam create-open-id-connect-provider`",
+    why="STS rejects every web identity token from an issuer IAM does not know (skipped when no ServiceAccount uses IRSA)",
+)
 def irsa_issuer(ctx: Context) -> list[Check]:
     """IRSA issuer, only where IRSA is used."""
     facts, needs = ctx.facts, ctx.needs
@@ -461,7 +667,65 @@ def irsa_issuer(ctx: Context) -> list[Check]:
     return checks
 
 
-@rule("discovery-tags")
+@rule(
+    "irsa-trust",
+    severity="required",
+    element="the role each IRSA ServiceAccount names trusts the cluster's current OIDC issuer for that ServiceAccount (only where a rendered ServiceAccount names a role ARN)",
+    call="`eks:DescribeCluster` `identity.oidc.issuer` vs `iam:GetRole` (`AssumeRolePolicyDocument`), conditions evaluated as IAM does (`model/iam.py`)",
+    fix="point the role's trust at `oidc-provider/<current issuer>` with `<issuer>:sub` = `system:serviceaccount:<ns>:<name>` (`aws iam update-assume-role-policy`), or redeploy the component that owns the role",
+    why="a recreated cluster has a new issuer: a trust naming the old one denies every token, and the pod fails only when it first calls AWS",
+)
+def irsa_trust(ctx: Context) -> list[Check]:
+    """Each IRSA role's trust admits its ServiceAccount from the cluster's current issuer."""
+    facts, needs = ctx.facts, ctx.needs
+    if not needs.irsa_roles:
+        return []
+    issuer = (facts.cluster or {}).get("identity", {}).get("oidc", {}).get("issuer", "")
+    host = issuer.removeprefix("https://")
+    element = f"IRSA roles trusting the cluster's issuer {host or '(none)'}"
+    call = "eks:DescribeCluster identity.oidc.issuer + iam:GetRole (AssumeRolePolicyDocument)"
+    unread = [t for t in facts.irsa_trusts if t.document is None and t.error != "no such role"]
+    if unread:
+        detail = "; ".join(f"{t.service_account} -> {t.role_name}: {t.error}" for t in unread)
+        return [Check("irsa-trust", element, "unknown", detail, call)]
+    problems: list[str] = []
+    for t in facts.irsa_trusts:
+        ns, name = t.service_account.split("/", 1)
+        if t.document is None:
+            problems.append(f"{t.service_account} -> {t.role_name}: no such role")
+            continue
+        verdict = iam.admits(t.document, iam.irsa_request(ns, name, host))
+        if verdict is True:
+            continue
+        named = ", ".join(iam.providers(t.document)) or "no OIDC provider"
+        what = (
+            "does not admit"
+            if verdict is False
+            else "may not admit (a condition eksinf cannot evaluate)"
+        )
+        problems.append(
+            f"{t.service_account} -> {t.role_name}: the trust {what} "
+            f"{iam.subject(ns, name)} from {host or 'the cluster issuer'} (it names {named})"
+        )
+    if not problems:
+        found = ", ".join(f"{t.service_account} -> {t.role_name}" for t in facts.irsa_trusts)
+        return [Check("irsa-trust", element, "pass", found, call)]
+    fix = (
+        f"update each role's trust to Federated arn:aws:iam::<account>:oidc-provider/{host} with "
+        f"{host}:sub = system:serviceaccount:<ns>:<name> (aws iam update-assume-role-policy), or "
+        "redeploy the component that owns the role"
+    )
+    return [Check("irsa-trust", element, "fail", "; ".join(problems), call, fix)]
+
+
+@rule(
+    "discovery-tags",
+    severity="required",
+    element=f"`{DISCOVERY_KEY}=<networkName>` on at least one private subnet and one security group, and on no public subnet",
+    call="`ec2:DescribeSubnets`, `ec2:DescribeSecurityGroups` filtered by the tag",
+    fix="tag them (the aws-network component does)",
+    why="Karpenter finds no subnet or security group and launches nothing; a tagged public subnet gives GPU nodes public IPs",
+)
 def discovery_tags(ctx: Context) -> list[Check]:
     """Discovery tags on private subnets and a security group."""
     facts, scope = ctx.facts, ctx.scope
@@ -499,7 +763,14 @@ def discovery_tags(ctx: Context) -> list[Check]:
     return checks
 
 
-@rule("node-role")
+@rule(
+    "node-role",
+    severity="required",
+    element="the profile's `nodeRoleName` exists and trusts `ec2.amazonaws.com` (Karpenter creates its instance profiles from it)",
+    call="`iam:GetRole`, `iam:ListInstanceProfilesForRole`",
+    fix="deploy the eks-cluster component",
+    why="Karpenter makes its instance profiles from this role; without it no node joins",
+)
 def node_role(ctx: Context) -> list[Check]:
     """Node role with an instance-profile path."""
     facts, scope = ctx.facts, ctx.scope
@@ -544,7 +815,14 @@ def node_role(ctx: Context) -> list[Check]:
     return checks
 
 
-@rule("gpu-ami")
+@rule(
+    "gpu-ami",
+    severity="required",
+    element="the pinned `gpuAMIAlias` resolves for the cluster's Kubernetes version",
+    call="`ssm:GetParameter /aws/service/eks/optimized-ami/<k8s>/amazon-linux-2023/x86_64/nvidia/amazon-eks-node-al2023-x86_64-nvidia-<k8s>-<v>/image_id`, else `ec2:DescribeImages` owner amazon",
+    fix="pin a released alias in the profile",
+    why="an alias that does not resolve leaves the GPU EC2NodeClass not ready: no GPU node launches",
+)
 def gpu_ami(ctx: Context) -> list[Check]:
     """GPU AMI alias resolvable."""
     facts, scope = ctx.facts, ctx.scope
@@ -569,9 +847,16 @@ def gpu_ami(ctx: Context) -> list[Check]:
     return checks
 
 
-@rule("root-volume")
+@rule(
+    "root-volume",
+    severity="advisory",
+    element="GPU root volume >= model cache + 30 GiB (OS and images)",
+    call="live `EC2NodeClass gpu` `blockDeviceMappings`, else the profile's `gpuRootVolumeSize`, vs `modelCacheSize`",
+    fix="raise `gpuRootVolumeSize`",
+    why="advisory: `eksinf lint` and the profile's own rules already refuse a plan whose volume cannot hold the cache; a live undersized volume evicts model pods but breaks nothing enroll wires",
+)
 def root_volume(ctx: Context) -> list[Check]:
-    """Root volume fits the model cache (advisory: the profile check already refuses a bad plan)."""
+    """Root volume fits the model cache."""
     facts, scope = ctx.facts, ctx.scope
     checks: list[Check] = []
     volume = facts.live_gpu_volume_gib or scope.gpu_root_volume_gib
@@ -594,7 +879,7 @@ def root_volume(ctx: Context) -> list[Check]:
             Check(
                 "root-volume",
                 f"a GPU root volume of at least {cache + ROOT_OVERHEAD_GIB}Gi",
-                "pass" if ok else "fail",
+                "pass" if ok else "warn",
                 f"{volume}Gi root volume, {cache}Gi model cache + {ROOT_OVERHEAD_GIB}Gi for OS and images",
                 call,
                 ""
@@ -605,7 +890,14 @@ def root_volume(ctx: Context) -> list[Check]:
     return checks
 
 
-@rule("capacity-reservation", severity="advisory")
+@rule(
+    "capacity-reservation",
+    severity="advisory",
+    element="an active capacity reservation tagged with the stack tag, when a NodePool is reserved-only (the `h200` pool)",
+    call="`ec2:DescribeCapacityReservations`",
+    fix="tag an ODCR or Capacity Block, or leave the pool idle",
+    why="advisory: without a reservation the reserved-only pool never launches; everything else works",
+)
 def capacity_reservation(ctx: Context) -> list[Check]:
     """Capacity reservation for reserved-only pools (advisory: the pool simply never launches)."""
     facts, scope, needs = ctx.facts, ctx.scope, ctx.needs
@@ -645,7 +937,14 @@ def capacity_reservation(ctx: Context) -> list[Check]:
     return checks
 
 
-@rule("argocd")
+@rule(
+    "argocd",
+    severity="required",
+    element="Argo CD 3.1+ (`argocd-server`) in the Argo CD namespace (older versions cannot read `oci://` plain manifests)",
+    call="`GET deployments/argocd-server`",
+    fix="install Argo CD 3.1+",
+    why="enroll wires an Argo CD root Application; Argo CD before 3.1 cannot read oci:// plain manifests (checked only when the API answers)",
+)
 def argocd(ctx: Context) -> list[Check]:
     """Argo CD present at the floor version (enroll wires it; it does not install it)."""
     facts = ctx.facts
@@ -655,8 +954,20 @@ def argocd(ctx: Context) -> list[Check]:
         call = f"GET deployments/argocd-server in {argocd_namespace}"
         element = f"Argo CD {ARGOCD_FLOOR[0]}.{ARGOCD_FLOOR[1]}+ in namespace {argocd_namespace}"
         fix = f"install Argo CD {ARGOCD_FLOOR[0]}.{ARGOCD_FLOOR[1]} or later in {argocd_namespace}"
-        if facts.argocd_error:
-            checks.append(Check("argocd", element, "unknown", facts.argocd_error, call, fix))
+        denied = facts.argocd_status in (401, 403)
+        if denied and ctx.access_explains_denial:
+            # Not a missing Argo CD: the caller may not look (see access-entry/access-policy).
+            what = "access entry" if ctx.entry_missing else "access policy"
+            detail = f"HTTP {facts.argocd_status}: explained by the missing {what}; not checked"
+            checks.append(Check("argocd", element, "skipped", detail, call, severity="advisory"))
+        elif denied:
+            access_fix = (
+                f"give the caller read access to deployments in {argocd_namespace} (its "
+                "Kubernetes groups or access policy); Argo CD may well be installed"
+            )
+            checks.append(Check("argocd", element, "unknown", facts.argocd_error, call, access_fix))
+        elif facts.argocd_error:
+            checks.append(Check("argocd", element, "unknown", facts.argocd_error, call))
         elif facts.argocd_image is None and ctx.install_argocd:
             checks.append(
                 Check(
