@@ -942,7 +942,7 @@ def capacity_reservation(ctx: Context) -> list[Check]:
     severity="required",
     element="Argo CD 3.1+ (`argocd-server`) in the Argo CD namespace (older versions cannot read `oci://` plain manifests)",
     call="`GET deployments/argocd-server`",
-    fix="install Argo CD 3.1+",
+    fix="absent: enroll installs the pinned Argo CD (configs/argocd) unless --no-argocd; older than 3.1: upgrade it",
     why="enroll wires an Argo CD root Application; Argo CD before 3.1 cannot read oci:// plain manifests (checked only when the API answers)",
 )
 def argocd(ctx: Context) -> list[Check]:
@@ -967,7 +967,7 @@ def argocd(ctx: Context) -> list[Check]:
             )
             checks.append(Check("argocd", element, "unknown", facts.argocd_error, call, access_fix))
         elif facts.argocd_error:
-            checks.append(Check("argocd", element, "unknown", facts.argocd_error, call))
+            checks.append(Check("argocd", element, "unknown", facts.argocd_error, call, fix))
         elif facts.argocd_image is None and ctx.install_argocd:
             checks.append(
                 Check(
