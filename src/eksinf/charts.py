@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from urllib.parse import urljoin, urlparse
 
+from . import cache
 from .atomic import write_file
 from .errors import CONTRACT, ENVIRONMENT, EksinfError
 from .model.digest import sha256_hex
@@ -22,7 +23,6 @@ from .stack import ChartSpec, Stack
 from .yamlio import dump_docs, load_docs, load_source
 
 MIRROR_ENV = "EKSINF_CHART_MIRROR"
-CACHE_ENV = "EKSINF_CACHE_DIR"
 MAX_CHART_BYTES = 64 << 20  # unpacked; the largest real chart here is a few MiB
 LOCK_HEADER = (
     "# Written by `eksinf charts lock`. Pins each chart archive and upstream manifest by sha256.\n"
@@ -56,10 +56,7 @@ class ResolvedChart:
 
 
 def cache_dir() -> Path:
-    base = os.environ.get(CACHE_ENV) or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "eksinf"
-    )
-    return Path(base) / "charts"
+    return cache.root() / "charts"
 
 
 def render_records_dir() -> Path:
@@ -171,7 +168,7 @@ def resolve(
 def _cache_error(folder: Path, exc: OSError) -> EksinfError:
     return EksinfError(
         f"cannot use the chart cache {folder}: {exc.strerror or exc}",
-        hint=f"Make it (or HOME) writable, or set {CACHE_ENV} to a writable folder.",
+        hint=f"Make it (or HOME) writable, or set {cache.CACHE_ENV} to a writable folder.",
         exit_code=ENVIRONMENT,
     )
 

@@ -9,6 +9,11 @@ Two readers over one parser (libyaml, YAML 1.1 like Helm's own parser, timestamp
 
 One writer, `dump_docs`, so the same documents always give the same bytes.
 
+Both `load_docs` and `dump_docs` are pure, and most of what a command reads or writes (committed
+units, a pinned upstream manifest, a chart's output) is the same text run after run, so large
+inputs go through the content-addressed cache (eksinf.cache): a parse is looked up by the text,
+a serialisation by the documents' repr, which names them exactly (types, key order, escapes).
+
 Both readers are bounded, so a hostile document (a "billion laughs" alias bomb, a deeply nested
 or huge file) is a clear error, never a hang in a later walk: at most MAX_TEXT characters per
 file, MAX_DEPTH levels of nesting, and MAX_NODES nodes per file counted with every alias
@@ -18,14 +23,17 @@ units refuse anchors and aliases outright: they do not survive flattening (docs/
 
 from __future__ import annotations
 
+import contextlib
+import marshal
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from . import inside
+from . import cache, inside
 from .errors import CONTRACT, EksinfError
 
 _TAB_INDENT = re.compile(r"^[ ]*\t", re.MULTILINE)
@@ -34,6 +42,10 @@ _TAB_INDENT = re.compile(r"^[ ]*\t", re.MULTILINE)
 MAX_TEXT = inside.MAX_FILE_BYTES
 MAX_DEPTH = 200  # the deepest real unit (a CRD schema) nests ~25 levels
 MAX_NODES = 1_000_000  # the largest real unit file has ~10 000 nodes
+CACHED_TEXT = 16 << 10  # below this a parse or dump costs less than a cache lookup
+# what a cached entry depends on besides its input: this module's output, the YAML library, and
+# the interpreter (marshal's format)
+_CACHE_FORMAT = f"yamlio-1 pyyaml-{yaml.__version__} {sys.version}".encode()
 
 
 def _location(path: str, mark: Any) -> str:
@@ -281,6 +293,22 @@ def load_docs(text: str, label: str = "YAML input") -> list[Any]:
     merge keys go through the standard constructor.
     """
     _check_text(text, label)
+    cached = len(text) >= CACHED_TEXT
+    if cached:
+        parse_key = cache.key(_CACHE_FORMAT, b"load_docs", text.encode())
+        hit = cache.get("yaml", parse_key)
+        if hit is not None:
+            with contextlib.suppress(ValueError, EOFError, TypeError):
+                docs = marshal.loads(hit)
+                if isinstance(docs, list):
+                    return docs
+    docs = _load_docs(text, label)
+    if cached:
+        cache.put("yaml", parse_key, marshal.dumps(docs))
+    return docs
+
+
+def _load_docs(text: str, label: str) -> list[Any]:
     loader = _Loader(text)
     budget = [MAX_NODES]
     try:
@@ -344,6 +372,20 @@ _Dumper.add_representer(str, _represent_str)
 
 def dump_docs(docs: list[Any]) -> str:
     """Serialise documents deterministically: key order kept, no line folding, `---` before each."""
+    shown = repr(docs)
+    if len(shown) < CACHED_TEXT:
+        return _dump_docs(docs)
+    dump_key = cache.key(_CACHE_FORMAT, b"dump_docs", shown.encode())
+    hit = cache.get("yaml", dump_key)
+    if hit is not None:
+        with contextlib.suppress(UnicodeDecodeError):
+            return hit.decode()
+    text = _dump_docs(docs)
+    cache.put("yaml", dump_key, text.encode())
+    return text
+
+
+def _dump_docs(docs: list[Any]) -> str:
     return yaml.dump_all(
         docs,
         Dumper=_Dumper,

@@ -1,0 +1,78 @@
+"""The user's cache directory, and its content-addressed store of derived data.
+
+One root (`$EKSINF_CACHE_DIR`, else `$XDG_CACHE_HOME/eksinf`, else `~/.cache/eksinf`) holds
+every cache: chart archives and upstream manifests by digest, price lists, parsed CEL rules,
+render records, and the `derived` store below.
+
+The derived store keeps results of pure functions (a parse, a serialisation) under the sha256 of
+everything they depend on, so an entry can make eksinf faster, never different: a key names its
+input exactly, and a missing, unreadable or corrupt entry is recomputed. `EKSINF_NO_CACHE=1`
+turns the store off (`verify --full` does, to check a fresh computation end to end). Writes are
+atomic and best-effort (an unwritable cache costs time, never a failure), and each space is
+bounded: past MAX_ENTRIES the least recently written entries go.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from pathlib import Path
+
+from .atomic import write_file
+
+CACHE_ENV = "EKSINF_CACHE_DIR"
+NO_CACHE_ENV = "EKSINF_NO_CACHE"
+MAX_ENTRIES = 512  # per space; a stack's units and inputs need a few dozen
+MAX_ENTRY_BYTES = 64 << 20  # nothing derived from one stack file comes near this
+
+
+def root() -> Path:
+    base = os.environ.get(CACHE_ENV) or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "eksinf"
+    )
+    return Path(base)
+
+
+def enabled() -> bool:
+    return os.environ.get(NO_CACHE_ENV, "") in ("", "0")
+
+
+def key(*parts: bytes) -> str:
+    """sha256 over length-prefixed parts, so no two part lists give the same key."""
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(len(part).to_bytes(8, "big"))
+        digest.update(part)
+    return digest.hexdigest()
+
+
+def _entry(space: str, entry_key: str) -> Path:
+    return root() / "derived" / space / entry_key
+
+
+def get(space: str, entry_key: str) -> bytes | None:
+    if not enabled():
+        return None
+    try:
+        return _entry(space, entry_key).read_bytes()
+    except OSError:
+        return None
+
+
+def put(space: str, entry_key: str, data: bytes) -> None:
+    if not enabled() or len(data) > MAX_ENTRY_BYTES:
+        return
+    path = _entry(space, entry_key)
+    with contextlib.suppress(OSError):
+        write_file(path, data)
+        _prune(path.parent)
+
+
+def _prune(folder: Path) -> None:
+    entries = [p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")]
+    if len(entries) <= MAX_ENTRIES:
+        return
+    entries.sort(key=lambda p: p.stat().st_mtime)
+    for old in entries[: len(entries) - MAX_ENTRIES]:
+        old.unlink(missing_ok=True)

@@ -1,0 +1,93 @@
+"""The derived-data cache makes parses and serialisations faster, never different."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from eksinf import cache, yamlio
+
+# over yamlio.CACHED_TEXT, so both the parse and the dump go through the cache
+BIG = "".join(
+    f"---\nkind: ConfigMap\nmetadata:\n  name: m{i}\ndata:\n  k: v{i}\n" for i in range(800)
+)
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.delenv(cache.NO_CACHE_ENV, raising=False)
+    return tmp_path / "cache" / "derived" / "yaml"
+
+
+def _entries(folder: Path) -> list[Path]:
+    return (
+        sorted(p for p in folder.iterdir() if not p.name.startswith(".")) if folder.is_dir() else []
+    )
+
+
+def test_a_parse_is_stored_and_served_equal(cache_dir: Path) -> None:
+    first = yamlio.load_docs(BIG)
+    assert len(_entries(cache_dir)) == 1
+    again = yamlio.load_docs(BIG)
+    assert again == first and len(again) == 800
+    again[0]["kind"] = "Changed"  # a served parse is a fresh object, not shared state
+    assert yamlio.load_docs(BIG)[0]["kind"] == "ConfigMap"
+
+
+def test_a_corrupt_entry_is_recomputed(cache_dir: Path) -> None:
+    expected = yamlio.load_docs(BIG)
+    for entry in _entries(cache_dir):
+        entry.write_bytes(b"\x00not marshal data")
+    assert yamlio.load_docs(BIG) == expected
+    for entry in _entries(cache_dir):
+        entry.write_bytes(b"")
+    assert yamlio.load_docs(BIG) == expected
+
+
+def test_a_different_text_is_a_different_entry(cache_dir: Path) -> None:
+    yamlio.load_docs(BIG)
+    changed = BIG.replace("v799", "v800")
+    assert yamlio.load_docs(changed)[-1]["data"]["k"] == "v800"
+    assert len(_entries(cache_dir)) == 2
+
+
+def test_dump_keys_name_types_exactly(cache_dir: Path) -> None:
+    """Documents equal as JSON but not as YAML (an int key vs a string key, 1 vs True vs "1")
+    never share an entry."""
+    filler = {"pad": "x" * (yamlio.CACHED_TEXT + 1)}
+    int_key = yamlio.dump_docs([{1: "a", **filler}])
+    str_key = yamlio.dump_docs([{"1": "a", **filler}])
+    true_key = yamlio.dump_docs([{True: "a", **filler}])
+    assert "\n1: a\n" in int_key and "\n'1': a\n" in str_key and "\ntrue: a\n" in true_key
+    assert yamlio.dump_docs([{1: "a", **filler}]) == int_key  # now from the cache
+    assert len(_entries(cache_dir)) == 3
+
+
+def test_no_cache_stores_nothing(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(cache.NO_CACHE_ENV, "1")
+    assert len(yamlio.load_docs(BIG)) == 800
+    yamlio.dump_docs(yamlio.load_docs(BIG))
+    assert _entries(cache_dir) == []
+
+
+def test_an_unwritable_cache_costs_time_not_a_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where the cache folder would go")
+    monkeypatch.setenv(cache.CACHE_ENV, str(blocker))
+    assert len(yamlio.load_docs(BIG)) == 800
+    assert yamlio.dump_docs(yamlio.load_docs(BIG)).count("---\n") == 800
+
+
+def test_each_space_is_bounded(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cache, "MAX_ENTRIES", 3)
+    for i in range(6):
+        cache.put("yaml", cache.key(str(i).encode()), b"x")
+    assert len(_entries(cache_dir)) == 3
+
+
+def test_keys_are_unambiguous() -> None:
+    assert cache.key(b"ab", b"c") != cache.key(b"a", b"bc")
