@@ -1,0 +1,142 @@
+"""Speed benchmark: eksinf's commands as whole processes, each against the floor of its work.
+
+    EKSINF_CHART_MIRROR=../shared/charts .venv/bin/python bench/speed.py [-n RUNS]
+
+In a scratch clone of this repository's HEAD (removed afterwards), every command and every floor
+runs as a new process, interleaved in one loop so that load on a shared machine stretches them
+alike; each figure is the median of N. Floors:
+- python: a bare `python -c pass` of the same interpreter;
+- engine: a bare Helm engine process, which imports only the engine and renders the stack's
+  charts with the same values and options (the values are computed once, beforehand);
+- tar: `tar czf` of configs/.
+"warm" runs share one cache folder, filled first; "cold" runs each get an empty one (charts come
+from the mirror, every chart is rendered twice for the determinism check, nothing is cached).
+
+Targets (issue 16): --help <= 4x python; render and verify warm <= 2x engine, cold <= 3x;
+bundle <= 6x tar.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+EKSINF = str(Path(sys.executable).with_name("eksinf"))
+
+ENGINE_FLOOR = """
+import json, sys
+import helm_python
+from helm_python import _native
+for archive, values, options in json.load(open(sys.argv[1])):
+    with helm_python.Chart.load_archive(open(archive, "rb").read()) as chart:
+        _native.call_string("helm_render", chart._raw(), json.dumps(values), json.dumps(options))
+        _ = chart.crds
+"""
+
+TARGETS = {"--help": 4.0, "render (warm)": 2.0, "verify (warm)": 2.0, "render (cold)": 3.0}
+TARGETS["bundle"] = 6.0
+
+
+def engine_jobs(stack_root: Path, mirror: Path, work: Path) -> Path:
+    """The charts, values and options the stack renders, as a file the engine floor reads."""
+    from eksinf.charts import read_lock, resolve
+    from eksinf.render import chart_values
+    from eksinf.stack import load_stack
+
+    stack = load_stack(stack_root)
+    lock = read_lock(stack)
+    kube = stack.kube_version if stack.kube_version.startswith("v") else f"v{stack.kube_version}"
+    jobs = []
+    for comp in stack.components:
+        for spec in comp.charts:
+            archive = work / f"{spec.name}.tgz"
+            archive.write_bytes(resolve(stack, spec, mirror, lock).archive)
+            options = {"name": spec.release, "namespace": spec.namespace, "kube_version": kube}
+            if stack.api_versions:
+                options["api_versions"] = list(stack.api_versions)
+            jobs.append([str(archive), chart_values(stack, comp, spec), options])
+    path = work / "jobs.json"
+    path.write_text(json.dumps(jobs))
+    return path
+
+
+def run(cmd: list[str], env: dict[str, str], cwd: Path) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, check=False)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        sys.exit(f"bench: {' '.join(cmd)} failed ({done.returncode}): {done.stderr[-600:]!r}")
+    return elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-n", "--runs", type=int, default=7)
+    args = parser.parse_args()
+    mirror = os.environ.get("EKSINF_CHART_MIRROR")
+    if not mirror:
+        sys.exit("bench: set EKSINF_CHART_MIRROR to the offline chart mirror (../shared/charts)")
+    scratch = Path(tempfile.mkdtemp(prefix="eksinf-bench-speed-"))
+    try:
+        clone = scratch / "stack"
+        subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
+        warm_env = {**os.environ, "EKSINF_CACHE_DIR": str(scratch / "cache")}
+        jobs = engine_jobs(clone, Path(mirror), scratch)
+        eks = [EKSINF, "--stack", str(clone)]
+        bundles = str(scratch / "bundles")
+        # name -> (command, floor, cold?)
+        cases: dict[str, tuple[list[str], str, bool]] = {
+            "--help": ([EKSINF, "--help"], "python", False),
+            "render (warm)": ([*eks, "render"], "engine", False),
+            "render (cold)": ([*eks, "render"], "engine", True),
+            "verify (warm)": ([*eks, "verify"], "engine", False),
+            "lint": ([*eks, "lint"], "python", False),
+            "validate": ([*eks, "validate"], "python", False),
+            "bundle": ([*eks, "bundle", "--out", bundles], "tar", False),
+            "sandbox up": ([*eks, "sandbox", "up"], "python", False),
+        }
+        floors = {
+            "python": [PYTHON, "-c", "pass"],
+            "engine": [PYTHON, "-c", ENGINE_FLOOR, str(jobs)],
+            "tar": ["tar", "czf", str(scratch / "configs.tgz"), "configs"],
+        }
+        for cmd, _, _ in cases.values():  # fill the warm cache; sandbox up makes its hub once
+            run(cmd, warm_env, clone)
+        times: dict[str, list[float]] = {k: [] for k in [*floors, *cases]}
+        for n in range(args.runs):
+            for name, cmd in floors.items():
+                times[name].append(run(cmd, warm_env, clone))
+            for name, (cmd, _, cold) in cases.items():
+                env = warm_env
+                if cold:
+                    env = {**warm_env, "EKSINF_CACHE_DIR": str(scratch / f"cold-{n}")}
+                times[name].append(run(cmd, env, clone))
+        med = {k: statistics.median(v) for k, v in times.items()}
+        print(f"{'command':<16} {'median':>9}  {'floor':<7} {'ratio':>6}  target")
+        for name in floors:
+            print(f"{'floor: ' + name:<16} {med[name] * 1000:7.0f}ms")
+        for name, (_, floor, _) in cases.items():
+            ratio = med[name] / med[floor]
+            target = TARGETS.get(name)
+            verdict = ""
+            if target is not None:
+                verdict = f"<= {target:g}x " + ("met" if ratio <= target else "NOT MET")
+            print(f"{name:<16} {med[name] * 1000:7.0f}ms  {floor:<7} {ratio:5.2f}x  {verdict}")
+        print(f"medians of {args.runs}, interleaved; load average {os.getloadavg()[0]:.2f}")
+    finally:
+        shutil.rmtree(scratch)  # made above by mkdtemp: ours alone
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
