@@ -12,7 +12,7 @@ import typer
 from safety import fingerprint
 
 from eksinf.bundle import bundle_bytes
-from eksinf.cli import app
+from eksinf.cli.app import app
 from eksinf.errors import CONTRACT, FAILURE
 from eksinf.oci import push
 

@@ -22,10 +22,8 @@ PyInstaller, with the manifest the executable wrote when the build ran it as a h
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from . import __version__
-from .atomic import write_file
 
 HOOK = "CUB_PLUGIN_HOOK"  # "install" or "upgrade" while cub runs the binary as a hook
 HOOK_DIR = "CUB_PLUGIN_DIR"  # the plugin's folder, where the hook writes the manifest
@@ -51,6 +49,11 @@ def handle_hook(argv0: str) -> bool:
     (do nothing) on an ordinary run. The entrypoint is this executable's own file name."""
     if not os.environ.get(HOOK):
         return False
+    # imported here: every eksinf run asks this first, and most are not hooks (see cli/help.py)
+    from pathlib import Path
+
+    from .atomic import write_file
+
     folder = os.environ.get(HOOK_DIR)
     if not folder:
         raise SystemExit(f"eksinf: {HOOK} is set but {HOOK_DIR} is empty")

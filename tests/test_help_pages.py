@@ -1,0 +1,95 @@
+"""`eksinf --help` is answered from recorded pages without the argument layer, and what a command
+imports is what it needs (issue 16: start-up)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eksinf.cli import help as pages
+
+# Modules a command must not load unless it needs them: the argument layer, and the heavy
+# libraries of other commands (AWS, OCI over HTTP, CEL, Kubernetes schemas).
+ARGUMENT_LAYER = {"typer", "pydantic", "rich", "yaml", "eksinf.cli.app"}
+OTHER_COMMANDS = {"requests", "boto3", "botocore", "celpy", "kubernetes_validate", "sqlite3"}
+
+
+def _loaded(args: list[str], env: dict[str, str] | None = None) -> tuple[str, set[str]]:
+    """Run `eksinf ARGS` through the console entry point in a new interpreter: its stdout and
+    the top-level modules (plus eksinf's own) it had loaded when it exited."""
+    probe = (
+        "import atexit, sys\n"
+        "def report():\n"
+        "    names = {m.split('.')[0] for m in sys.modules} | {m for m in sys.modules if m.startswith('eksinf.')}\n"
+        "    sys.stderr.write('MODULES ' + ' '.join(sorted(names)))\n"
+        "atexit.register(report)\n"
+        "sys.argv = ['eksinf', *sys.argv[1:]]\n"
+        "from eksinf.cli import main\n"
+        "main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+    modules = done.stderr.rsplit("MODULES ", 1)[-1].split()
+    return done.stdout, set(modules)
+
+
+def test_recorded_pages_are_what_the_app_prints() -> None:
+    recorded = json.loads(Path(pages.PAGES_FILE).read_text(encoding="utf-8"))
+    live = pages.record()
+    assert sorted(recorded) == sorted(live), "run `python -m eksinf.cli.help` to re-record"
+    for path, text in live.items():
+        assert recorded[path] == text, f"`eksinf {path} --help` changed: re-record the pages"
+    assert {"", "render", "verify", "hub", "hub diff", "enroll cluster"} <= set(live)
+
+
+def test_help_loads_no_argument_layer() -> None:
+    out, modules = _loaded(["--help"], {"COLUMNS": "120"})
+    assert out == pages.record()[""]
+    assert not modules & (ARGUMENT_LAYER | OTHER_COMMANDS), modules & ARGUMENT_LAYER
+
+
+def test_subcommand_help_is_served_too() -> None:
+    out, modules = _loaded(["enroll", "cluster", "--help"])
+    assert out.startswith("Usage: eksinf enroll cluster")
+    assert "typer" not in modules
+
+
+@pytest.mark.parametrize(
+    ("argv", "columns"),
+    [
+        (["--stack", "x", "--help"], "120"),  # an option before --help: the app parses it
+        (["render", "--out", "x", "--help"], "120"),
+        (["no-such-command", "--help"], "120"),  # the app reports the usage error
+        (["render"], "120"),
+        (["render", "--help"], "60"),  # a narrow terminal: click wraps narrower
+    ],
+)
+def test_only_exact_pages_are_served(
+    argv: list[str], columns: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", columns)
+    assert pages.recorded_page(argv) is None
+
+
+def test_a_narrow_terminal_gets_the_app(tmp_path: Path) -> None:
+    out, modules = _loaded(["render", "--help"], {"COLUMNS": "60"})
+    assert "typer" in modules and out.startswith("Usage: eksinf render")
+
+
+def test_verify_loads_only_what_it_needs(stack_dir: Path, chart_mirror: Path) -> None:
+    """verify renders and compares: no AWS, registry, CEL or schema libraries."""
+    _, modules = _loaded(
+        ["--stack", str(stack_dir), "verify"], {"EKSINF_CHART_MIRROR": str(chart_mirror)}
+    )
+    assert "eksinf.render" in modules  # it ran
+    assert not modules & OTHER_COMMANDS, modules & OTHER_COMMANDS
