@@ -402,3 +402,31 @@ def test_non_deterministic_output_is_never_recorded(tmp_path, registry, monkeypa
     root = publish_stack(tmp_path, registry, [("app", chart)])
     render_stack(load_stack(root))
     assert not charts.render_records_dir().exists()
+    assert not (tmp_path / "cache" / "derived" / "helm").exists()  # nor its output cached
+
+
+def test_a_checked_render_is_served_from_the_cache(tmp_path, registry, monkeypatch):
+    """Once two renders of the same inputs agreed, later runs take the output from the
+    derived-data cache without starting the engine; EKSINF_NO_CACHE=1 runs it again."""
+    from eksinf.helm import SdkEngine
+    from eksinf.render import render_stack
+    from eksinf.stack import load_stack
+
+    monkeypatch.setenv("EKSINF_CACHE_DIR", str(tmp_path / "cache"))
+    calls: list[str] = []
+    real = SdkEngine.render
+
+    def counted(self, archive, values, opts):
+        calls.append(opts.release)
+        return real(self, archive, values, opts)
+
+    monkeypatch.setattr(SdkEngine, "render", counted)
+    chart = ChartSource("served", templates={"cm.yaml": CONFIGMAP}, values={"greeting": "x"})
+    stack = load_stack(publish_stack(tmp_path, registry, [("app", chart)]))
+    first = render_stack(stack)
+    assert len(calls) == 2  # the render and its determinism check
+    again = render_stack(stack)
+    assert len(calls) == 2 and again.files() == first.files()
+    assert again.outputs[1].charts[0].reference_source == "recorded render"
+    monkeypatch.setenv("EKSINF_NO_CACHE", "1")
+    assert render_stack(stack).files() == first.files() and len(calls) == 3

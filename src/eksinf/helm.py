@@ -6,6 +6,7 @@ private call to pin the Kubernetes version (see docs/stack-format.md, "Engine").
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import json
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from . import cache
 from .errors import CONTRACT, ENVIRONMENT, EksinfError
 
 
@@ -44,6 +46,12 @@ class HelmEngine(Protocol):
     @property
     def version(self) -> str: ...
 
+    @property
+    def identity(self) -> str:
+        """What decides this engine's output, known without starting it: a cached render is
+        looked up under it (render.py)."""
+        ...
+
     def render(
         self, archive: bytes, values: dict[str, Any], opts: RenderOptions
     ) -> RenderedChart: ...
@@ -54,20 +62,42 @@ class SdkEngine:
 
     name = "helm-python-sdk"
 
-    def __init__(self) -> None:
-        import helm_python  # imported lazily: loading the native library costs ~80 ms
+    @functools.cached_property
+    def identity(self) -> str:
+        """The distribution's version and the native library file it loads (HELM_C_LIB, else
+        the packaged lib/), by size and mtime: all without loading it (~80 ms)."""
+        from importlib.metadata import version
+        from importlib.util import find_spec
 
-        self._helm = helm_python
+        spec = find_spec("helm_python")
+        places = [os.environ.get("HELM_C_LIB", "")]
+        packaged = (spec.submodule_search_locations or []) if spec else []
+        places += [os.path.join(p, "lib") for p in packaged]
+        files = []
+        for place in filter(None, places):
+            names = sorted(os.listdir(place)) if os.path.isdir(place) else [""]
+            for name in names:
+                with contextlib.suppress(OSError):
+                    st = os.stat(os.path.join(place, name))
+                    files.append(f"{os.path.join(place, name)}:{st.st_size}:{st.st_mtime_ns}")
+        return json.dumps([self.name, version("helm-python-sdk"), files])
 
     @functools.cached_property
     def version(self) -> str:
+        key = cache.key(self.identity.encode())
+        known = cache.get("engine-version", key)
+        if known is not None:
+            return known.decode()
         from importlib.metadata import version
 
-        from helm_python import _native
+        from helm_python import _native  # loads the native library
 
-        return f"{version('helm-python-sdk')} (Helm {_native.helm_sdk_version()})"
+        found = f"{version('helm-python-sdk')} (Helm {_native.helm_sdk_version()})"
+        cache.put("engine-version", key, found.encode())
+        return found
 
     def render(self, archive: bytes, values: dict[str, Any], opts: RenderOptions) -> RenderedChart:
+        import helm_python  # imported here: loading the native library costs ~80 ms
         from helm_python import _native
         from helm_python.errors import HelmError
 
@@ -80,7 +110,7 @@ class SdkEngine:
         if opts.api_versions:
             options["api_versions"] = list(opts.api_versions)
         try:
-            with self._helm.Chart.load_archive(archive) as chart:
+            with helm_python.Chart.load_archive(archive) as chart:
                 # The SDK lists the top chart's templates only: read the archive when there are
                 # subcharts (that costs more than the render). Asked before rendering, because
                 # rendering drops disabled subcharts from the loaded chart, and the guard reads
@@ -170,6 +200,11 @@ class BinaryEngine:
                 exit_code=ENVIRONMENT,
             )
         self.path = resolved
+
+    @functools.cached_property
+    def identity(self) -> str:
+        st = os.stat(self.path)
+        return json.dumps([self.name, self.path, st.st_size, st.st_mtime_ns])
 
     @functools.cached_property
     def version(self) -> str:

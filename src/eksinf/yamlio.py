@@ -28,6 +28,7 @@ import marshal
 import os
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,7 @@ _TAB_INDENT = re.compile(r"^[ ]*\t", re.MULTILINE)
 MAX_TEXT = inside.MAX_FILE_BYTES
 MAX_DEPTH = 200  # the deepest real unit (a CRD schema) nests ~25 levels
 MAX_NODES = 1_000_000  # the largest real unit file has ~10 000 nodes
-CACHED_TEXT = 16 << 10  # below this a parse or dump costs less than a cache lookup
+CACHED_TEXT = 2 << 10  # below this a parse or dump costs less than a cache lookup
 # what a cached entry depends on besides its input: this module's output, the YAML library, and
 # the interpreter (marshal's format)
 _CACHE_FORMAT = f"yamlio-1 pyyaml-{yaml.__version__} {sys.version}".encode()
@@ -223,6 +224,11 @@ def load_source(
             hint="YAML indentation must use spaces; replace the tab with spaces.",
             exit_code=CONTRACT,
         )
+    kind = b"load_source aliases" if aliases else b"load_source no-aliases"
+    return _through_cache(kind, text, lambda: _load_source(text, name, aliases))
+
+
+def _load_source(text: str, name: str, aliases: bool) -> list[Any]:
     loader = _StrictLoader(text)
     budget = [MAX_NODES]
     try:
@@ -293,18 +299,23 @@ def load_docs(text: str, label: str = "YAML input") -> list[Any]:
     merge keys go through the standard constructor.
     """
     _check_text(text, label)
-    cached = len(text) >= CACHED_TEXT
-    if cached:
-        parse_key = cache.key(_CACHE_FORMAT, b"load_docs", text.encode())
-        hit = cache.get("yaml", parse_key)
-        if hit is not None:
-            with contextlib.suppress(ValueError, EOFError, TypeError):
-                docs = marshal.loads(hit)
-                if isinstance(docs, list):
-                    return docs
-    docs = _load_docs(text, label)
-    if cached:
-        cache.put("yaml", parse_key, marshal.dumps(docs))
+    return _through_cache(b"load_docs", text, lambda: _load_docs(text, label))
+
+
+def _through_cache(kind: bytes, text: str, parse: Callable[[], list[Any]]) -> list[Any]:
+    """`parse()` of `text`, from the derived-data cache when it was parsed before. Only a
+    successful parse is stored, so a text that fails (syntax, bounds) fails every time."""
+    if len(text) < CACHED_TEXT:
+        return parse()
+    entry = cache.key(_CACHE_FORMAT, kind, text.encode())
+    hit = cache.get("yaml", entry)
+    if hit is not None:
+        with contextlib.suppress(ValueError, EOFError, TypeError):
+            docs = marshal.loads(hit)
+            if isinstance(docs, list):
+                return docs
+    docs = parse()
+    cache.put("yaml", entry, marshal.dumps(docs))
     return docs
 
 
