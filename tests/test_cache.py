@@ -91,3 +91,34 @@ def test_each_space_is_bounded(cache_dir: Path, monkeypatch: pytest.MonkeyPatch)
 
 def test_keys_are_unambiguous() -> None:
     assert cache.key(b"ab", b"c") != cache.key(b"a", b"bc")
+
+
+def test_bundle_bytes_are_the_same_with_and_without_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eksinf.bundle import bundle_bytes
+
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "cache"))
+    files = {"a.yaml": BIG.encode(), "b.yaml": b"kind: ConfigMap\n"}
+    fresh = bundle_bytes(files)
+    [entry] = (tmp_path / "cache" / "derived" / "gzip").iterdir()
+    assert bundle_bytes(files) == fresh
+    entry.write_bytes(b"\x1f\x8b not gzip")  # corrupt: recompressed, same bytes
+    assert bundle_bytes(files) == fresh
+    monkeypatch.setenv(cache.NO_CACHE_ENV, "1")
+    assert bundle_bytes(files) == fresh
+
+
+def test_a_stack_schema_check_is_skipped_only_for_the_text_that_passed(
+    stack_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from eksinf.errors import EksinfError
+    from eksinf.stack import load_stack
+
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "cache"))
+    load_stack(stack_dir)  # passes, and is recorded
+    load_stack(stack_dir)
+    path = stack_dir / "components.yaml"
+    path.write_text(path.read_text().replace("plane: mgmt", "plane: 7", 1))
+    with pytest.raises(EksinfError, match="components.yaml"):
+        load_stack(stack_dir)

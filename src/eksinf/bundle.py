@@ -16,13 +16,14 @@ import json
 import os
 import shutil
 import tarfile
+import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import __version__, inside, oci
+from . import __version__, cache, inside
 from .atomic import write_file
 from .errors import CONTRACT, FAILURE, USAGE, EksinfError
 from .gitinfo import commit_of
@@ -32,6 +33,9 @@ from .model.placeholder import scan, text_may_hold
 from .outdir import MARKER, MARKER_TEXT, claim, replace_with, staging_for
 from .render import PROVENANCE_FILE, ComponentOutput, RenderResult, Unit
 from .stack import Stack
+
+if TYPE_CHECKING:
+    from .oci import PushResult
 
 BUNDLE_SUFFIX = ".tar.gz"
 FILE_MODE = 0o644
@@ -80,8 +84,27 @@ def gzip_bytes(data: bytes) -> bytes:
 
 
 def bundle_bytes(files: dict[str, bytes]) -> bytes:
-    """A reproducible tar.gz of `files` (relative name -> content)."""
-    return gzip_bytes(tar_bytes(files))
+    """A reproducible tar.gz of `files` (relative name -> content).
+
+    Compressing is most of a bundle's cost and its result depends on the tar bytes alone, so it
+    goes through the derived-data cache, keyed by them (and zlib's version)."""
+    tar = tar_bytes(files)
+    entry = cache.key(b"gzip-9", zlib.ZLIB_RUNTIME_VERSION.encode(), tar)
+    hit = cache.get("gzip", entry)
+    if hit is not None and _gunzips_to(hit, tar):
+        return hit
+    data = gzip_bytes(tar)
+    cache.put("gzip", entry, data)
+    return data
+
+
+def _gunzips_to(data: bytes, tar: bytes) -> bool:
+    """A cached archive is used only if it holds exactly these tar bytes (decompressing is
+    several times cheaper than compressing)."""
+    try:
+        return gzip.decompress(data) == tar
+    except (OSError, EOFError, zlib.error):
+        return False
 
 
 @dataclass(frozen=True)
@@ -457,7 +480,7 @@ def bundle_annotations(
 class Published:
     bundle: Bundle
     version: str
-    result: oci.PushResult
+    result: PushResult
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -478,6 +501,8 @@ def publish(
     on_pushed: Callable[[Published], None] = lambda _p: None,
 ) -> list[Published]:
     """Push each bundle to `<base>/<component>` with tags `latest` and its version."""
+    from . import oci  # requests, ~50 ms: only commands that push pay for it
+
     root = oci.parse_ref(base)
     if root.tag or root.digest:
         raise EksinfError(

@@ -76,3 +76,13 @@ def _prune(folder: Path) -> None:
     entries.sort(key=lambda p: p.stat().st_mtime)
     for old in entries[: len(entries) - MAX_ENTRIES]:
         old.unlink(missing_ok=True)
+
+
+def passed(check: str, *inputs: bytes) -> bool:
+    """Whether `check` passed before on exactly these inputs (a pure check: schema validation of
+    a text, say), so a run can skip it and the library it needs."""
+    return get("checks", key(check.encode(), *inputs)) is not None
+
+
+def record_pass(check: str, *inputs: bytes) -> None:
+    put("checks", key(check.encode(), *inputs), b"")

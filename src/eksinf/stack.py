@@ -6,14 +6,15 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
-from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from . import cache
 from .errors import CONTRACT, USAGE, EksinfError
 from .yamlio import load_source, read_source_text
 
@@ -133,10 +134,9 @@ class Stack:
         return tuple(v.strip() for v in raw.split(",") if v.strip())
 
 
-@cache
-def _schema() -> dict:
-    text = resources.files("eksinf").joinpath("schemas/components.schema.json").read_text()
-    return json.loads(text)
+@functools.cache
+def _schema_text() -> str:
+    return resources.files("eksinf").joinpath("schemas/components.schema.json").read_text()
 
 
 def parse_versions(path: Path | str, text: str) -> tuple[dict[str, str], dict[str, int]]:
@@ -209,16 +209,21 @@ def load_stack(root: Path | None = None) -> Stack:
             f"components.yaml: expected one YAML document, found {len(docs)}", exit_code=CONTRACT
         )
     data = docs[0]
-    import jsonschema  # ~40 ms to import: commands that never load a stack skip it
+    schema = _schema_text()
+    if not cache.passed("components.schema", schema.encode(), text.encode()):
+        import jsonschema  # ~40 ms to import: only when this text was not checked before
 
-    errors = sorted(jsonschema.Draft202012Validator(_schema()).iter_errors(data), key=str)
-    if errors:
-        first = errors[0]
-        raise EksinfError(
-            f"components.yaml: {_json_path(first)}: {first.message}",
-            hint="See docs/stack-format.md for the components.yaml format.",
-            exit_code=CONTRACT,
+        errors = sorted(
+            jsonschema.Draft202012Validator(json.loads(schema)).iter_errors(data), key=str
         )
+        if errors:
+            first = errors[0]
+            raise EksinfError(
+                f"components.yaml: {_json_path(first)}: {first.message}",
+                hint="See docs/stack-format.md for the components.yaml format.",
+                exit_code=CONTRACT,
+            )
+        cache.record_pass("components.schema", schema.encode(), text.encode())
     lines = _component_lines(text)
     components = [
         _component(item, versions, lines.get(item["name"], 0)) for item in data["components"]
