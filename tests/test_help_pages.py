@@ -93,3 +93,43 @@ def test_verify_loads_only_what_it_needs(stack_dir: Path, chart_mirror: Path) ->
     )
     assert "eksinf.render" in modules  # it ran
     assert not modules & OTHER_COMMANDS, modules & OTHER_COMMANDS
+
+
+def _full_app(args: list[str], capsys: pytest.CaptureFixture) -> tuple[int, str, str]:
+    """`args` parsed by the app holding every command (what `run` narrows away)."""
+    from eksinf.cli.app import app
+
+    try:
+        code = app(args=args, prog_name="eksinf", standalone_mode=False)
+    except SystemExit as exc:
+        code = exc.code
+    except Exception as exc:  # a click usage error, as run() would show it
+        show = getattr(exc, "show", None)
+        if show is not None:
+            show()
+        code = getattr(exc, "exit_code", 1)
+    out = capsys.readouterr()
+    return (code if isinstance(code, int) else 0), out.out, out.err
+
+
+def test_the_narrowed_app_parses_and_helps_as_the_whole_one(
+    capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eksinf.cli import run
+    from eksinf.cli.app import app, app_for
+
+    monkeypatch.setenv("COLUMNS", "80")
+    for path in ["render", "hub diff", "enroll cluster", "sandbox up", "version"]:
+        args = [*path.split(), "--help"]
+        assert app_for(args) is not app
+        code, out, _ = _full_app(args, capsys)
+        assert run(args) == code == 0
+        assert capsys.readouterr().out == out
+    usage_error = ["render", "--no-such-option"]
+    _, _, err = _full_app(usage_error, capsys)
+    assert run(usage_error) == 2
+    assert "No such option: --no-such-option" in err
+    assert "No such option: --no-such-option" in capsys.readouterr().err
+    # no command, or an unknown one: the whole app answers, naming every command
+    assert app_for(["--stack", "x"]) is app and app_for(["no-such-command"]) is app
+    assert app_for(["--stack", "render", "verify"]).registered_commands[0].name == "verify"

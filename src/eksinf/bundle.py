@@ -84,11 +84,14 @@ def gzip_bytes(data: bytes) -> bytes:
 
 
 def bundle_bytes(files: dict[str, bytes]) -> bytes:
-    """A reproducible tar.gz of `files` (relative name -> content).
+    """A reproducible tar.gz of `files` (relative name -> content)."""
+    return compress(tar_bytes(files))
 
-    Compressing is most of a bundle's cost and its result depends on the tar bytes alone, so it
-    goes through the derived-data cache, keyed by them (and zlib's version)."""
-    tar = tar_bytes(files)
+
+def compress(tar: bytes) -> bytes:
+    """`gzip_bytes(tar)`. Compressing is most of a bundle's cost and its result depends on the
+    tar bytes alone, so it goes through the derived-data cache, keyed by them (and zlib's
+    version)."""
     entry = cache.key(b"gzip-9", zlib.ZLIB_RUNTIME_VERSION.encode(), tar)
     hit = cache.get("gzip", entry)
     if hit is not None and _gunzips_to(hit, tar):
@@ -254,7 +257,7 @@ def build_bundles(
     bundles = []
     for name, files in chosen.items():
         tar = tar_bytes(files)
-        data = gzip_bytes(tar)
+        data = compress(tar)
         digest, tar_digest = sha256_hex(data), sha256_hex(tar)
         path = target / f"{name}{BUNDLE_SUFFIX}"
         write_file(path, data, FILE_MODE)

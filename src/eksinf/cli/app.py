@@ -4,6 +4,7 @@ order) and `run`, which maps every outcome to an exit code."""
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import typer
 
@@ -12,15 +13,17 @@ from ..errors import USAGE, EksinfError
 from . import aws, build, bundle, common, hub, links, review, targets, validate
 from .common import State, err_console
 
-app = typer.Typer(
-    name="eksinf",
-    help="Render, guard, link, bundle and deploy a GPU-inference stack on Amazon EKS.\n\n"
+SETTINGS: dict[str, Any] = {
+    "name": "eksinf",
+    "help": "Render, guard, link, bundle and deploy a GPU-inference stack on Amazon EKS.\n\n"
     "Exit codes: 0 ok, 1 failure or drift, 2 usage, 3 contract violation, 4 environment.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-    rich_markup_mode=None,
-)
+    "no_args_is_help": True,
+    "pretty_exceptions_enable": False,
+    "add_completion": False,
+    "rich_markup_mode": None,
+}
+app = typer.Typer(**SETTINGS)
+STACK_OPTION = "--stack"  # the one root option that takes a value
 
 
 @app.callback()
@@ -28,7 +31,7 @@ def _root(
     ctx: typer.Context,
     stack: str = typer.Option(
         None,
-        "--stack",
+        STACK_OPTION,
         metavar="DIR",
         help="Stack directory (holds components.yaml). Default: current directory.",
     ),
@@ -41,6 +44,39 @@ for module in (build, validate, review, links, bundle, hub, targets, aws):
     module.register(app)
 
 
+def command_word(args: list[str]) -> str | None:
+    """The top-level command `args` invoke (after the root options), if any."""
+    at = 0
+    while at < len(args):
+        if args[at] == STACK_OPTION:
+            at += 2
+        elif args[at].startswith("-"):
+            at += 1
+        else:
+            return args[at]
+    return None
+
+
+def app_for(args: list[str]) -> typer.Typer:
+    """The app that parses `args`: the root holding only the invoked top-level command.
+
+    typer converts every registered command (54 here) into click commands before it parses
+    anything; a root holding one command converts only that one, and parses, helps and errs
+    identically (tests/test_help_pages.py). No command, or an unknown one, gets the whole app,
+    so the listing and the "No such command" error name every command.
+    """
+    name = command_word(args)
+    commands = [c for c in app.registered_commands if c.name == name]
+    groups = [g for g in app.registered_groups if g.name == name]
+    if not (commands or groups):
+        return app
+    narrow = typer.Typer(**SETTINGS)
+    narrow.registered_callback = app.registered_callback
+    narrow.registered_commands = commands
+    narrow.registered_groups = groups
+    return narrow
+
+
 def run(argv: list[str] | None = None) -> int:
     """Run one command and return its exit code (tests call this in-process).
 
@@ -50,7 +86,7 @@ def run(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     common.start_run(json_mode="--json" in args)
     try:
-        code = app(args=args, prog_name="eksinf", standalone_mode=False)
+        code = app_for(args)(args=args, prog_name="eksinf", standalone_mode=False)
         return code if isinstance(code, int) else 0  # click returns the code of --help/Exit
     except typer.TyperException as exc:  # usage errors: shown as in standalone mode, exit 2
         # typer's public base class; its click subclasses carry show/format_message/exit_code
