@@ -259,11 +259,11 @@ def test_names_unknown_kinds_and_argo_applications(stack_dir, eksinf):
     }
     assert ("v1 ConfigMap inference/Bad_Name", "metadata.name", "dns1123_subdomain") in got
     assert ("example.com/v1 Gizmo g", "", "known kind") in got
-    # Argo CD's own CRD now ships in configs/argocd: the CRD or the pinned schema names it.
-    assert any(
-        r == "argoproj.io/v1alpha1 Application argocd/app" and p.startswith("spec.source")
-        for r, p, _rule in got
-    ), got
+    # Argo CD's own CRD ships in configs/argocd, so its schema judges the Application: the
+    # misspelt field is unknown (the server would prune it) and the real one is missing.
+    app = "argoproj.io/v1alpha1 Application argocd/app"
+    assert (app, "spec.source.repoUrl", "unknown field") in got
+    assert (app, "spec.source.repoURL", "required") in got
 
 
 def test_a_rule_the_engine_cannot_evaluate_is_not_a_pass(stack_dir, eksinf):
