@@ -11,8 +11,9 @@ from conftest import MIRROR
 
 from eksinf import guard, manifests
 from eksinf.errors import CONTRACT, EksinfError
+from eksinf.model.configs import SYNC_WAVE
 from eksinf.model.resources import CLUSTER_SCOPED_KINDS
-from eksinf.render import SYNC_WAVE, render_stack
+from eksinf.render import render_stack
 from eksinf.stack import load_stack
 from eksinf.yamlio import load_docs
 

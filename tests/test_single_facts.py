@@ -16,6 +16,7 @@ FACTS = {
     "karpenter.sh/discovery": "model/names.py",  # the discovery tag key
     "Owner": "model/names.py",  # the Owner label key
     "EKS Inference": "model/names.py",  # the Owner label value
+    "argocd.argoproj.io/sync-wave": "model/configs.py",  # the sync-wave annotation
 }
 
 

@@ -23,13 +23,13 @@ from .charts import ResolvedChart, read_lock, render_records_dir, resolve
 from .errors import CONTRACT, FAILURE, EksinfError
 from .helm import HelmEngine, RenderedChart, RenderOptions, default_engine
 from .manifests import ResolvedManifest
+from .model.configs import SYNC_WAVE
 from .model.digest import sha256_hex
 from .model.resources import CLUSTER_SCOPED_KINDS
 from .outdir import MARKER, claim, write_tree
 from .stack import ALLOW_FILE, LINKS_DIR, ChartSpec, Component, ManifestSpec, Stack
 from .yamlio import dump_docs, load_docs, load_mapping_docs, read_source_text
 
-SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 CRD_WAVE = "-20"
 CONTROLLER_WAVE = "-10"
 PROVENANCE_FILE = "provenance.json"
