@@ -278,4 +278,6 @@ def test_unknown_base_is_a_usage_error_with_valid_json(tmp_path, eksinf):
     root = copy_stack(tmp_path / "stack")
     res = eksinf("--stack", str(root), "diff", "no-such-ref", "--json")
     assert res.code == 2
-    assert "no-such-ref" in json.loads(res.out)["error"]
+    error = json.loads(res.out)
+    assert "no-such-ref" in error["error"]
+    assert error["exit"] == 2 and error["changed"] is None  # the shape every command fails with

@@ -86,7 +86,9 @@ def diff_cmd(
         rev = _review(ctx, base, mirror, quiet=fmt == "json")
     except EksinfError as exc:
         if fmt == "json":
-            emit_json({"changed": None, "error": exc.message, "hint": exc.hint})
+            emit_json(
+                {"changed": None, "error": exc.message, "hint": exc.hint, "exit": exc.exit_code}
+            )
         raise
     if fmt == "json":
         emit_json(report.to_json(rev))
