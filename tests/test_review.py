@@ -94,7 +94,11 @@ def delete_doc(path: Path, marker: str) -> None:
 def changed_stack(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The five changes of the acceptance, rendered into configs/ and left uncommitted."""
     root = copy_stack(tmp_path_factory.mktemp("review") / "stack")
-    mirror = tmp_path_factory.mktemp("mirror")
+    # the upstream manifests are found beside the chart mirror, as in ../shared
+    mirrors = tmp_path_factory.mktemp("mirrors")
+    (mirrors / "manifests").symlink_to(MIRROR.parent / "manifests")
+    mirror = mirrors / "charts"
+    mirror.mkdir()
     for archive in MIRROR.glob("*.tgz"):
         (mirror / archive.name).symlink_to(archive)
     repack_chart(MIRROR / "karpenter-1.14.0.tgz", mirror / "karpenter-1.14.1.tgz", "1.14.1")

@@ -18,7 +18,7 @@ import yaml
 from .. import inside, paths
 from ..errors import CONTRACT, EksinfError
 from ..yamlio import load_docs, read_source_text
-from .resources import pod_spec, resource_label
+from .resources import api_group, pod_spec, resource_label
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 ACK_GROUP_SUFFIX = ".services.k8s.aws"  # every ACK controller's API group ends so
@@ -83,7 +83,7 @@ class Resource:
 
     @property
     def group(self) -> str:
-        return self.api_version.split("/")[0]
+        return api_group(self.api_version)
 
     @property
     def meta(self) -> dict[str, Any]:

@@ -26,6 +26,11 @@ CLUSTER_SCOPED_KINDS = frozenset(
 )
 
 
+def api_group(api_version: str) -> str:
+    """The API group of an apiVersion: "" for the core group (`v1`), `apps` for `apps/v1`."""
+    return api_version.rpartition("/")[0]
+
+
 def pod_spec(doc: dict[str, Any]) -> dict[str, Any] | None:
     """The pod spec of a workload (or Pod) document, or None when it has none."""
     keys = POD_SPEC_KEYS.get(str(doc.get("kind", "")), ())

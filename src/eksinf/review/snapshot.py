@@ -17,6 +17,7 @@ from ..errors import CONTRACT, EksinfError
 from ..links import BINDINGS_FILE, LINKS_DIR
 from ..model.configs import parse_unit
 from ..model.names import PROFILE_COMPONENT
+from ..model.resources import api_group
 from ..stack import PLANES, parse_versions
 
 # Kinds of the inputs that are not Kubernetes objects; their apiVersion says where they live.
@@ -44,7 +45,7 @@ class Resource:
 
     @property
     def group(self) -> str:
-        return self.api_version.rpartition("/")[0]
+        return api_group(self.api_version)
 
     @property
     def namespace(self) -> str | None:

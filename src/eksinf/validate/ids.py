@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..model.resources import api_group
+
 
 @dataclass(frozen=True)
 class ResourceId:
@@ -43,7 +45,7 @@ def resource_id(doc: dict) -> ResourceId:
     meta = doc.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
     return ResourceId(
-        api.rpartition("/")[0],
+        api_group(api),
         str(doc.get("kind") or ""),
         str(meta.get("namespace") or ""),
         str(meta.get("name") or ""),
