@@ -167,7 +167,7 @@ def test_archive_that_differs_from_the_lock_is_refused(tmp_path, registry, cache
         result.err
     )
     assert f"but charts.lock pins {pinned}" in result.err
-    assert "Refusing an archive that differs from the lock" in result.err
+    assert "Refusing bytes that differ from the lock" in result.err
 
 
 def test_mirror_archive_that_differs_from_the_lock_is_refused(tmp_path, cache):
@@ -184,6 +184,21 @@ def test_mirror_archive_that_differs_from_the_lock_is_refused(tmp_path, cache):
         charts.resolve(stack, stack.component("apps").charts[0], mirror)
     assert err.value.exit_code == CONTRACT
     assert "from mirror has sha256" in err.value.message
+
+
+def test_mirror_archive_that_disagrees_with_the_mirrors_sums_is_refused(tmp_path, cache):
+    """A mirror publishes SHA256SUMS (../shared/charts does): a copy that disagrees with it is
+    damaged or replaced, and is refused even before the lock is consulted (`charts lock`)."""
+    chart = ChartSource("m3", templates={"cm.yaml": CONFIGMAP})
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    (mirror / "m3-0.1.0.tgz").write_bytes(chart.package())
+    (mirror / "SHA256SUMS").write_text(f"{'0' * 64}  m3-0.1.0.tgz\n")
+    root = write_stack(tmp_path / "stack", [("app", chart, "oci://127.0.0.1:9/x")])
+    with pytest.raises(EksinfError) as err:
+        charts.lock(load_stack(root), mirror)
+    assert err.value.exit_code == CONTRACT
+    assert "disagrees with the mirror's SHA256SUMS" in err.value.message
 
 
 def test_chart_missing_from_the_lock_is_a_contract_error(tmp_path, registry, cache, eksinf):

@@ -117,9 +117,7 @@ def test_an_unusable_cache_folder_names_it_and_the_variable(
     before = fingerprint(tmp_path)
     for command in ("verify", "render"):
         result = eksinf(command, cwd=stack_dir)
-        refused(
-            result, f"cannot use the chart cache {home}/.cache/eksinf/charts", "EKSINF_CACHE_DIR"
-        )
+        refused(result, f"cannot use the cache {home}/.cache/eksinf/charts", "EKSINF_CACHE_DIR")
     assert fingerprint(tmp_path) == before
 
 

@@ -1,6 +1,8 @@
 """Resolve a pinned chart to its archive bytes: cache, then mirror directory, then upstream.
 
-Every archive is checked against the sha256 in `charts.lock` before it is used, whatever its source.
+Every archive is checked against the sha256 in `charts.lock` before it is used, whatever its
+source; a mirror copy must also agree with the mirror's own SHA256SUMS. `resolve_pinned` and
+`mirror_copy` are the one pinning engine, which upstream manifests (manifests.py) use too.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import os
 import tarfile
 import tempfile
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from urllib.parse import urljoin, urlparse
@@ -141,33 +144,84 @@ def resolve(
             hint="Run `eksinf charts lock` (with --chart-mirror if offline) and commit charts.lock.",
             exit_code=CONTRACT,
         )
-    cached = cache_dir() / f"{entry.sha256}.tgz"
+    data, origin = resolve_pinned(
+        f"chart {spec.chart} {spec.version}",
+        entry.sha256,
+        entry.pinned_from,
+        cache_dir() / f"{entry.sha256}.tgz",
+        lambda: fetch(spec, mirror),
+    )
+    return ResolvedChart(spec, data, entry.sha256, origin)
+
+
+def resolve_pinned(
+    what: str,
+    sha256: str,
+    pinned_from: str,
+    cached: Path,
+    fetch: Callable[[], tuple[bytes, str]],
+) -> tuple[bytes, str]:
+    """The bytes charts.lock pins for `what` (a chart archive or an upstream manifest) and where
+    they came from: the cache file when it holds them, else `fetch()` (a mirror folder, then
+    upstream), refused unless their sha256 is the pinned one, then cached."""
     try:
         data = cached.read_bytes() if cached.is_file() else b""
     except OSError as exc:
         raise _cache_error(cached.parent, exc) from exc
-    if data and sha256_hex(data) == entry.sha256:
-        return ResolvedChart(spec, data, entry.sha256, "cache")
-    data, origin = fetch(spec, mirror)
+    if data and sha256_hex(data) == sha256:
+        return data, "cache"
+    data, origin = fetch()
     digest = sha256_hex(data)
-    if digest != entry.sha256:
+    if digest != sha256:
         raise EksinfError(
-            f"chart {spec.chart} {spec.version} from {origin} has sha256 {digest}, "
-            f"but charts.lock pins {entry.sha256} (pinned from {entry.pinned_from})",
-            hint="Refusing an archive that differs from the lock. If the change is intended, "
-            "run `eksinf charts lock` and review the diff of charts.lock.",
+            f"{what} from {origin} has sha256 {digest}, but charts.lock pins {sha256} "
+            f"(pinned from {pinned_from})",
+            hint="Refusing bytes that differ from the lock. If the change is intended, run "
+            "`eksinf charts lock` and review the diff of charts.lock.",
             exit_code=CONTRACT,
         )
     try:
         write_file(cached, data)
     except OSError as exc:
         raise _cache_error(cached.parent, exc) from exc
-    return ResolvedChart(spec, data, digest, origin)
+    return data, origin
+
+
+def mirror_copy(mirror: Path | None, filename: str) -> bytes | None:
+    """`filename` from a mirror folder, if there; refused when the mirror's own SHA256SUMS lists
+    another digest for it (a damaged or replaced copy)."""
+    if mirror is None:
+        return None
+    candidate = mirror / filename
+    if not candidate.is_file():
+        return None
+    data = candidate.read_bytes()
+    listed = _mirror_sums(mirror).get(filename)
+    if listed is not None and listed != sha256_hex(data):
+        raise EksinfError(
+            f"{candidate}: sha256 {sha256_hex(data)} disagrees with the mirror's SHA256SUMS "
+            f"({listed})",
+            hint="The mirror copy is damaged or was replaced: restore it.",
+            exit_code=CONTRACT,
+        )
+    return data
+
+
+def _mirror_sums(mirror: Path) -> dict[str, str]:
+    sums = mirror / "SHA256SUMS"
+    if not sums.is_file():
+        return {}
+    out = {}
+    for line in sums.read_text(encoding="utf-8").splitlines()[:10_000]:
+        parts = line.split()
+        if len(parts) == 2:
+            out[parts[1].lstrip("*")] = parts[0]
+    return out
 
 
 def _cache_error(folder: Path, exc: OSError) -> EksinfError:
     return EksinfError(
-        f"cannot use the chart cache {folder}: {exc.strerror or exc}",
+        f"cannot use the cache {folder}: {exc.strerror or exc}",
         hint=f"Make it (or HOME) writable, or set {cache.CACHE_ENV} to a writable folder.",
         exit_code=ENVIRONMENT,
     )
@@ -175,10 +229,9 @@ def _cache_error(folder: Path, exc: OSError) -> EksinfError:
 
 def fetch(spec: ChartSpec, mirror: Path | None) -> tuple[bytes, str]:
     """Fetch an archive without the lock: mirror directory first, then upstream."""
-    if mirror is not None:
-        candidate = mirror / f"{spec.chart}-{spec.version}.tgz"
-        if candidate.is_file():
-            return candidate.read_bytes(), "mirror"
+    copy = mirror_copy(mirror, f"{spec.chart}-{spec.version}.tgz")
+    if copy is not None:
+        return copy, "mirror"
     try:
         if spec.repo.startswith("oci://"):
             return _fetch_oci(spec), spec.source

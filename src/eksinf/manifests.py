@@ -1,6 +1,7 @@
 """Resolve a pinned upstream manifest (an `install.yaml`) to its bytes: cache, then mirror
-directory, then its URL. Like charts: every copy is checked against the sha256 pinned in
-charts.lock (section `manifests:`) before it is used, whatever its source.
+directory, then its URL, through the same pinning as charts (`charts.resolve_pinned`): every
+copy is checked against the sha256 pinned in charts.lock (section `manifests:`) before it is
+used, whatever its source.
 
 The mirror directory is EKSINF_MANIFEST_MIRROR, else the `manifests` folder beside the chart
 mirror (one offline mirror holds both). A mirror's own SHA256SUMS, when present, must agree.
@@ -13,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from .atomic import write_file
-from .charts import cache_dir, read_lock_section, write_lock_section
+from .charts import cache_dir, mirror_copy, read_lock_section, resolve_pinned, write_lock_section
 from .charts import mirror_dir as chart_mirror_dir
 from .errors import CONTRACT, ENVIRONMENT, EksinfError
 from .model.digest import sha256_hex
@@ -90,52 +90,21 @@ def resolve(
             "charts.lock.",
             exit_code=CONTRACT,
         )
-    cached = cache_dir().parent / "manifests" / f"{entry.sha256}.yaml"
-    if cached.is_file():
-        data = cached.read_bytes()
-        if sha256_hex(data) == entry.sha256:
-            return ResolvedManifest(spec, data.decode("utf-8"), entry.sha256, "cache")
-    data, origin = fetch(spec, mirror)
-    digest = sha256_hex(data)
-    if digest != entry.sha256:
-        raise EksinfError(
-            f"manifest {spec.name} {spec.version} from {origin} has sha256 {digest}, but "
-            f"charts.lock pins {entry.sha256} (pinned from {entry.pinned_from})",
-            hint="Refusing a manifest that differs from the lock. If the change is intended, "
-            "run `eksinf charts lock` and review the diff of charts.lock.",
-            exit_code=CONTRACT,
-        )
-    write_file(cached, data)
-    return ResolvedManifest(spec, data.decode("utf-8"), digest, origin)
-
-
-def _mirror_sums(mirror: Path) -> dict[str, str]:
-    sums = mirror / "SHA256SUMS"
-    if not sums.is_file():
-        return {}
-    out = {}
-    for line in sums.read_text(encoding="utf-8").splitlines()[:10_000]:
-        parts = line.split()
-        if len(parts) == 2:
-            out[parts[1].lstrip("*")] = parts[0]
-    return out
+    data, origin = resolve_pinned(
+        f"manifest {spec.name} {spec.version}",
+        entry.sha256,
+        entry.pinned_from,
+        cache_dir().parent / "manifests" / f"{entry.sha256}.yaml",
+        lambda: fetch(spec, mirror),
+    )
+    return ResolvedManifest(spec, data.decode("utf-8"), entry.sha256, origin)
 
 
 def fetch(spec: ManifestSpec, mirror: Path | None) -> tuple[bytes, str]:
     """The manifest without the lock: mirror directory first, then its URL."""
-    if mirror is not None:
-        candidate = mirror / spec.mirror_file
-        if candidate.is_file():
-            data = candidate.read_bytes()
-            listed = _mirror_sums(mirror).get(spec.mirror_file)
-            if listed is not None and listed != sha256_hex(data):
-                raise EksinfError(
-                    f"{candidate}: sha256 {sha256_hex(data)} disagrees with the mirror's "
-                    f"SHA256SUMS ({listed})",
-                    hint="The mirror copy is damaged or was replaced: restore it.",
-                    exit_code=CONTRACT,
-                )
-            return data, "mirror"
+    copy = mirror_copy(mirror, spec.mirror_file)
+    if copy is not None:
+        return copy, "mirror"
     import requests
 
     host = urlparse(spec.url).hostname or ""
