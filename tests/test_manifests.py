@@ -105,6 +105,18 @@ def test_a_mirror_copy_that_disagrees_with_its_sha256sums_is_refused(tmp_path):
     assert err.value.exit_code == CONTRACT and "SHA256SUMS" in err.value.message
 
 
+def test_a_handwritten_unit_may_not_take_a_manifest_units_name(stack_dir):
+    (stack_dir / "render/argocd/argocd-crds.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: argocd}\n"
+    )
+    with pytest.raises(EksinfError) as err:
+        render_stack(load_stack(stack_dir), MIRROR, components=["argocd"])
+    assert err.value.exit_code == CONTRACT
+    assert "render/argocd/argocd-crds.yaml: name collides with a rendered manifest unit" in (
+        err.value.message
+    )
+
+
 def test_a_stale_exclude_entry_is_an_error(stack_dir):
     path = stack_dir / "components.yaml"
     path.write_text(path.read_text().replace("Secret/argocd-secret", "Secret/argocd-gone"))

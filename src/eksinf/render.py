@@ -443,17 +443,7 @@ def _helm_units(
                 reference_source,
             )
         )
-    names = {u.filename for u in units}
-    for unit in _copy_units(stack, comp):
-        if unit.filename in names:
-            raise EksinfError(
-                f"render/{comp.name}/{unit.filename}: name collides with a rendered chart unit",
-                hint="Rename the handwritten file; <chart>-controller.yaml and <chart>-crds.yaml "
-                "are reserved for chart output.",
-                exit_code=CONTRACT,
-            )
-        units.append(unit)
-    return sorted(units, key=lambda u: u.filename), renders
+    return _with_handwritten(stack, comp, units, "chart"), renders
 
 
 def _manifest_units(
@@ -516,17 +506,24 @@ def _manifest_units(
                 tuple(excluded),
             )
         )
+    return _with_handwritten(stack, comp, units, "manifest"), renders
+
+
+def _with_handwritten(stack: Stack, comp: Component, units: list[Unit], source: str) -> list[Unit]:
+    """The component's rendered units plus its handwritten ones, by file name. A handwritten
+    file may not take a name reserved for rendered output (`<source>-controller.yaml`,
+    `<source>-crds.yaml`)."""
     names = {u.filename for u in units}
-    for unit in _copy_units(stack, comp):
+    handwritten = _copy_units(stack, comp)
+    for unit in handwritten:
         if unit.filename in names:
             raise EksinfError(
-                f"render/{comp.name}/{unit.filename}: name collides with a rendered manifest unit",
-                hint="Rename the handwritten file; <manifest>-controller.yaml and "
-                "<manifest>-crds.yaml are reserved for manifest output.",
+                f"render/{comp.name}/{unit.filename}: name collides with a rendered {source} unit",
+                hint=f"Rename the handwritten file; <{source}>-controller.yaml and "
+                f"<{source}>-crds.yaml are reserved for {source} output.",
                 exit_code=CONTRACT,
             )
-        units.append(unit)
-    return sorted(units, key=lambda u: u.filename), renders
+    return sorted([*units, *handwritten], key=lambda u: u.filename)
 
 
 def _renders_bytes(rel: Path) -> bool:
