@@ -361,13 +361,16 @@ def test_committed_stack_guard_finds_no_crd_stubs_in_the_rebuilt_mirror(
 
 
 def test_determinism_reference_is_recorded_and_checked(tmp_path, registry, monkeypatch):
-    """A render of inputs seen before is compared with the record of that earlier render."""
+    """A render of inputs seen before is compared with the record of that earlier render.
+    (The derived-data cache is off: a render it serves was checked when it was stored, see
+    test_a_checked_render_is_served_from_the_cache; this is the record's own check.)"""
     from eksinf import charts
     from eksinf.guard import check
     from eksinf.render import render_stack
     from eksinf.stack import load_stack
 
     monkeypatch.setenv("EKSINF_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("EKSINF_NO_CACHE", "1")
     chart = ChartSource("recorded", templates={"cm.yaml": CONFIGMAP}, values={"greeting": "x"})
     root = publish_stack(tmp_path, registry, [("app", chart)])
     stack = load_stack(root)
@@ -408,6 +411,7 @@ def test_non_deterministic_output_is_never_recorded(tmp_path, registry, monkeypa
 def test_a_checked_render_is_served_from_the_cache(tmp_path, registry, monkeypatch):
     """Once two renders of the same inputs agreed, later runs take the output from the
     derived-data cache without starting the engine; EKSINF_NO_CACHE=1 runs it again."""
+    from eksinf.guard import check
     from eksinf.helm import SdkEngine
     from eksinf.render import render_stack
     from eksinf.stack import load_stack
@@ -425,8 +429,43 @@ def test_a_checked_render_is_served_from_the_cache(tmp_path, registry, monkeypat
     stack = load_stack(publish_stack(tmp_path, registry, [("app", chart)]))
     first = render_stack(stack)
     assert len(calls) == 2  # the render and its determinism check
-    again = render_stack(stack)
+    again = render_stack(stack)  # the whole render, from the cache
     assert len(calls) == 2 and again.files() == first.files()
     assert again.outputs[1].charts[0].reference_source == "recorded render"
+    assert check(again) == check(first)  # the guard sees what a fresh render gave it
+    one = render_stack(stack, components=["apps"])  # a partial render: the chart's own entry
+    assert len(calls) == 2 and one.files() == {
+        k: v for k, v in first.files().items() if k.startswith("apps/")
+    }
     monkeypatch.setenv("EKSINF_NO_CACHE", "1")
     assert render_stack(stack).files() == first.files() and len(calls) == 3
+
+
+def test_a_cached_whole_render_follows_its_inputs_and_code(tmp_path, registry, monkeypatch):
+    """The whole render is keyed by every render input and eksinf's own code: a changed value
+    file or an edited eksinf renders afresh."""
+    from eksinf import cache
+    from eksinf.helm import SdkEngine
+    from eksinf.render import render_stack
+    from eksinf.stack import load_stack
+
+    monkeypatch.setenv("EKSINF_CACHE_DIR", str(tmp_path / "cache"))
+    calls: list[str] = []
+    real = SdkEngine.render
+    monkeypatch.setattr(
+        SdkEngine, "render", lambda self, *a: calls.append("render") or real(self, *a)
+    )
+    chart = ChartSource("keyed", templates={"cm.yaml": CONFIGMAP}, values={"greeting": "x"})
+    root = publish_stack(tmp_path, registry, [("app", chart)])
+    first = render_stack(load_stack(root))
+    assert render_stack(load_stack(root)).files() == first.files()
+    rendered = len(calls)
+    values = next((root / "render" / "apps" / "values").glob("*.yaml"))
+    values.write_text("greeting: y\n")
+    changed = render_stack(load_stack(root))
+    assert len(calls) > rendered and changed.files() != first.files()
+    rendered = len(calls)
+    monkeypatch.setattr(cache, "code_digest", lambda: "another eksinf")
+    render_stack(load_stack(root))  # the chart's own entry serves it; the whole render is new
+    assert len(calls) == rendered
+    assert len(list((tmp_path / "cache" / "derived" / "render").iterdir())) == 3

@@ -7,7 +7,8 @@ render records, and the `derived` store below.
 The derived store keeps results of pure functions (a parse, a serialisation) under the sha256 of
 everything they depend on, so an entry can make eksinf faster, never different: a key names its
 input exactly, and a missing, unreadable or corrupt entry is recomputed. `EKSINF_NO_CACHE=1`
-turns the store off (`verify --full` does, to check a fresh computation end to end). Writes are
+turns the store off, as `verify --full` does for its run, to check a fresh computation end to
+end. Writes are
 atomic and best-effort (an unwritable cache costs time, never a failure), and each space is
 bounded: past MAX_ENTRIES the least recently written entries go.
 """
@@ -15,6 +16,7 @@ bounded: past MAX_ENTRIES the least recently written entries go.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 from pathlib import Path
@@ -34,8 +36,17 @@ def root() -> Path:
     return Path(base)
 
 
+_off = False  # set by `disable()` for the rest of this process
+
+
 def enabled() -> bool:
-    return os.environ.get(NO_CACHE_ENV, "") in ("", "0")
+    return not _off and os.environ.get(NO_CACHE_ENV, "") in ("", "0")
+
+
+def disable() -> None:
+    """No derived data read or written for the rest of this run (`verify --full`)."""
+    global _off
+    _off = True
 
 
 def key(*parts: bytes) -> str:
@@ -86,3 +97,15 @@ def passed(check: str, *inputs: bytes) -> bool:
 
 def record_pass(check: str, *inputs: bytes) -> None:
     put("checks", key(check.encode(), *inputs), b"")
+
+
+@functools.cache
+def code_digest() -> str:
+    """sha256 over eksinf's own source files: part of the key of anything eksinf's code decides
+    (a whole render), so an upgraded or edited eksinf never serves an older one's output."""
+    package = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()

@@ -9,6 +9,7 @@ import contextlib
 import dataclasses
 import hashlib
 import json
+import marshal
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -589,24 +590,30 @@ def render_stack(
     progress: Callable[[str], None] = lambda _msg: None,
     components: list[str] | None = None,
 ) -> RenderResult:
-    """Render every component (or only `components`) in memory. Nothing is written."""
+    """Render every component (or only `components`) in memory. Nothing is written.
+
+    A whole render is looked up in the derived-data cache first (`_cached_result`)."""
     chosen = stack.select(components) if components else list(stack.components)
     # every input is read, and a link or an outside path refused, before any chart is fetched
     inputs = inputs_digest(stack)
+    need_helm = any(c.render == "helm" for c in chosen)
+    engine = engine or (default_engine() if need_helm else None)
+    whole = None if components else _result_key(inputs, engine)
+    if whole is not None:
+        cached = _cached_result(stack, whole)
+        if cached is not None:
+            for output in cached.outputs:
+                _report(output, progress)
+            return cached
     for comp in chosen:
         for spec in comp.charts:
             chart_values(stack, comp, spec)
     lock = read_lock(stack)
-    need_helm = any(c.render == "helm" for c in chosen)
-    engine = engine or (default_engine() if need_helm else None)
     outputs = []
     for comp in chosen:
         if comp.render == "copy":
-            units = _copy_units(stack, comp)
-            outputs.append(ComponentOutput(comp, tuple(units)))
-            progress(f"{comp.name}: {len(units)} units (copied)")
-            continue
-        if comp.render == "manifest":
+            output = ComponentOutput(comp, tuple(_copy_units(stack, comp)))
+        elif comp.render == "manifest":
             pinned = manifests.read_lock(stack)
             manifest_mirror = manifests.mirror_dir(mirror)
             units, made = _manifest_units(
@@ -617,28 +624,14 @@ def render_stack(
                     for s in comp.manifests
                 },
             )
-            outputs.append(ComponentOutput(comp, tuple(units), manifests=tuple(made)))
-            for m in made:
-                left = f", {len(m.excluded)} left out" if m.excluded else ""
-                progress(
-                    f"{comp.name}: {m.spec.name} {m.spec.version}: {m.resources} resources + "
-                    f"{m.crds} CRDs{left} (manifest from {m.origin})"
-                )
-            continue
-        resolved = {spec.name: resolve(stack, spec, mirror, lock) for spec in comp.charts}
-        assert engine is not None  # need_helm: a helm component is being rendered
-        units, renders = _helm_units(stack, comp, resolved, engine)
-        outputs.append(ComponentOutput(comp, tuple(units), tuple(renders)))
-        for r in renders:
-            stubs = f" ({len(r.crd_stubs)} CRD files are stubs, not CRDs)" if r.crd_stubs else ""
-            shared = ""
-            if r.shared_crds:
-                where = ", ".join(sorted(set(r.shared_crds.values())))
-                shared = f" ({len(r.shared_crds)} already written once, in {where})"
-            progress(
-                f"{comp.name}: {r.spec.name}: {r.resources} resources + {r.crds} CRDs"
-                f"{shared}{stubs}"
-            )
+            output = ComponentOutput(comp, tuple(units), manifests=tuple(made))
+        else:
+            resolved = {spec.name: resolve(stack, spec, mirror, lock) for spec in comp.charts}
+            assert engine is not None  # need_helm: a helm component is being rendered
+            units, renders = _helm_units(stack, comp, resolved, engine)
+            output = ComponentOutput(comp, tuple(units), tuple(renders))
+        outputs.append(output)
+        _report(output, progress)
     provenance = {
         "tool": {"name": "eksinf", "version": __version__},
         "engine": {"name": engine.name, "version": engine.version} if engine else None,
@@ -669,7 +662,147 @@ def render_stack(
             for m in o.manifests
         ],
     }
-    return RenderResult(stack, tuple(outputs), provenance, partial=bool(components))
+    result = RenderResult(stack, tuple(outputs), provenance, partial=bool(components))
+    if whole is not None:
+        _store_result(whole, result)
+    return result
+
+
+def _report(output: ComponentOutput, progress: Callable[[str], None]) -> None:
+    """One progress line per chart, manifest or copied component."""
+    name = output.component.name
+    if output.component.render == "copy":
+        progress(f"{name}: {len(output.units)} units (copied)")
+    for m in output.manifests:
+        left = f", {len(m.excluded)} left out" if m.excluded else ""
+        progress(
+            f"{name}: {m.spec.name} {m.spec.version}: {m.resources} resources + "
+            f"{m.crds} CRDs{left} (manifest from {m.origin})"
+        )
+    for r in output.charts:
+        stubs = f" ({len(r.crd_stubs)} CRD files are stubs, not CRDs)" if r.crd_stubs else ""
+        shared = ""
+        if r.shared_crds:
+            where = ", ".join(sorted(set(r.shared_crds.values())))
+            shared = f" ({len(r.shared_crds)} already written once, in {where})"
+        origin = f" (from the {r.origin})" if r.origin == RESULT_CACHE else ""
+        progress(
+            f"{name}: {r.spec.name}: {r.resources} resources + {r.crds} CRDs{shared}{stubs}{origin}"
+        )
+
+
+# ---- the whole-render cache ----------------------------------------------------------------
+#
+# A render is a pure function of the inputs `inputs_digest` covers, the engine and eksinf's own
+# code, so a whole render (every component) is kept in the derived-data cache under those three.
+# What is kept is everything a render hands on: unit texts, provenance, and per chart what the
+# guard reads (template sources, CRD stubs, the determinism check's two digest sets), so the
+# guard, verify and every later stage see exactly what a fresh render gave them. Only renders
+# whose determinism check agreed are kept. EKSINF_NO_CACHE=1 (CI's verify) renders afresh.
+
+RESULT_CACHE = "render cache"  # the origin of archives and manifests a cached render stands for
+
+
+def _result_key(inputs: str, engine: HelmEngine | None) -> str:
+    identity = engine.identity if engine is not None else ""
+    return cache.key(
+        b"render-result-1", cache.code_digest().encode(), inputs.encode(), identity.encode()
+    )
+
+
+def _store_result(key: str, result: RenderResult) -> None:
+    charts = [r for o in result.outputs for r in o.charts]
+    if any(output_digests(r.first) != r.reference for r in charts):
+        return  # a non-deterministic chart is rendered (and reported) every time
+    record = {
+        "provenance": result.provenance,
+        "outputs": [
+            {
+                "component": o.component.name,
+                "units": [[u.filename, u.text] for u in o.units],
+                "charts": [
+                    {
+                        "name": r.spec.name,
+                        "sha256": r.sha256,
+                        "resources": r.resources,
+                        "crds": r.crds,
+                        "crd_stubs": list(r.crd_stubs),
+                        "shared_crds": r.shared_crds,
+                        "first": dataclasses.asdict(r.first),
+                        "reference": r.reference,
+                    }
+                    for r in o.charts
+                ],
+                "manifests": [
+                    {
+                        "name": m.spec.name,
+                        "sha256": m.sha256,
+                        "resources": m.resources,
+                        "crds": m.crds,
+                        "excluded": list(m.excluded),
+                    }
+                    for m in o.manifests
+                ],
+            }
+            for o in result.outputs
+        ],
+    }
+    cache.put("render", key, marshal.dumps(record))
+
+
+def _cached_result(stack: Stack, key: str) -> RenderResult | None:
+    data = cache.get("render", key)
+    if data is None:
+        return None
+    try:
+        record = marshal.loads(data)
+        outputs = tuple(_cached_output(stack, o) for o in record["outputs"])
+        if [o.component.name for o in outputs] != [c.name for c in stack.components]:
+            return None
+        return RenderResult(stack, outputs, record["provenance"])
+    except (ValueError, EOFError, TypeError, KeyError, IndexError, EksinfError):
+        return None  # unreadable or from another stack shape: render afresh
+
+
+def _cached_output(stack: Stack, raw: dict) -> ComponentOutput:
+    comp = stack.component(raw["component"])
+    charts = {s.name: s for s in comp.charts}
+    specs = {s.name: s for s in comp.manifests}
+    units = tuple(
+        Unit(comp.name, filename, text, tuple(load_docs(text, f"configs/{comp.name}/{filename}")))
+        for filename, text in raw["units"]
+    )
+    renders = tuple(
+        ChartRender(
+            charts[r["name"]],
+            r["sha256"],
+            RESULT_CACHE,
+            r["resources"],
+            r["crds"],
+            tuple(r["crd_stubs"]),
+            dict(r["shared_crds"]),
+            RenderedChart(
+                manifests=dict(r["first"]["manifests"]),
+                crds=tuple((p, t) for p, t in r["first"]["crds"]),
+                templates=tuple((p, t) for p, t in r["first"]["templates"]),
+            ),
+            dict(r["reference"]),
+            "recorded render",
+        )
+        for r in raw["charts"]
+    )
+    made = tuple(
+        ManifestRender(
+            specs[m["name"]],
+            m["sha256"],
+            RESULT_CACHE,
+            m["resources"],
+            m["crds"],
+            tuple(m["excluded"]),
+        )
+        for m in raw["manifests"]
+    )
+    return ComponentOutput(comp, units, renders, made)
 
 
 # ---- writing ------------------------------------------------------------------------------

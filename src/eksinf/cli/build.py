@@ -237,7 +237,10 @@ def verify_cmd(
     ctx: typer.Context,
     mirror: Path = MIRROR_OPTION,
     full: bool = typer.Option(
-        False, "--full", help="Print the whole diff, not the first 60 lines."
+        False,
+        "--full",
+        help="Render everything afresh (no derived-data cache) and print the whole diff, not "
+        "the first 60 lines.",
     ),
     component: list[str] = COMPONENT_OPTION,
     json_out: bool = JSON_OPTION,
@@ -249,6 +252,10 @@ def verify_cmd(
     The guard runs too: an unhandled hazard fails verify (exit 3) even when configs/ is in sync.
     """
     started = time.perf_counter()
+    if full:
+        from .. import cache
+
+        cache.disable()
     result = _render(ctx, mirror, quiet=True, components=component)
     report = guard.check(result)
     drift = verify.compare(result)
