@@ -35,9 +35,11 @@ def test_crlf_sources_are_normalised_and_verify_and_lint_agree(stack_dir, eksinf
 
 @pytest.fixture
 def mirror(chart_mirror: Path, tmp_path: Path) -> Path:
-    """A writable copy of the chart mirror."""
+    """A writable copy of the chart mirror, without its SHA256SUMS (a mirror need not publish
+    one), so the archive checks themselves are what refuses a bad copy."""
     copy = tmp_path / "mirror"
     shutil.copytree(chart_mirror, copy)
+    (copy / "SHA256SUMS").unlink()
     return copy
 
 
@@ -49,6 +51,21 @@ def test_charts_lock_refuses_a_truncated_archive(stack_dir, eksinf, mirror, tmp_
     assert result.code == CONTRACT, result.err
     assert "chart archive karpenter-1.14.0.tgz from mirror: not a readable .tgz" in result.err
     assert fingerprint(stack_dir) == before  # charts.lock untouched
+
+
+def test_a_mirror_that_publishes_sums_refuses_a_bad_copy_first(
+    stack_dir, eksinf, chart_mirror, tmp_path
+):
+    copy = tmp_path / "summed"
+    shutil.copytree(chart_mirror, copy)
+    archive = copy / "karpenter-1.14.0.tgz"
+    archive.write_bytes(archive.read_bytes()[:4000])
+    before = fingerprint(stack_dir)
+    result = eksinf("charts", "lock", "--chart-mirror", str(copy), cwd=stack_dir)
+    assert result.code == CONTRACT, result.err
+    assert "karpenter-1.14.0.tgz: sha256" in result.err
+    assert "disagrees with the mirror's SHA256SUMS" in result.err
+    assert fingerprint(stack_dir) == before
 
 
 def test_charts_lock_refuses_an_archive_of_another_chart(stack_dir, eksinf, mirror):

@@ -11,7 +11,7 @@ import typer
 from .. import stacklock
 from ..errors import USAGE, EksinfError
 from . import aws, build, bundle, common, hub, links, review, targets, validate
-from .common import State, err_console
+from .common import State, progress
 
 SETTINGS: dict[str, Any] = {
     "name": "eksinf",
@@ -98,17 +98,17 @@ def run(argv: list[str] | None = None) -> int:
         code = getattr(exc, "exit_code", USAGE)
         return common.failed(message, "See `eksinf COMMAND --help`.", code)
     except typer.Abort:
-        err_console.print("eksinf: aborted", markup=False)
+        progress("eksinf: aborted")
         return common.failed("aborted", "", 1)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except EksinfError as exc:
-        err_console.print(f"eksinf: {exc.message}", markup=False, highlight=False)
+        progress(f"eksinf: {exc.message}")
         if exc.hint:
-            err_console.print(f"  hint: {exc.hint}", markup=False, highlight=False)
+            progress(f"  hint: {exc.hint}")
         return common.failed(exc.message, exc.hint, exc.exit_code)
     except KeyboardInterrupt:
-        err_console.print("eksinf: interrupted", markup=False)
+        progress("eksinf: interrupted")
         return common.failed("interrupted", "", 130)
     finally:
         stacklock.release_all()

@@ -9,7 +9,7 @@ import typer
 
 from ..errors import ENVIRONMENT, EksinfError
 from ..model.names import apps_space, kubeconfig_path
-from .common import JSON_OPTION, emit_json, err_console, print_table, progress, state
+from .common import JSON_OPTION, emit_json, print_table, progress, state
 
 # The AWS stages pull in boto3/botocore and requests (~0.2 s): each command imports what it
 # uses, so `eksinf --help` and the build commands never load them.
@@ -64,7 +64,7 @@ def aws_session(scope: StackScope, aws_profile: str | None) -> AwsSession:
 
 
 def warn(message: str) -> None:
-    err_console.print(f"warning: {message}", markup=False, highlight=False)
+    progress(f"warning: {message}")
 
 
 ARGOCD_NS_OPTION = typer.Option("argocd", "--argocd-namespace", help="Argo CD's namespace.")

@@ -17,8 +17,7 @@ from .common import (
     JSON_OPTION,
     MIRROR_OPTION,
     emit_json,
-    err_console,
-    out_console,
+    print_table,
     progress,
     state,
 )
@@ -76,19 +75,20 @@ def components_cmd(
     if json_out:
         emit_json(rows)
         return
-    from rich.table import Table
-
-    table = Table("COMPONENT", "PLANE", "ORDER", "RENDER", "CHARTS", "DESCRIPTION", box=None)
-    for r in rows:
-        table.add_row(
-            r["name"],
-            r["plane"],
-            str(r["order"]),
-            r["render"],
-            ", ".join(r["charts"]),
-            r["description"],
-        )
-    out_console.print(table)
+    print_table(
+        [
+            {
+                "component": r["name"],
+                "plane": r["plane"],
+                "order": str(r["order"]),
+                "render": r["render"],
+                "charts": ", ".join(r["charts"]) or "-",
+                "description": r["description"],
+            }
+            for r in rows
+        ],
+        ("component", "plane", "order", "render", "charts", "description"),
+    )
 
 
 COMPONENT_OPTION = typer.Option(
@@ -292,10 +292,9 @@ def verify_cmd(
             exit_code=FAILURE,
         )
     if not json_out:
-        err_console.print(
+        progress(
             f"configs/ is in sync with its sources ({drift.checked} files, "
-            f"{time.perf_counter() - started:.2f}s)",
-            markup=False,
+            f"{time.perf_counter() - started:.2f}s)"
         )
 
 

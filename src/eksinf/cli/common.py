@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 
 from .. import stacklock
 from ..stack import Stack, load_stack
 
-# stdout carries data; stderr carries progress, warnings and errors.
-out_console = Console(highlight=False, soft_wrap=True)
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+# stdout carries data; stderr carries progress, warnings and errors, as plain lines (no rich
+# console: its import costs more than a whole cached render).
 
 
 @dataclass
@@ -66,7 +65,9 @@ def failed(message: str, hint: str, exit_code: int) -> int:
 
 
 def progress(message: str) -> None:
-    err_console.print(message, markup=False)
+    """One line on stderr: progress, a warning or an error."""
+    sys.stderr.write(f"{message}\n")
+    sys.stderr.flush()
 
 
 MIRROR_OPTION = typer.Option(
