@@ -190,6 +190,7 @@ def test_conforming_cluster_passes_and_is_wired_idempotently(
     root_unit = load_docs(hub.unit_data("prod-argo-apps", "root"))[0]
     assert root_unit["spec"] == app["spec"]  # the cluster got exactly the hub's unit
     assert report["wiring"]["server"] == kube.url
+    assert report["wiring"]["kind"] == "eks" and hub.get_space("prod").labels["TargetKind"] == "eks"
     revisions = len(hub.history("prod-argo-apps", "root"))
     kubeconfig = stack_dir / ".eksinf" / "clusters" / "prod.kubeconfig"
     assert kubeconfig.stat().st_mode & 0o077 == 0

@@ -297,12 +297,13 @@ def test_owner_label_is_one_value_for_bases_and_enrolled_spaces(cub, stack_dir):
     """The enrolled cluster space (enroll's hub half), its apps space and the bases all carry
     the one Owner value, model.names.OWNER."""
     from eksinf.flows.enroll import hub_target
+    from eksinf.model.targets import KINDS
     from eksinf.stack import load_stack
 
     cub.simulate()
     (stack_dir / ".eksinf").mkdir()
     (stack_dir / ".eksinf" / "config.yaml").write_text("hub: cub\n")
-    assert hub_target(stack_dir, "c1", "") == "c1/target"
+    assert hub_target(stack_dir, "c1", "", KINDS["eks"]) == "c1/target"
     hub = CubHub(stack_dir)
     hub.variant_upload(
         "karpenter", "base", deploy.source_for("karpenter", None, load_stack(stack_dir))
@@ -353,3 +354,18 @@ def test_the_generator_reads_commands_flags_helpers_and_persistent_flags(tmp_pat
         "-k": "string",
     }
     assert spec["sources"][0] == "cmd/cub/space.go@0123456789ab"
+
+
+def test_enroll_records_the_target_kind_in_cub_labels(cub, stack_dir):
+    """The cub hub stores the kind as the target space's label too, and a re-enroll with
+    another kind updates it (`cub space update --patch --label`)."""
+    from eksinf.flows.enroll import hub_target
+    from eksinf.model.targets import KINDS, kind_of
+
+    cub.simulate()
+    (stack_dir / ".eksinf").mkdir()
+    (stack_dir / ".eksinf" / "config.yaml").write_text("hub: cub\n")
+    hub_target(stack_dir, "c1", "", KINDS["eks"])
+    assert kind_of(CubHub(stack_dir).get_space("c1").labels).name == "eks"
+    hub_target(stack_dir, "c1", "", KINDS["eks-byo"])
+    assert CubHub(stack_dir).get_space("c1").labels["TargetKind"] == "eks-byo"

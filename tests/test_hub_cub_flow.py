@@ -108,13 +108,14 @@ def test_cub_flow_twice_then_teardown(eksinf, stack_dir, cub, aws_env, monkeypat
 
     from eksinf.flows.enroll import hub_target
     from eksinf.hub import open_hub
+    from eksinf.model.targets import KINDS
 
     iam_caller_as_on_aws(monkeypatch)  # teardown simulates the caller's permissions first
 
     store = cub.simulate()
     (stack_dir / ".eksinf").mkdir(exist_ok=True)
     (stack_dir / ".eksinf" / "config.yaml").write_text("hub: cub\n")
-    assert hub_target(stack_dir, "c1", "") == "c1/target"  # enroll's hub half
+    assert hub_target(stack_dir, "c1", "", KINDS["eks"]) == "c1/target"  # enroll's hub half
 
     install = eksinf("install", cwd=stack_dir)
     assert install.code == 0, install.err

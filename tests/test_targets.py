@@ -373,3 +373,26 @@ def test_mgmt_up_creates_the_kind_cluster_once_and_installs_argocd(
         body = json.loads(again.out)
         assert body["created"] is False and body["argocd"]["action"] == "present"
         assert (tmp_path / "clusters").read_text() == "eksinf-mgmt\n"  # not created twice
+
+
+def test_target_add_records_its_kind_and_refuses_an_unknown_one(eksinf, stack_dir, tmp_path):
+    """--kind is stored with the target (its space's TargetKind label) and read back by
+    `target list`; the default is eks; an unknown kind is a usage error that writes nothing."""
+    with FakeKubeApi(token="m") as api:
+        becomes_available(api)
+        given = api.kubeconfig(tmp_path / "given.kubeconfig")
+        add = ("target", "add", "m1", "--plane", "mgmt", "--kubeconfig", str(given))
+        bad = eksinf(*add, "--kind", "gke", cwd=stack_dir)
+        assert bad.code == 2 and "unknown target kind 'gke'" in bad.err
+        assert "--kind eks or --kind eks-byo" in bad.err
+        assert not (stack_dir / ".eksinf" / "hub.db").exists()
+        plain = eksinf(*add, "--json", cwd=stack_dir)
+        assert plain.code == 0, plain.err
+        assert json.loads(plain.out)["kind"] == "eks"
+        byo = eksinf(*add, "--kind", "eks-byo", "--json", cwd=stack_dir)
+        assert byo.code == 0, byo.err
+        assert json.loads(byo.out)["kind"] == "eks-byo"
+    listed = json.loads(eksinf("target", "list", "--json", cwd=stack_dir).out)
+    assert [(t["target"], t["kind"]) for t in listed] == [("m1/target", "eks-byo")]
+    hub = LocalHub(stack_dir / ".eksinf" / "hub.db")
+    assert hub.get_space("m1").labels["TargetKind"] == "eks-byo"

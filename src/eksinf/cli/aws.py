@@ -9,6 +9,7 @@ import typer
 
 from ..errors import ENVIRONMENT, EksinfError
 from ..model.names import apps_space, kubeconfig_path
+from ..model.targets import DEFAULT_KIND, KIND_HELP, target_kind
 from .common import JSON_OPTION, emit_json, print_table, progress, state
 
 # The AWS stages pull in boto3/botocore and requests (~0.2 s): each command imports what it
@@ -491,6 +492,7 @@ def enroll_cluster_cmd(
     eks_cluster: str = typer.Option(
         None, "--eks-cluster", help="EKS cluster name. Default: the profile's clusterName."
     ),
+    kind: str = typer.Option(DEFAULT_KIND, "--kind", help=KIND_HELP),
     region: str = REGION_OPTION,
     kubeconfig: Path = typer.Option(
         None,
@@ -530,6 +532,7 @@ def enroll_cluster_cmd(
         return
     if not name:
         raise EksinfError("enroll cluster needs --name", exit_code=2)
+    chosen = target_kind(kind)
     stack = state(ctx).stack()
     scope = contract.with_cluster(stack_scope(ctx, region), eks_cluster, region)
     session = aws_session(scope, aws_profile)
@@ -568,6 +571,7 @@ def enroll_cluster_cmd(
         oci_registry or stack.versions.get("REGISTRY", ""),
         argocd_namespace,
         (user, password) if user and password else None,
+        chosen,
         install_argocd=not no_argocd,
         say=progress,
     )
@@ -581,7 +585,9 @@ def enroll_cluster_cmd(
         warn(f"skipped {item}")
     typer.echo(f"cluster {scope.cluster} meets the contract; enrolled as {name}")
     typer.echo(f"kubeconfig: {wiring['kubeconfig']}")
-    typer.echo(f"hub target: {wiring['target']} (apps space {wiring['appsSpace']})")
+    typer.echo(
+        f"hub target: {wiring['target']}, kind {wiring['kind']} (apps space {wiring['appsSpace']})"
+    )
     for item in wiring["applied"]:
         typer.echo(f"applied {item}")
 

@@ -10,10 +10,12 @@ from pathlib import Path
 import typer
 
 from ..errors import ENVIRONMENT, EksinfError
+from ..model.targets import DEFAULT_KIND, KIND_HELP, target_kind
 from .aws import YES_OPTION, nothing_changed
 from .common import JSON_OPTION, emit_json, progress, state
 
 ARGOCD_NS_OPTION = typer.Option("argocd", "--argocd-namespace", help="Argo CD's namespace.")
+KIND_OPTION = typer.Option(DEFAULT_KIND, "--kind", help=KIND_HELP)
 NO_ARGOCD_OPTION = typer.Option(
     False, "--no-argocd", help="Do not install Argo CD when it is absent (only check it)."
 )
@@ -42,6 +44,7 @@ def target_add_cmd(
     plane: str = typer.Option(..., "--plane", help="mgmt or workload."),
     kubeconfig: Path = typer.Option(..., "--kubeconfig", help="The cluster's kubeconfig."),
     context: str = typer.Option(None, "--context", help="Default: its current-context."),
+    kind: str = KIND_OPTION,
     oci_registry: str = typer.Option(
         None, "--oci-registry", help="Registry Argo CD pulls releases from. Default: REGISTRY."
     ),
@@ -56,6 +59,7 @@ def target_add_cmd(
 
     stack = state(ctx).stack()
     targets.check_plane(plane)  # usage errors open no hub
+    chosen = target_kind(kind)
     targets.load_kubeconfig(kubeconfig, context)
     with open_hub(stack.root) as hub:
         info = targets.add(
@@ -66,6 +70,7 @@ def target_add_cmd(
             kubeconfig,
             _registry(stack, oci_registry),
             context,
+            kind=chosen,
             argocd_namespace=argocd_namespace,
             install_argocd=not no_argocd,
             oci_credentials=_oci_credentials(),
@@ -86,7 +91,7 @@ def _oci_credentials() -> tuple[str, str] | None:
 
 def _print_target(info) -> None:
     argo = info.argocd or {}
-    typer.echo(f"target {info.target} ({info.plane}); kubeconfig {info.kubeconfig}")
+    typer.echo(f"target {info.target} ({info.plane}, {info.kind}); kubeconfig {info.kubeconfig}")
     typer.echo(
         f"argocd: {argo.get('action')} ({argo.get('image') or 'none'}): {argo.get('detail')}"
     )
@@ -108,7 +113,7 @@ def target_list_cmd(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
         emit_json([r.as_json() for r in rows])
         return
     for r in rows:
-        typer.echo(f"{r.target:<32} {r.plane:<9} {r.kubeconfig or '(no kubeconfig)'}")
+        typer.echo(f"{r.target:<32} {r.plane:<9} {r.kind:<9} {r.kubeconfig or '(no kubeconfig)'}")
     if not rows:
         typer.echo("no targets (add one with: eksinf target add NAME --plane P --kubeconfig F)")
 

@@ -506,7 +506,9 @@ def ensure_target_space(hub: Hub, space: str, registry: str, labels: dict[str, s
     """The hub half of enrolling a cluster: space, OCI target (with its apps space and root
     Application) and the placeholder gate. Returns whether the space was new."""
     created = not hub.space_exists(space)
-    hub.create_space(space, labels, allow_exists=True)
+    made = hub.create_space(space, labels, allow_exists=True)
+    if any(made.labels.get(k) != v for k, v in labels.items()):
+        hub.label_space(space, labels)  # re-enrolled with another kind: the latest one holds
     hub.create_target(space, "target", registry)
     hub.create_trigger(space, GATE_TRIGGER, "vet-placeholders", GATE_DESCRIPTION)
     return created

@@ -12,6 +12,7 @@ from typing import Any
 from ..aws import enroll as cluster
 from ..hub import open_hub
 from ..model.names import apps_space, owner_labels
+from ..model.targets import TargetKind, kind_labels
 from .deploy import ensure_target_space
 
 
@@ -22,11 +23,12 @@ def enroll(
     registry: str,
     argocd_namespace: str,
     oci_credentials: tuple[str, str] | None,
+    kind: TargetKind,
     install_argocd: bool = False,
     say: Any = lambda _m: None,
 ) -> dict[str, Any]:
     """Install Argo CD when absent (unless told not to), wire the cluster, keep its kubeconfig,
-    then create the hub half. Idempotent."""
+    then create the hub half, recording the target's kind. Idempotent."""
     wiring = cluster.wire(
         name,
         access,
@@ -36,13 +38,13 @@ def enroll(
         stack_root / "configs" if install_argocd else None,
         say,
     )
-    return {**wiring, "target": hub_target(stack_root, name, registry)}
+    return {**wiring, "target": hub_target(stack_root, name, registry, kind), "kind": kind.name}
 
 
-def hub_target(stack_root: Path, name: str, registry: str) -> str:
+def hub_target(stack_root: Path, name: str, registry: str, kind: TargetKind) -> str:
     """Create (idempotently) the target space, its OCI target and apps space in the hub."""
     with open_hub(stack_root) as hub:
-        ensure_target_space(hub, name, registry, owner_labels(Cluster=name))
+        ensure_target_space(hub, name, registry, owner_labels(Cluster=name, **kind_labels(kind)))
     return f"{name}/target"
 
 

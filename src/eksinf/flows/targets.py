@@ -19,6 +19,7 @@ import yaml
 
 from ..errors import CONTRACT, ENVIRONMENT, USAGE, EksinfError
 from ..model.names import apps_space, kubeconfig_path, owner_labels
+from ..model.targets import DEFAULT_KIND, KINDS, TargetKind, kind_labels, kind_of
 
 PLANE_LABEL = "Plane"
 MODE_LABEL = "Mode"
@@ -97,6 +98,7 @@ class TargetInfo:
     target: str
     kubeconfig: str | None
     apps_space: str
+    kind: str = DEFAULT_KIND
     argocd: dict[str, Any] | None = None  # what add did about Argo CD (None: not asked)
     applied: tuple[str, ...] = ()  # the cluster half applied by add
 
@@ -107,6 +109,7 @@ class TargetInfo:
             "target": self.target,
             "kubeconfig": self.kubeconfig,
             "appsSpace": self.apps_space,
+            "kind": self.kind,
             "argocd": self.argocd,
             "applied": list(self.applied),
         }
@@ -121,6 +124,7 @@ def add(
     registry: str,
     context: str | None = None,
     *,
+    kind: TargetKind = KINDS[DEFAULT_KIND],
     argocd_namespace: str = "argocd",
     install_argocd: bool = True,
     oci_credentials: tuple[str, str] | None = None,
@@ -163,9 +167,8 @@ def add(
     docs, _skipped = wiring_docs(name, registry, argocd_namespace, oci_credentials)
     applied = apply_wiring(kube, docs)
     write_kubeconfig(kubeconfig_path(stack_root, name), reduced)
-    ensure_target_space(
-        hub, name, registry, owner_labels(**{MODE_LABEL: TARGET_MODE, PLANE_LABEL: plane})
-    )
+    labels = {MODE_LABEL: TARGET_MODE, PLANE_LABEL: plane, **kind_labels(kind)}
+    ensure_target_space(hub, name, registry, owner_labels(**labels))
     return replace(info(hub, stack_root, name), argocd=outcome.as_json(), applied=tuple(applied))
 
 
@@ -178,6 +181,7 @@ def info(hub: Any, stack_root: Path, name: str) -> TargetInfo:
         target=f"{name}/target",
         kubeconfig=str(path) if path.is_file() else None,
         apps_space=apps_space(name),
+        kind=kind_of(space.labels).name,
     )
 
 
