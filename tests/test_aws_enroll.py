@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import re
 import urllib.parse
 
 import kubernetes_validate
@@ -489,3 +490,80 @@ def test_enroll_installs_argocd_when_absent_and_refuses_one_below_the_floor(
     below = eksinf(*args, cwd=stack_dir)
     assert below.code == 3 and "argocd-v3.0.6" not in below.out
     assert "quay.io/argoproj/argocd:v3.0.6" in below.out
+
+
+def test_byo_cluster_fix_is_a_command_that_deploys_the_identity_without_an_ack_cluster(
+    eksinf, stack_dir, scope, kube, monkeypatch, aws_env, tmp_path
+):
+    """Issue 14, BYO: a bring-your-own cluster has no ACK `Cluster` for karpenter-aws's
+    association to reference (`clusterRef`). Enrolled with `--kind eks-byo`, the missing
+    association's fix is a command; following it deploys the mgmt plane to a target of that
+    kind, where the association names the cluster (`clusterName`, the ACK eks-controller
+    PodIdentityAssociation field that takes a name) and no unit creates a network or a cluster.
+    ACK itself is not running here: the association it would create is added to the fake."""
+    seed_cluster(scope)
+    fake = conforming_extras(scope, monkeypatch)
+    made = fake.associations.pop(scope.cluster)
+    args = (
+        "enroll",
+        "cluster",
+        "--name",
+        "prod",
+        "--kind",
+        "eks-byo",
+        "--kubeconfig",
+        str(kube.config),
+    )
+    refused = eksinf(*args, cwd=stack_dir)
+    assert refused.code == 3, refused.err
+    fix = next(ln for ln in refused.out.splitlines() if "--kind eks-byo" in ln)
+    add_cmd, deploy_cmd = re.findall(r"`(eksinf [^`]+)`", fix)
+    assert add_cmd == "eksinf target add mgmt --plane mgmt --kind eks-byo --kubeconfig FILE"
+    assert deploy_cmd == "eksinf deploy --plane mgmt --target mgmt/target"
+
+    assert eksinf("install", cwd=stack_dir).code == 0
+    assert eksinf("hub", "create-variant", "dev", "platform-profile-base", cwd=stack_dir).code == 0
+    with FakeKubeApi(token="m") as mgmt:
+        mgmt.put(ARGOCD, kube.objects[ARGOCD])
+        given = mgmt.kubeconfig(tmp_path / "mgmt.kubeconfig")
+        added = eksinf(
+            *add_cmd.split()[1:-1],
+            str(given),
+            "--no-argocd",
+            "--json",
+            "--oci-registry",
+            f"oci-layout:{tmp_path / 'oci'}",
+            cwd=stack_dir,
+        )
+        assert added.code == 0, added.err
+        assert json.loads(added.out)["kind"] == "eks-byo"
+        deployed = eksinf(*deploy_cmd.split()[1:], "--no-sync", "--json", cwd=stack_dir)
+    assert deployed.code == 0, deployed.err
+    body = json.loads(deployed.out)
+    assert body["kind"] == "eks-byo"
+    assert sorted(body["created"]) == ["ack-controllers-dev", "argocd-dev", "karpenter-aws-dev"]
+    assert body["by_name"] == ["karpenter-aws-dev/controller-identity"]
+    hub = open_hub(stack_dir)
+    shipped = [
+        d
+        for space in body["created"]
+        for u in hub.list_units(space)
+        for d in load_docs(hub.unit_data(space, u.slug))
+        if isinstance(d, dict)
+    ]
+    assert not [d for d in shipped if d.get("kind") == "Cluster"]
+    (assoc,) = [d for d in shipped if d.get("kind") == "PodIdentityAssociation"]
+    assert assoc["spec"]["clusterName"] == scope.cluster and "clusterRef" not in assoc["spec"]
+    assert [
+        d["spec"]["name"] for d in shipped if d.get("apiVersion", "").startswith("iam.services")
+    ] == [
+        load_profile(load_stack(stack_dir)).spec["karpenterRoleName"]
+    ]  # linked from the profile as on an eks target
+    again = eksinf(*deploy_cmd.split()[1:], "--no-sync", "--json", cwd=stack_dir)
+    assert again.code == 0 and json.loads(again.out)["by_name"] == []  # idempotent
+
+    fake.associations[scope.cluster] = made  # what ACK creates from that unit
+    enrolled = eksinf(*args, "--json", cwd=stack_dir)
+    assert enrolled.code == 0, enrolled.err
+    assert json.loads(enrolled.out)["wiring"]["kind"] == "eks-byo"
+    assert hub.get_space("prod").labels["TargetKind"] == "eks-byo"

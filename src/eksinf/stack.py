@@ -16,6 +16,7 @@ from typing import Any
 
 from . import cache
 from .errors import CONTRACT, USAGE, EksinfError
+from .model.targets import KINDS
 from .yamlio import load_source, read_source_text
 
 PLANES = ("hub", "mgmt", "workload")  # apply order: the hub is never applied; mgmt converges first
@@ -80,6 +81,7 @@ class Component:
     charts: tuple[ChartSpec, ...]
     line: int
     manifests: tuple[ManifestSpec, ...] = ()
+    kinds: tuple[str, ...] = ()  # target kinds it is deployed to (model/targets.py); () = all
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,10 @@ class Stack:
             exit_code=CONTRACT,
         )
 
-    def select(self, names: list[str] | None = None, plane: str | None = None) -> list[Component]:
+    def select(
+        self, names: list[str] | None = None, plane: str | None = None, kind: str | None = None
+    ) -> list[Component]:
+        """Components by name (default all), in `plane`, deployed to targets of `kind`."""
         if plane is not None and plane not in PLANES:
             raise EksinfError(
                 f"unknown plane {plane!r}",
@@ -122,7 +127,12 @@ class Stack:
                 exit_code=USAGE,
             )
         chosen = [self.component(n) for n in names] if names else list(self.components)
-        return [c for c in chosen if plane is None or c.plane == plane]
+        return [
+            c
+            for c in chosen
+            if (plane is None or c.plane == plane)
+            and (kind is None or not c.kinds or kind in c.kinds)
+        ]
 
     @property
     def kube_version(self) -> str:
@@ -305,6 +315,7 @@ def _component(item: dict, versions: dict[str, str], line: int) -> Component:
         charts=tuple(charts),
         line=line,
         manifests=tuple(manifests),
+        kinds=tuple(item.get("kinds") or ()),
     )
 
 
@@ -317,6 +328,13 @@ def _check_semantics(components: list[Component]) -> None:
             raise EksinfError(
                 f"{where}: component {comp.name!r}: unknown plane {comp.plane!r}",
                 hint=f"plane must be one of: {', '.join(PLANES)}.",
+                exit_code=CONTRACT,
+            )
+        unknown = [k for k in comp.kinds if k not in KINDS]
+        if unknown:
+            raise EksinfError(
+                f"{where}: component {comp.name!r}: unknown target kind(s) {', '.join(unknown)}",
+                hint=f"kinds must be among: {', '.join(KINDS)} (src/eksinf/model/targets.py).",
                 exit_code=CONTRACT,
             )
         if comp.render not in RENDERERS:

@@ -545,6 +545,7 @@ def enroll_cluster_cmd(
         grant=grant_access,
         argocd_namespace=argocd_namespace,
         install_argocd=not no_argocd,
+        kind=chosen,
     )
     if not json_out:
         _print_checks(report)

@@ -40,9 +40,10 @@ from ..model.names import (
     variant_space,
 )
 from ..model.placeholder import PLACEHOLDER
+from ..model.targets import TargetKind, cluster_by_name, kind_of
 from ..outdir import MARKER
 from ..stack import Stack
-from ..yamlio import load_docs
+from ..yamlio import dump_docs, load_docs
 
 GATE_TRIGGER = "no-placeholders"
 GATE_DESCRIPTION = f"Blocks publishing a release that still holds a {PLACEHOLDER} value."
@@ -346,12 +347,15 @@ class DeployReport:
     links: list[LinkResult] = field(default_factory=list)
     published: list[str] = field(default_factory=list)
     current: list[str] = field(default_factory=list)
+    kind: str = ""  # the target's kind (model/targets.py): it chose the components
+    by_name: list[str] = field(default_factory=list)  # units switched to clusterName
     dry_run: bool = False
 
     @property
     def changed(self) -> bool:
         return bool(
             self.created
+            or self.by_name
             or self.published
             or any(p.changed for p in self.promoted)
             or any(lk.link_changed or lk.resolved for lk in self.links)
@@ -419,9 +423,10 @@ def deploy(
         )
     if "/" not in target:
         raise EksinfError("--target must be <space>/<target>", exit_code=USAGE)
-    components = stack.select(plane=plane)
-    report = DeployReport(plane, target, variant, dry_run=dry_run)
     hub.get_target(target)  # NotFound when the target does not exist
+    kind = kind_of(hub.get_space(target.split("/", 1)[0]).labels)
+    components = stack.select(plane=plane, kind=kind.name)
+    report = DeployReport(plane, target, variant, kind=kind.name, dry_run=dry_run)
     missing = [base_space(c.name) for c in components if not hub.space_exists(base_space(c.name))]
     if missing:
         raise NotFound(
@@ -440,7 +445,8 @@ def deploy(
                     CONTRACT,
                 )
             report.existing.append(space)
-    checked_profile_doc(hub, variant)  # fail before creating anything the gate would then block
+    # fail before creating anything the gate would then block
+    profile = checked_profile_doc(hub, variant)
     if dry_run:
         for comp in components:
             space = variant_space(comp.name, variant)
@@ -479,6 +485,11 @@ def deploy(
         report.created.append(space)
         say(f"created {space} bound to {target}")
         checkpoint("deploy.variant-created")
+    if kind.cluster_by_name:
+        spaces = [variant_space(c.name, variant) for c in components]
+        report.by_name = name_the_cluster(hub, spaces, profile["spec"]["clusterName"], kind)
+        for item in report.by_name:
+            say(f"{item}: names the cluster by clusterName (target kind {kind.name})")
     apps = hub.get_target(target).apps_space
     if apps:
         for comp in components:
@@ -500,6 +511,28 @@ def deploy(
     if apps:
         _publish(hub, stack, apps, report, say)
     return report
+
+
+def name_the_cluster(hub: Hub, spaces: list[str], cluster: str, kind: TargetKind) -> list[str]:
+    """For a target whose cluster this stack did not create: every unit of `spaces` that
+    references the ACK `Cluster` (`clusterRef`) names the cluster instead (`clusterName`, the
+    profile's value). Idempotent: a unit already in that form is left alone. Returns the
+    `space/unit`s changed."""
+    changed = []
+    for space in spaces:
+        for unit in hub.list_units(space):
+            text = hub.unit_data(space, unit.slug)
+            docs = load_docs(text, f"{space}/{unit.slug}")
+            named = cluster_by_name(docs, cluster)
+            if named != docs:
+                hub.update_unit(
+                    space,
+                    unit.slug,
+                    dump_docs(named),
+                    f"target kind {kind.name}: the cluster by name ({cluster}), not clusterRef",
+                )
+                changed.append(f"{space}/{unit.slug}")
+    return changed
 
 
 def ensure_target_space(hub: Hub, space: str, registry: str, labels: dict[str, str]) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import USAGE, EksinfError
 
@@ -64,3 +65,32 @@ def kind_labels(kind: TargetKind) -> dict[str, str]:
 
 
 KIND_HELP = "Target kind: " + "; ".join(f"{k.name} = {k.summary}" for k in KINDS.values()) + "."
+
+
+ACK_GROUP_SUFFIX = (
+    ".services.k8s.aws/"  # every ACK resource's apiVersion: <svc>.services.k8s.aws/v1alpha1
+)
+
+
+def cluster_by_name(docs: list[Any], cluster_name: str) -> list[Any]:
+    """`docs` with every ACK resource's `spec.clusterRef` (a reference to an ACK `Cluster`)
+    replaced, in place of the key, by `spec.clusterName` (the field of the same resources that
+    takes the EKS cluster's name; ACK accepts one or the other). Other documents are unchanged."""
+    out = []
+    for doc in docs:
+        spec = doc.get("spec") if isinstance(doc, dict) else None
+        if (
+            isinstance(spec, dict)
+            and "clusterRef" in spec
+            and ACK_GROUP_SUFFIX in str(doc.get("apiVersion", ""))
+        ):
+            spec = {
+                ("clusterName" if k == "clusterRef" else k): (
+                    cluster_name if k == "clusterRef" else v
+                )
+                for k, v in spec.items()
+                if k != "clusterName"
+            }
+            doc = {**doc, "spec": spec}
+        out.append(doc)
+    return out

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ...model.iam import trusted_actions
+from ...model.targets import DEFAULT_KIND, KINDS, TargetKind
 from ..kube import KubeClient
 from ..scope import StackScope
 from ..session import AwsSession
@@ -82,9 +83,10 @@ def check_cluster(
     grant: bool = False,
     argocd_namespace: str = "argocd",
     install_argocd: bool = False,
+    kind: TargetKind = KINDS[DEFAULT_KIND],
 ) -> ContractReport:
     facts = gather(session, scope, needs, kube, grant, argocd_namespace)
-    checks = evaluate(facts, scope, needs, kube is not None, argocd_namespace, install_argocd)
+    checks = evaluate(facts, scope, needs, kube is not None, argocd_namespace, install_argocd, kind)
     return ContractReport(scope.cluster, scope.region, tuple(checks))
 
 

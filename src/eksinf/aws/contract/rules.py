@@ -15,6 +15,7 @@ from typing import Any
 from ...model import iam
 from ...model.iam import POD_IDENTITY_ACTIONS, POD_IDENTITY_SERVICE
 from ...model.names import DISCOVERY_KEY
+from ...model.targets import DEFAULT_KIND, KINDS, TargetKind
 from ..scope import StackScope
 from .facts import (
     ADMIN_POLICY,
@@ -67,6 +68,7 @@ class Context:
     kube_used: bool  # a kubeconfig was given or generated
     argocd_namespace: str
     install_argocd: bool = False  # enroll installs the pinned Argo CD when it is absent
+    kind: TargetKind = KINDS[DEFAULT_KIND]  # what `--kind` says the cluster is
 
     @property
     def entry_missing(self) -> bool:
@@ -158,11 +160,12 @@ def evaluate(
     kube_used: bool,
     argocd_namespace: str,
     install_argocd: bool = False,
+    kind: TargetKind = KINDS[DEFAULT_KIND],
 ) -> list[Check]:
     """Judge the gathered facts with every rule, in table order: pure, so every rule is tested
     without AWS. With no cluster at all, only cluster-active speaks: every other element hangs
     off the cluster."""
-    ctx = Context(facts, scope, needs, kube_used, argocd_namespace, install_argocd)
+    ctx = Context(facts, scope, needs, kube_used, argocd_namespace, install_argocd, kind)
     checks: list[Check] = []
     for entry in RULES:
         # The table's severity is the one documented, so it is the one that blocks (a check
@@ -549,12 +552,29 @@ def pod_identity_agent(ctx: Context) -> list[Check]:
     return checks
 
 
+def associations_fix(kind: TargetKind) -> str:
+    """How the missing associations get made, for a cluster of `kind`."""
+    byo = next(k for k in KINDS.values() if k.cluster_by_name)
+    if kind.cluster_by_name:
+        return (
+            f"add the management cluster as a {kind.name} target and deploy its plane: "
+            f"`eksinf target add mgmt --plane mgmt --kind {kind.name} --kubeconfig FILE`, then "
+            "`eksinf deploy --plane mgmt --target mgmt/target` (karpenter-aws's association "
+            "names this cluster by clusterName; aws-network and eks-cluster are not deployed)"
+        )
+    return (
+        "deploy the mgmt plane, whose karpenter-aws component creates them (`eksinf deploy "
+        "--plane mgmt --target MGMT/target`); for a cluster this stack did not create, enroll "
+        f"with `--kind {byo.name}` for the command that works without an ACK Cluster"
+    )
+
+
 @rule(
     "pod-identity-associations",
     severity="required",
     element="an association for each `namespace/serviceaccount` the rendered stack's `PodIdentityAssociation`s name (today `kube-system/karpenter`)",
     call="`eks:ListPodIdentityAssociations`",
-    fix="deploy the karpenter-aws component",
+    fix="deploy the mgmt plane (its karpenter-aws component creates them); for a cluster this stack did not create, to a mgmt target added with `--kind eks-byo`, whose association names the cluster by `clusterName`: `eksinf target add mgmt --plane mgmt --kind eks-byo --kubeconfig FILE`, then `eksinf deploy --plane mgmt --target mgmt/target`",
     why="without its association Karpenter's controller has no AWS identity",
 )
 def pod_identity_associations(ctx: Context) -> list[Check]:
@@ -589,9 +609,7 @@ def pod_identity_associations(ctx: Context) -> list[Check]:
                     "fail" if missing else "pass",
                     f"missing {', '.join(missing)}" if missing else f"found {wanted}",
                     call,
-                    "deploy the karpenter-aws component (mgmt plane), which creates them"
-                    if missing
-                    else "",
+                    associations_fix(ctx.kind) if missing else "",
                 )
             )
     return checks
