@@ -1011,3 +1011,85 @@ def test_addon_resolve_conflicts_none_or_unset(eksinf, stack_dir, old, new, said
         f"add-on 'eks-pod-identity-agent': resolveConflicts {said}",
         "Addon aws-inference/eks-pod-identity-agent spec.resolveConflicts",
     )
+
+
+def test_addon_without_a_pinned_version_is_refused(eksinf, stack_dir):
+    """Issue 14: addons.yaml left the version to EKS (its default for the cluster version),
+    and lint passed an Addon without `addonVersion`."""
+    passing(eksinf, stack_dir, "addon-version")
+    edit(stack_dir, ADDONS, "  addonVersion: confighubplaceholder\n", "")
+    failing(
+        eksinf,
+        stack_dir,
+        "addon-version",
+        "add-on 'eks-pod-identity-agent': addonVersion is unset",
+        "addonVersions.eks-pod-identity-agent",
+        "Addon aws-inference/eks-pod-identity-agent spec.addonVersion",
+    )
+
+
+VPC_CNI = "v1.15.1-eksbuild.1"  # a version whose schema the package records (AWS CLI example)
+
+
+def _as_vpc_cni(stack_dir, values: str) -> None:
+    """The stack's Addon turned into vpc-cni at a recorded version, with `values`."""
+    edit(
+        stack_dir,
+        ADDONS,
+        "  name: eks-pod-identity-agent\n  addonVersion:",
+        "  name: vpc-cni\n  addonVersion:",
+    )
+    edit(
+        stack_dir,
+        ADDONS,
+        "  resolveConflicts:",
+        f"  configurationValues: '{values}'\n  resolveConflicts:",
+    )
+    edit(
+        stack_dir,
+        PROFILE,
+        "eks-pod-identity-agent: v1.3.10-eksbuild.2",
+        f"eks-pod-identity-agent: {VPC_CNI}",
+    )
+
+
+@pytest.mark.parametrize(
+    ("values", "said"),
+    [
+        ('{"env": {"WARM_IP_TARGET": 5}}', "env.WARM_IP_TARGET: 5 is not of type 'string'"),
+        ('{"warmIpTarget": "5"}', "(top): Additional properties are not allowed ('warmIpTarget'"),
+        ("{not json: [", "not valid YAML or JSON"),
+    ],
+)
+def test_addon_configuration_values_are_checked_against_the_recorded_schema(
+    eksinf, stack_dir, values, said
+):
+    """Issue 14: arbitrary `configurationValues` passed lint. They are checked against the
+    add-on's configuration schema for its pinned version, as eks:DescribeAddonConfiguration
+    returns it; the vpc-cni v1.15.1-eksbuild.1 record is AWS's published example output
+    (aws-cli awscli/examples/eks/describe-addon-configuration.rst)."""
+    _as_vpc_cni(stack_dir, values)
+    failing(eksinf, stack_dir, "addon-configuration", "add-on 'vpc-cni'", said)
+
+
+def test_addon_configuration_values_that_fit_the_schema_pass(eksinf, stack_dir):
+    _as_vpc_cni(stack_dir, '{"env": {"WARM_IP_TARGET": "5"}, "enableNetworkPolicy": "true"}')
+    passing(eksinf, stack_dir, "addon-configuration")
+
+
+def test_addon_values_for_a_version_without_a_recorded_schema_are_refused(eksinf, stack_dir):
+    """Unknown is not a pass: values the package cannot check (no record for the add-on's
+    version) fail lint, naming the command that records the schema."""
+    edit(
+        stack_dir,
+        ADDONS,
+        "  resolveConflicts:",
+        "  configurationValues: '{\"a\": 1}'\n  resolveConflicts:",
+    )
+    failing(
+        eksinf,
+        stack_dir,
+        "addon-configuration",
+        "add-on 'eks-pod-identity-agent' v1.3.10-eksbuild.2: no configuration schema recorded",
+        "eksinf addon-schemas refresh",
+    )
