@@ -66,6 +66,8 @@ def _not_found(operation: str, what: str) -> ClientError:
 @dataclass
 class EksExtrasFake:
     addons: dict[str, dict[str, str]] = field(default_factory=dict)  # cluster -> name -> status
+    # (cluster, name) -> further DescribeAddon fields (addonVersion, configurationValues)
+    addon_fields: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
     access_entries: dict[str, list[str]] = field(default_factory=dict)  # cluster -> principals
     # (cluster, principal) -> [(policy ARN, access scope type)]
     policies: dict[tuple[str, str], list[tuple[str, str]]] = field(default_factory=dict)
@@ -117,7 +119,15 @@ class EksExtrasFake:
         status = self.addons.get(clusterName, {}).get(addonName)
         if status is None:
             raise _not_found("DescribeAddon", f"add-on {addonName}")
-        return {"addon": {"addonName": addonName, "clusterName": clusterName, "status": status}}
+        extra = self.addon_fields.get((clusterName, addonName), {})
+        return {
+            "addon": {
+                "addonName": addonName,
+                "clusterName": clusterName,
+                "status": status,
+                **extra,
+            }
+        }
 
     def _create_addon(self, clusterName: str, addonName: str, **_: Any) -> dict:
         self.addons.setdefault(clusterName, {})[addonName] = "ACTIVE"

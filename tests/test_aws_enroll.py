@@ -111,8 +111,9 @@ def kube(tmp_path):
         yield api
 
 
-def seed_pod_role(scope: StackScope, actions: list[str], name: str = "karpenter-pods") -> str:
-    """A real (moto) IAM role whose trust lets the Pod Identity agent do `actions`."""
+def seed_pod_role(scope: StackScope, actions: list[str], name: str = "") -> str:
+    """A real (moto) IAM role whose trust lets the Pod Identity agent do `actions`; named
+    the profile's karpenterRoleName unless `name` is given."""
     trust = {
         "Version": "2012-10-17",
         "Statement": [
@@ -124,7 +125,9 @@ def seed_pod_role(scope: StackScope, actions: list[str], name: str = "karpenter-
         ],
     }
     iam = AwsSession(AwsIdentity.resolve(scope.region)).client("iam")
-    return iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+    return iam.create_role(
+        RoleName=name or scope.karpenter_role, AssumeRolePolicyDocument=json.dumps(trust)
+    )["Role"]["Arn"]
 
 
 def karpenter_association(role_arn: str) -> dict[str, str]:
@@ -318,6 +321,61 @@ def test_stack_needs_come_from_configs(stack_dir):
     needs = contract.stack_needs(stack_dir / "configs")
     assert ("kube-system", "karpenter") in needs.pod_identities
     assert "h200" in needs.reserved_pools
+    assert [(a.name, a.version) for a in needs.addons] == [("eks-pod-identity-agent", None)]
+    assert needs.association_role_names == ()  # placeholders until the profile is linked in
+    stack = load_stack(stack_dir)
+    spec = load_profile(stack).spec
+    shipped = contract.needs_for(stack)
+    assert [(a.name, a.version, a.values) for a in shipped.addons] == [
+        ("eks-pod-identity-agent", spec["addonVersions"]["eks-pod-identity-agent"], None)
+    ]
+    assert shipped.association_role_names == (("kube-system/karpenter", spec["karpenterRoleName"]),)
+
+
+def test_installed_addon_drift_is_warned_with_the_exact_difference(
+    eksinf, stack_dir, scope, kube, monkeypatch, aws_env
+):
+    """Issue 14: enroll compares the cluster's add-ons (eks:DescribeAddon; moto lacks it, so
+    EksExtrasFake answers in botocore's DescribeAddon shape) with the units. Advisory: it warns
+    with the difference and the command, and does not block."""
+    seed_cluster(scope)
+    fake = conforming_extras(scope, monkeypatch)
+    fake.addon_fields[(scope.cluster, "eks-pod-identity-agent")] = {
+        "addonVersion": "v1.3.4-eksbuild.1",
+        "configurationValues": '{"agent": {"additionalArgs": {"-b": "169.254.170.23"}}}',
+    }
+    args = ("enroll", "cluster", "--name", "prod", "--kubeconfig", str(kube.config), "--json")
+    result = eksinf(*args, cwd=stack_dir)
+    assert result.code == 0, result.err
+    report = json.loads(result.out)
+    assert report["conforms"] and "addon-drift" in report["warnings"]
+    check = next(c for c in report["checks"] if c["name"] == "addon-drift")
+    assert check["detail"] == (
+        "eks-pod-identity-agent: addonVersion v1.3.4-eksbuild.1 on the cluster, "
+        "v1.3.10-eksbuild.2 in the unit; configurationValues "
+        '{"agent": {"additionalArgs": {"-b": "169.254.170.23"}}} on the cluster, (none) in the unit'
+    )
+    assert "aws eks update-addon --cluster-name" in check["fix"]
+    assert "warning: addon-drift" in result.err
+
+
+def test_association_to_a_role_other_than_the_profiles_is_missing(
+    eksinf, stack_dir, scope, monkeypatch, aws_env
+):
+    """Issue 14: the role behind the Pod Identity association was never checked against the
+    profile's karpenterRoleName."""
+    seed_cluster(scope)
+    fake = conforming_extras(scope, monkeypatch)
+    other = seed_pod_role(scope, ["sts:AssumeRole", "sts:TagSession"], name="someone-elses")
+    fake.associations[scope.cluster] = [karpenter_association(other)]
+    result = eksinf("enroll", "cluster", "--name", "prod", "--json", cwd=stack_dir)
+    assert result.code == 3
+    check = next(c for c in json.loads(result.out)["checks"] if c["name"] == "pod-identity-role")
+    assert check["status"] == "fail"
+    assert check["detail"] == (
+        f"kube-system/karpenter uses role someone-elses ({other}), the stack names "
+        f"{scope.karpenter_role}"
+    )
 
 
 def test_principal_of_an_assumed_role_is_its_role():
@@ -359,8 +417,7 @@ def test_association_role_without_tag_session_is_missing(
     )
     assert result.code == 3, result.err
     lines = result.out.splitlines()
-    (missing,) = [ln for ln in lines if ln.startswith("cluster is missing")]
-    assert missing.startswith("cluster is missing a role trusting pods.eks.amazonaws.com")
+    (missing,) = [ln for ln in lines if ln.startswith("cluster is missing a role trusting")]
     assert f"kube-system/karpenter -> {role}" in missing and "with sts:TagSession" in missing
     fix = lines[lines.index(missing) + 1]
     assert fix.startswith("  fix: ") and "assume-only" in fix and "sts:TagSession" in fix

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from eksinf.aws.contract import ADMIN_POLICY, RULES, Facts, StackNeeds, evaluate
-from eksinf.aws.contract.facts import AssociationRole, IrsaTrust
+from eksinf.aws.contract.facts import AddonNeed, AssociationRole, IrsaTrust
 from eksinf.aws.contract.rules import Context, markdown
 from eksinf.aws.scope import StackScope
 from eksinf.aws.session import Caller
@@ -38,6 +38,8 @@ NEEDS = StackNeeds(
     irsa_accounts=(("ns", "sa"),),
     irsa_roles=(("ns/sa", "reader"),),
     reserved_pools=("gpu-reserved",),
+    addons=(AddonNeed("eks-pod-identity-agent", "v1.3.10-eksbuild.2", None),),
+    association_role_names=(("kube-system/karpenter", "k"),),
 )
 POD_TRUST = ("sts:AssumeRole", "sts:TagSession")
 ISSUER = "https://oidc.eks.us-west-2.amazonaws.com/id/ABC"
@@ -74,6 +76,13 @@ def good() -> Facts:
         access_entries=[CALLER.principal_arn],
         access_policies=[(ADMIN_POLICY, "cluster")],
         addon_status="ACTIVE",
+        installed_addons={
+            "eks-pod-identity-agent": {
+                "addonName": "eks-pod-identity-agent",
+                "addonVersion": "v1.3.10-eksbuild.2",
+                "configurationValues": "{}",
+            }
+        },
         associations=[("kube-system", "karpenter")],
         association_roles=[
             AssociationRole("kube-system/karpenter", "arn:aws:iam::1:role/k", POD_TRUST)
@@ -105,12 +114,22 @@ BROKEN: dict[str, tuple[Callable[[Facts], Facts], str]] = {
     "access-policy": (lambda f: replace(f, access_policies=[]), "fail"),
     "endpoint-reachable": (lambda f: replace(f, version=None, endpoint_error="timeout"), "fail"),
     "pod-identity-agent": (lambda f: replace(f, addon_status=None), "fail"),
+    "addon-drift": (lambda f: replace(f, installed_addons={"eks-pod-identity-agent": {"addonVersion": "v1.3.4-eksbuild.1"}}), "warn"),
     "pod-identity-associations": (lambda f: replace(f, associations=[]), "fail"),
     "pod-identity-trust": (
         lambda f: replace(
             f,
             association_roles=[
                 AssociationRole("kube-system/karpenter", "arn:aws:iam::1:role/k", ("sts:AssumeRole",))
+            ],
+        ),
+        "fail",
+    ),
+    "pod-identity-role": (
+        lambda f: replace(
+            f,
+            association_roles=[
+                AssociationRole("kube-system/karpenter", "arn:aws:iam::1:role/other", POD_TRUST)
             ],
         ),
         "fail",
@@ -146,6 +165,8 @@ def test_rules_that_do_not_apply_say_so() -> None:
     none = StackNeeds()
     assert judge("pod-identity-associations", good(), none) == []
     assert judge("pod-identity-trust", good(), none) == []
+    assert judge("pod-identity-role", good(), none) == []
+    assert judge("addon-drift", good(), none) == []
     assert judge("capacity-reservation", good(), none) == []
     assert judge("irsa-trust", good(), none) == []
     (irsa,) = judge("irsa-issuer", good(), none)
@@ -314,3 +335,60 @@ def test_an_irsa_trust_naming_the_old_issuer_is_named() -> None:
     unread = IrsaTrust("ns/sa", "r", None, "AccessDenied")
     (check,) = judge("irsa-trust", replace(good(), irsa_trusts=[unread]))
     assert (check.status, check.blocks) == ("unknown", True)
+
+
+def test_addon_drift_names_the_exact_difference_and_the_command() -> None:
+    """Issue 14: add-on drift was unguarded. Live, the installed add-on (eks:DescribeAddon
+    addonVersion, configurationValues) is compared with its unit, field by field."""
+    facts = replace(
+        good(),
+        installed_addons={
+            "eks-pod-identity-agent": {
+                "addonVersion": "v1.3.4-eksbuild.1",
+                "configurationValues": '{"tolerations": []}',
+            }
+        },
+    )
+    (check,) = judge("addon-drift", facts)
+    assert (check.status, check.blocks) == ("warn", False)
+    assert check.detail == (
+        "eks-pod-identity-agent: addonVersion v1.3.4-eksbuild.1 on the cluster, "
+        'v1.3.10-eksbuild.2 in the unit; configurationValues {"tolerations": []} on the '
+        "cluster, (none) in the unit"
+    )
+    assert (
+        "`aws eks update-addon --cluster-name demo --addon-name eks-pod-identity-agent "
+        "--addon-version v1.3.10-eksbuild.2 --resolve-conflicts OVERWRITE`" in check.fix
+    )
+    same = replace(
+        good(),
+        installed_addons={"eks-pod-identity-agent": {"addonVersion": "v1.3.10-eksbuild.2"}},
+    )
+    (check,) = judge("addon-drift", same)
+    assert check.status == "pass"  # no values and "{}" say the same: defaults
+
+
+def test_an_association_to_another_role_names_both_roles() -> None:
+    """Issue 14: nothing checked that the role behind the Pod Identity association is the
+    stack's (the profile's karpenterRoleName), live."""
+    breaker, _ = BROKEN["pod-identity-role"]
+    (check,) = judge("pod-identity-role", breaker(good()))
+    assert check.detail == (
+        "kube-system/karpenter uses role other (arn:aws:iam::1:role/other), the stack names k"
+    )
+    assert "--role-arn arn:aws:iam::1:role/k" in check.fix and check.blocks
+
+
+def test_the_byo_association_fix_is_a_command_for_a_cluster_without_an_ack_cluster() -> None:
+    """Issue 14: for a bring-your-own cluster the fix said "deploy the karpenter-aws
+    component", whose association referenced an ACK Cluster the cluster does not have."""
+    from eksinf.model.targets import KINDS
+
+    facts = replace(good(), associations=[])
+    (entry,) = [r for r in RULES if r.name == "pod-identity-associations"]
+    byo = Context(facts, SCOPE, NEEDS, True, "argocd", kind=KINDS["eks-byo"])
+    (check,) = entry.run(byo)
+    assert "`eksinf target add mgmt --plane mgmt --kind eks-byo --kubeconfig FILE`" in check.fix
+    assert "`eksinf deploy --plane mgmt --target mgmt/target`" in check.fix
+    (plain,) = judge("pod-identity-associations", facts)
+    assert "--kind eks-byo" in plain.fix  # an eks-kind enroll points at the BYO path too

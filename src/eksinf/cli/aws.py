@@ -540,7 +540,7 @@ def enroll_cluster_cmd(
     report = contract.check_cluster(
         session,
         scope,
-        contract.stack_needs(stack.configs_dir),
+        contract.needs_for(stack),
         access.kube,
         grant=grant_access,
         argocd_namespace=argocd_namespace,

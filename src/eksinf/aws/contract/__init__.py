@@ -8,6 +8,7 @@ from typing import Any
 
 from ...model.iam import trusted_actions
 from ...model.targets import DEFAULT_KIND, KINDS, TargetKind
+from ...stack import Stack
 from ..kube import KubeClient
 from ..scope import StackScope
 from ..session import AwsSession
@@ -33,6 +34,7 @@ __all__ = [
     "evaluate",
     "markdown",
     "missing_lines",
+    "needs_for",
     "stack_needs",
     "table",
     "trusted_actions",
@@ -88,6 +90,15 @@ def check_cluster(
     facts = gather(session, scope, needs, kube, grant, argocd_namespace)
     checks = evaluate(facts, scope, needs, kube is not None, argocd_namespace, install_argocd, kind)
     return ContractReport(scope.cluster, scope.region, tuple(checks))
+
+
+def needs_for(stack: Stack) -> StackNeeds:
+    """What the stack's committed units need of the cluster, read as they ship: the profile's
+    values linked in by the link engine (an add-on's version, an association's role name)."""
+    from ...links import load_bindings
+    from ...profile import load_profile
+
+    return stack_needs(stack.configs_dir, load_profile(stack).spec, load_bindings(stack))
 
 
 def with_cluster(scope: StackScope, cluster: str | None, region: str | None) -> StackScope:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import EksinfError
+from ...links.engine import resolve_units
 from ...model.configs import read_units, resources
 from ...model.iam import POD_IDENTITY_SERVICE, trusted_actions
 from ...model.names import DISCOVERY_KEY
@@ -51,14 +52,55 @@ class StackNeeds:
     # ("namespace/name", role name) for each IRSA ServiceAccount whose role ARN is literal
     irsa_roles: tuple[tuple[str, str], ...] = ()
     reserved_pools: tuple[str, ...] = ()  # NodePools that may only use reserved capacity
+    addons: tuple[AddonNeed, ...] = ()  # the EKS Addon units, as they ship
+    # ("namespace/name", IAM role name) for each association whose ACK Role's name is known
+    association_role_names: tuple[tuple[str, str], ...] = ()
 
 
-def stack_needs(configs: Path) -> StackNeeds:
+@dataclass(frozen=True)
+class AddonNeed:
+    name: str
+    version: str | None  # None: unset or still a placeholder
+    values: str | None  # configurationValues; None = none
+
+
+def _known(value: Any) -> str | None:
+    return str(value) if value and PLACEHOLDER not in str(value) else None
+
+
+def stack_needs(
+    configs: Path, profile_spec: dict[str, Any] | None = None, bindings: list[Any] | None = None
+) -> StackNeeds:
+    """What the units in `configs` need of the cluster; with the profile and the bindings, read
+    as they ship (linked values resolved by the link engine)."""
+    units = read_units(configs)
+    if profile_spec is not None:
+        units = resolve_units(units, profile_spec, bindings or [])
     pias, irsa, reserved = set(), set(), set()
     roles: set[tuple[str, str]] = set()
-    for r in resources(read_units(configs)):
+    addons: list[AddonNeed] = []
+    role_names: set[tuple[str, str]] = set()
+    found = resources(units)
+    ack_roles = {
+        (r.namespace, r.name): r.spec.get("name")
+        for r in found
+        if r.kind == "Role" and r.api_version.startswith("iam.services.k8s.aws/")
+    }
+    for r in found:
+        if r.kind == "Addon" and r.api_version.startswith("eks.services.k8s.aws/"):
+            addons.append(
+                AddonNeed(
+                    str(r.spec.get("name")),
+                    _known(r.spec.get("addonVersion")),
+                    r.spec.get("configurationValues") or None,
+                )
+            )
         if r.kind == "PodIdentityAssociation" and r.spec.get("serviceAccount"):
             pias.add((r.spec.get("namespace", ""), r.spec["serviceAccount"]))
+            ref = str(((r.spec.get("roleRef") or {}).get("from") or {}).get("name"))
+            role = _known(ack_roles.get((r.namespace, ref)))
+            if role:
+                role_names.add((f"{r.spec.get('namespace', '')}/{r.spec['serviceAccount']}", role))
         elif r.kind == "ServiceAccount" and "eks.amazonaws.com/role-arn" in r.annotations:
             irsa.add((r.namespace or "", r.name))
             arn = str(r.annotations["eks.amazonaws.com/role-arn"])
@@ -67,7 +109,12 @@ def stack_needs(configs: Path) -> StackNeeds:
         elif r.kind == "NodePool" and _reserved_only(r.spec):
             reserved.add(r.name)
     return StackNeeds(
-        tuple(sorted(pias)), tuple(sorted(irsa)), tuple(sorted(roles)), tuple(sorted(reserved))
+        tuple(sorted(pias)),
+        tuple(sorted(irsa)),
+        tuple(sorted(roles)),
+        tuple(sorted(reserved)),
+        tuple(sorted(addons, key=lambda a: a.name)),
+        tuple(sorted(role_names)),
     )
 
 
@@ -117,6 +164,10 @@ class Facts:
     granted_policy: bool = False  # --grant-access associated the admin policy now
     addon_status: str | None = None  # None = absent
     addon_error: str = ""
+    # eks:DescribeAddon of each add-on the stack's Addon units name (None: not installed);
+    # the dict is None when unread, with installed_addons_error saying why
+    installed_addons: dict[str, dict[str, Any] | None] | None = None
+    installed_addons_error: str = ""
     associations: list[tuple[str, str]] | None = None
     associations_error: str = ""
     association_roles: list[AssociationRole] = field(default_factory=list)
@@ -267,6 +318,10 @@ def gather(
         except AWS_FAILURES as exc:
             if error_code(exc) != "ResourceNotFoundException":
                 facts.addon_error = translate(exc, "eks describe-addon").message
+        if needs.addons:
+            facts.installed_addons, facts.installed_addons_error = _aws(
+                "eks describe-addon", lambda: _installed_addons(eks, name, needs.addons)
+            )
         assoc, facts.associations_error = _aws(
             "eks list-pod-identity-associations",
             lambda: paginate(
@@ -368,6 +423,21 @@ def _cluster_discovery(ec2: Any, cluster: dict[str, Any]) -> dict[str, str]:
 
 def _sa_of(association: dict[str, Any]) -> str:
     return f"{association['namespace']}/{association['serviceAccount']}"
+
+
+def _installed_addons(
+    eks: Any, cluster: str, wanted: tuple[AddonNeed, ...]
+) -> dict[str, dict[str, Any] | None]:
+    """eks:DescribeAddon for each add-on the units name; None for one not installed."""
+    out: dict[str, dict[str, Any] | None] = {}
+    for need in wanted:
+        try:
+            out[need.name] = eks.describe_addon(clusterName=cluster, addonName=need.name)["addon"]
+        except AWS_FAILURES as exc:
+            if error_code(exc) != "ResourceNotFoundException":
+                raise
+            out[need.name] = None
+    return out
 
 
 def _association_role(eks: Any, iam: Any, cluster: str, summary: dict[str, Any]) -> AssociationRole:

@@ -12,7 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ...errors import EksinfError
 from ...model import iam
+from ...model.addons import same_values
 from ...model.iam import POD_IDENTITY_ACTIONS, POD_IDENTITY_SERVICE
 from ...model.names import DISCOVERY_KEY
 from ...model.targets import DEFAULT_KIND, KINDS, TargetKind
@@ -23,6 +25,7 @@ from .facts import (
     ARGOCD_FLOOR,
     ROOT_OVERHEAD_GIB,
     SUPPORTED_VERSIONS,
+    AddonNeed,
     Facts,
     StackNeeds,
     has_admin,
@@ -570,6 +573,67 @@ def associations_fix(kind: TargetKind) -> str:
 
 
 @rule(
+    "addon-drift",
+    severity="advisory",
+    element="each add-on an `Addon` unit names runs the unit's `addonVersion` and `configurationValues` on the cluster",
+    call="`eks:DescribeAddon` (`addonVersion`, `configurationValues`) vs the rendered units, with the profile's values linked in",
+    fix="make the cluster match the unit (`aws eks update-addon` with the unit's version and values; for a cluster the stack created, deploying the mgmt plane does it, `resolveConflicts: OVERWRITE`), or pin what runs in the profile's `addonVersions`; the exact difference is given",
+    why="advisory: the cluster works on either version, but the stack was checked against its units' (lint validates their values against that version's schema); drift means what runs is not what was reviewed",
+)
+def addon_drift(ctx: Context) -> list[Check]:
+    """The installed add-ons are the units' versions and values."""
+    facts, needs = ctx.facts, ctx.needs
+    if not needs.addons:
+        return []
+    element = "the add-ons at the units' versions and values"
+    call = f"eks:DescribeAddon clusterName={facts.cluster_name}"
+    if facts.installed_addons is None:
+        return [Check("addon-drift", element, "unknown", facts.installed_addons_error, call)]
+    diffs, fixes, same = [], [], []
+    for need in needs.addons:
+        installed = facts.installed_addons.get(need.name)
+        if installed is None:
+            continue  # not installed: pod-identity-agent (for the agent) says so and how
+        apart = addon_difference(need, installed)
+        if not apart:
+            same.append(f"{need.name} {installed.get('addonVersion')}")
+            continue
+        diffs.append(f"{need.name}: " + "; ".join(apart))
+        values = f" --configuration-values '{need.values}'" if need.values else ""
+        fixes.append(
+            f"`aws eks update-addon --cluster-name {facts.cluster_name} --addon-name "
+            f"{need.name} --addon-version {need.version or 'VERSION'}{values} "
+            "--resolve-conflicts OVERWRITE`"
+        )
+    if not diffs:
+        detail = ", ".join(same) or "none of the units' add-ons is installed"
+        return [Check("addon-drift", element, "pass", detail, call)]
+    fix = "; ".join(fixes) + ", or pin what runs in the profile's addonVersions"
+    return [Check("addon-drift", element, "warn", "; ".join(diffs), call, fix)]
+
+
+def addon_difference(need: AddonNeed, installed: dict[str, Any]) -> list[str]:
+    """How the installed add-on differs from its unit, field by field ([] when it does not)."""
+    apart = []
+    running = installed.get("addonVersion")
+    if need.version is None:
+        apart.append(f"addonVersion {running} on the cluster, unpinned in the unit")
+    elif running != need.version:
+        apart.append(f"addonVersion {running} on the cluster, {need.version} in the unit")
+    there = installed.get("configurationValues") or None
+    try:
+        equal = same_values(there, need.values)
+    except EksinfError:  # unparsable on either side: compare the text
+        equal = (there or "") == (need.values or "")
+    if not equal:
+        apart.append(
+            f"configurationValues {there or '(none)'} on the cluster, "
+            f"{need.values or '(none)'} in the unit"
+        )
+    return apart
+
+
+@rule(
     "pod-identity-associations",
     severity="required",
     element="an association for each `namespace/serviceaccount` the rendered stack's `PodIdentityAssociation`s name (today `kube-system/karpenter`)",
@@ -630,6 +694,55 @@ def pod_identity_trust(ctx: Context) -> list[Check]:
     if needs.pod_identities:
         checks.append(pod_identity_trust_check(facts))
     return checks
+
+
+@rule(
+    "pod-identity-role",
+    severity="required",
+    element="each association's role is the one the stack names for it (the ACK `Role` its `roleRef` points at: for Karpenter, the profile's `karpenterRoleName`)",
+    call="`eks:DescribePodIdentityAssociation` (`roleArn`) vs the rendered units, with the profile's values linked in",
+    fix="point the association at the stack's role (`aws eks update-pod-identity-association --role-arn`), or set the profile's role name to the one in use (`eksinf render`); both names are given",
+    why="an association to another role gives Karpenter that role's permissions, not the ones the stack grants and reviews: it works, or fails, for reasons no unit shows",
+)
+def pod_identity_role(ctx: Context) -> list[Check]:
+    """The role behind each association is the stack's role for it."""
+    facts, needs = ctx.facts, ctx.needs
+    if not needs.association_role_names:
+        return []
+    element = "the stack's role behind each Pod Identity association"
+    call = f"eks:DescribePodIdentityAssociation clusterName={facts.cluster_name} (roleArn)"
+    if facts.associations is None:
+        return [Check("pod-identity-role", element, "unknown", facts.associations_error, call)]
+    found = {r.service_account: r for r in facts.association_roles}
+    wrong, right, unread = [], [], []
+    for sa, role in needs.association_role_names:
+        r = found.get(sa)
+        if r is None:
+            continue  # no association: pod-identity-associations reports it
+        if not r.role_arn:
+            unread.append(f"{sa}: {r.error}")
+        elif r.role_arn.rsplit("/", 1)[-1] != role:
+            wrong.append((sa, r.role_arn, role))
+        else:
+            right.append(f"{sa} -> {r.role_arn}")
+    if unread:
+        return [Check("pod-identity-role", element, "unknown", "; ".join(unread), call)]
+    if not wrong:
+        status, detail = ("pass", ", ".join(right)) if right else ("skipped", "no association")
+        return [Check("pod-identity-role", element, status, detail, call)]
+    detail = "; ".join(
+        f"{sa} uses role {arn.rsplit('/', 1)[-1]} ({arn}), the stack names {role}"
+        for sa, arn, role in wrong
+    )
+    fix = "; ".join(
+        f"`aws eks update-pod-identity-association --cluster-name {facts.cluster_name} "
+        f"--association-id ID --role-arn {arn.rsplit('/', 1)[0]}/{role}` (ID: `aws eks "
+        f"list-pod-identity-associations --cluster-name {facts.cluster_name} --namespace "
+        f"{sa.split('/')[0]} --service-account {sa.split('/')[1]}`), or set the profile's role "
+        f"name to {arn.rsplit('/', 1)[-1]} and `eksinf render`"
+        for sa, arn, role in wrong
+    )
+    return [Check("pod-identity-role", element, "fail", detail, call, fix)]
 
 
 @rule(
