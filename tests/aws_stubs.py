@@ -1,7 +1,9 @@
 """The only fakes in the AWS tests, and why each exists.
 
 1. `EksExtrasFake`: moto 5.2.5 does not implement EKS add-ons, access entries or Pod Identity
-   associations (its server answers 404 HTML). Exactly those operations are served from memory;
+   associations, nor DescribeAddonConfiguration (its server answers 404 HTML). Exactly those
+   operations are served from memory (DescribeAddonConfiguration's answer checked against
+   botocore's output shape);
    every other EKS call (describe-cluster, ...) still goes to moto through the session factory.
    The IAM roles an association names are real moto roles (iam:GetRole goes to moto).
 2. `CapacityReservationsFake`: moto 5.2.5 does not implement EC2 DescribeCapacityReservations.
@@ -53,6 +55,7 @@ FAKED_EKS_OPERATIONS = (
     "list_associated_access_policies",
     "list_pod_identity_associations",
     "describe_pod_identity_association",
+    "describe_addon_configuration",
 )
 
 
@@ -68,6 +71,9 @@ class EksExtrasFake:
     addons: dict[str, dict[str, str]] = field(default_factory=dict)  # cluster -> name -> status
     # (cluster, name) -> further DescribeAddon fields (addonVersion, configurationValues)
     addon_fields: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    # (add-on, version) -> configurationSchema, the JSON-schema string DescribeAddonConfiguration
+    # returns; a test's stand-in value, never a real add-on's schema
+    addon_schemas: dict[tuple[str, str], str] = field(default_factory=dict)
     access_entries: dict[str, list[str]] = field(default_factory=dict)  # cluster -> principals
     # (cluster, principal) -> [(policy ARN, access scope type)]
     policies: dict[tuple[str, str], list[tuple[str, str]]] = field(default_factory=dict)
@@ -128,6 +134,18 @@ class EksExtrasFake:
                 **extra,
             }
         }
+
+    def _describe_addon_configuration(self, addonName: str, addonVersion: str) -> dict:
+        schema = self.addon_schemas.get((addonName, addonVersion))
+        if schema is None:
+            raise _not_found("DescribeAddonConfiguration", f"add-on {addonName} {addonVersion}")
+        answer = {
+            "addonName": addonName,
+            "addonVersion": addonVersion,
+            "configurationSchema": schema,
+            "podIdentityConfiguration": [],
+        }
+        return assert_botocore_shape("eks", "DescribeAddonConfiguration", answer)
 
     def _create_addon(self, clusterName: str, addonName: str, **_: Any) -> dict:
         self.addons.setdefault(clusterName, {})[addonName] = "ACTIVE"

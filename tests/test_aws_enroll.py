@@ -624,3 +624,40 @@ def test_byo_cluster_fix_is_a_command_that_deploys_the_identity_without_an_ack_c
     assert enrolled.code == 0, enrolled.err
     assert json.loads(enrolled.out)["wiring"]["kind"] == "eks-byo"
     assert hub.get_space("prod").labels["TargetKind"] == "eks-byo"
+
+
+def test_addon_schemas_refresh_records_describe_addon_configuration(
+    eksinf, stack_dir, scope, monkeypatch, aws_env, tmp_path
+):
+    """`eksinf addon-schemas refresh` asks eks:DescribeAddonConfiguration (moto lacks it:
+    EksExtrasFake answers in botocore's shape, with a stand-in schema that is no add-on's
+    real one) for the version each Addon unit pins, and merges the answer into the record that
+    lint reads; --dry-run writes nothing, a second run changes nothing."""
+    from eksinf.model.addons import RECORD, load_records
+
+    version = load_profile(load_stack(stack_dir)).spec["addonVersions"]["eks-pod-identity-agent"]
+    stand_in = '{"$schema":"http://json-schema.org/draft-06/schema#","type":"object"}'
+    fake = EksExtrasFake(addon_schemas={("eks-pod-identity-agent", version): stand_in})
+    fake.install(monkeypatch)
+    record = tmp_path / "addon-schemas.json"
+    record.write_bytes(RECORD.read_bytes())
+    args = ("addon-schemas", "refresh", "--record", str(record), "--json")
+    dry = eksinf(*args, "--dry-run", cwd=stack_dir)
+    assert dry.code == 0, dry.err
+    assert json.loads(dry.out)["added"] == [f"eks-pod-identity-agent {version}"]
+    assert record.read_bytes() == RECORD.read_bytes()
+    done = eksinf(*args, cwd=stack_dir)
+    assert done.code == 0 and json.loads(done.out)["written"], done.err
+    got = load_records(record)[("eks-pod-identity-agent", version)]
+    assert (
+        got.schema == stand_in and got.source == f"eks:DescribeAddonConfiguration in {scope.region}"
+    )
+    assert set(load_records(record)) == set(load_records(RECORD)) | {
+        ("eks-pod-identity-agent", version)
+    }
+    assert fake.calls.count("describe_addon_configuration") == 2
+    again = eksinf(*args, cwd=stack_dir)
+    assert json.loads(again.out) == {
+        "added": [], "changed": [], "unchanged": [f"eks-pod-identity-agent {version}"],
+        "record": str(record), "written": False,
+    }  # fmt: skip

@@ -43,8 +43,15 @@ enroll_app = typer.Typer(
 )
 
 
+addon_schemas_app = typer.Typer(
+    help="EKS add-on configuration schemas recorded in the package (lint checks values with them).",
+    no_args_is_help=True,
+)
+
+
 def register(app: typer.Typer) -> None:
     app.command("status")(status_cmd)
+    app.add_typer(addon_schemas_app, name="addon-schemas")
     app.add_typer(creds_app, name="creds")
     app.add_typer(enroll_app, name="enroll")
     app.command("teardown")(teardown_cmd)
@@ -466,6 +473,55 @@ def creds_show_policy_cmd(ctx: typer.Context, json_out: bool = JSON_OPTION) -> N
         emit_json({"path": str(policy.path), "policy": policy.doc, "problems": []})
     else:
         typer.echo(policy.text.rstrip("\n"))
+
+
+# ---- addon-schemas ---------------------------------------------------------------------------
+
+
+@addon_schemas_app.command("refresh")
+def addon_schemas_refresh_cmd(
+    ctx: typer.Context,
+    region: str = REGION_OPTION,
+    record: Path = typer.Option(
+        None, "--record", help="The record to update. Default: the package's addon-schemas.json."
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Print what would change; write nothing."
+    ),
+    aws_profile: str = AWS_PROFILE_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Record eks:DescribeAddonConfiguration for the version each Addon unit pins (the profile
+    linked in), so `eksinf lint` checks configurationValues against it offline."""
+    from ..atomic import write_file
+    from ..aws import addons, contract
+    from ..model import addons as recorded
+
+    stack = state(ctx).stack()
+    scope = stack_scope(ctx, region)
+    path = record or recorded.RECORD
+    result = addons.refresh(
+        aws_session(scope, aws_profile),
+        scope.region,
+        contract.needs_for(stack).addons,
+        recorded.load_records(path),
+    )
+    if result.dirty and not dry_run:
+        write_file(path, recorded.records_bytes(result.records))
+    if json_out:
+        emit_json(
+            {**result.as_json(), "record": str(path), "written": result.dirty and not dry_run}
+        )
+        return
+    for what in ("added", "changed", "unchanged"):
+        for item in result.as_json()[what]:
+            typer.echo(f"{what:<9} {item}")
+    if not result.dirty:
+        typer.echo(f"{path}: up to date")
+    elif dry_run:
+        progress(f"(dry run; {path} not written)")
+    else:
+        typer.echo(f"wrote {path}")
 
 
 # ---- enroll ----------------------------------------------------------------------------------
