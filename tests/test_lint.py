@@ -690,8 +690,8 @@ def test_pod_identity_agent_misnamed(eksinf, stack_dir):
     edit(
         stack_dir,
         ADDONS,
-        "  name: eks-pod-identity-agent\n  clusterRef",
-        "  name: pod-identity-agent\n  clusterRef",
+        "  name: eks-pod-identity-agent\n  addonVersion",
+        "  name: pod-identity-agent\n  addonVersion",
     )
     failing(
         eksinf,
@@ -1092,4 +1092,48 @@ def test_addon_values_for_a_version_without_a_recorded_schema_are_refused(eksinf
         "addon-configuration",
         "add-on 'eks-pod-identity-agent' v1.3.10-eksbuild.2: no configuration schema recorded",
         "eksinf addon-schemas refresh",
+    )
+
+
+MONITORING_SUB = (
+    '"Action": ["sts:AssumeRole", "sts:TagSession"],\n          "Condition": {"StringEquals": '
+    '{"oidc.eks.us-west-2.amazonaws.com/id/X:sub": "system:serviceaccount:monitoring:agent"}}\n'
+)
+
+
+def test_a_trust_subject_outside_the_stack_must_be_declared_external(eksinf, stack_dir):
+    """Issue 14: a trust subject may name a ServiceAccount the stack does not create only if
+    the profile declares it external (externalServiceAccounts); otherwise lint fails."""
+    edit(stack_dir, IDENTITY, '"Action": ["sts:AssumeRole", "sts:TagSession"]\n', MONITORING_SUB)
+    failing(
+        eksinf,
+        stack_dir,
+        "identity-trust",
+        "IRSA trust",
+        "monitoring/agent",
+        "externalServiceAccounts",
+    )
+    edit(
+        stack_dir,
+        PROFILE,
+        "  addonVersions:",
+        "  externalServiceAccounts: [monitoring/agent]\n  addonVersions:",
+    )
+    code, findings = lint_json(eksinf, stack_dir)
+    assert [f for f in findings if "monitoring/agent" in f["message"]] == []
+
+
+def test_a_service_account_the_stack_creates_is_not_external(eksinf, stack_dir):
+    edit(
+        stack_dir,
+        PROFILE,
+        "  addonVersions:",
+        "  externalServiceAccounts: [kube-system/karpenter]\n  addonVersions:",
+    )
+    failing(
+        eksinf,
+        stack_dir,
+        "identity-trust",
+        "ServiceAccount kube-system/karpenter is declared external",
+        "render/platform-profile/profile.yaml spec.externalServiceAccounts.0",
     )

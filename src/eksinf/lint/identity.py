@@ -11,8 +11,9 @@ from typing import Any
 from .. import inside, paths
 from ..model import iam
 from ..model.configs import Resource, of_kind
+from ..model.names import PROFILE_COMPONENT
 from ..model.placeholder import PLACEHOLDER
-from ..profile import ROLE_NAME
+from ..profile import ROLE_NAME, UNIT_FILE
 from .core import Context, Report, check
 from .network import _squash
 
@@ -66,8 +67,11 @@ def check_identity(report: Report, ctx: Context) -> None:
     resources = ctx.resources
     accounts = _service_accounts(resources)
     have = {(r.namespace, r.name): r for r in accounts}
+    external = _external(report, ctx.profile, have)
 
     def missing(ns: Any, name: Any, here: str, what: str) -> None:
+        if (ns, name) in external:
+            return  # declared: created outside the stack
         # The closest real account: same name in another namespace, else one in the namespace.
         near = [r for r in accounts if r.name == name] or [r for r in accounts if r.namespace == ns]
         there = (
@@ -77,7 +81,8 @@ def check_identity(report: Report, ctx: Context) -> None:
         report.add(
             "identity-trust",
             f"{what} names ServiceAccount {ns}/{name}, which no workload-plane unit creates"
-            f"{hint}: the pod can never assume the role",
+            f"{hint}: the pod can never assume the role (one created outside the stack is "
+            f"declared in the profile's {EXTERNAL_FIELD})",
             here,
             there,
         )
@@ -89,9 +94,33 @@ def check_identity(report: Report, ctx: Context) -> None:
                 ns, name, r.at("spec.namespace/spec.serviceAccount"), "Pod Identity association"
             )
     for use in _role_uses(resources, accounts):
-        _check_irsa(report, use, accounts, have, missing)
+        _check_irsa(report, use, accounts, have, missing, external)
         _check_pod_identity(report, use)
     _check_karpenter_role(report, resources, ctx.profile.get("karpenterRoleName"))
+
+
+EXTERNAL_FIELD = "externalServiceAccounts"
+PROFILE_FILE = f"render/{PROFILE_COMPONENT}/{UNIT_FILE}"
+
+
+def _external(
+    report: Report, profile: dict[str, Any], have: dict[tuple[Any, Any], Resource]
+) -> set[tuple[str, str]]:
+    """The ServiceAccounts the profile declares as created outside the stack (`ns/name`), which
+    a trust or an association may name. One the stack does create is not external."""
+    declared: set[tuple[str, str]] = set()
+    for index, item in enumerate(profile.get(EXTERNAL_FIELD) or []):
+        ns, _, name = str(item).partition("/")
+        if (ns, name) in have:
+            report.add(
+                "identity-trust",
+                f"ServiceAccount {item} is declared external ({EXTERNAL_FIELD}) but the stack "
+                "creates it: drop it from the list",
+                f"{PROFILE_FILE} spec.{EXTERNAL_FIELD}.{index}",
+                have[(ns, name)].at("metadata"),
+            )
+        declared.add((ns, name))
+    return declared
 
 
 def _sa_place(sa: Resource) -> str:
@@ -104,6 +133,7 @@ def _check_irsa(
     accounts: list[Resource],
     have: dict[tuple[Any, Any], Resource],
     missing: Callable[[Any, Any, str, str], None],
+    external: set[tuple[str, str]],
 ) -> None:
     trust_at = use.role.at("spec.assumeRolePolicyDocument")
     role_name = use.role.spec.get("name")
@@ -115,7 +145,10 @@ def _check_irsa(
         if not any(c in pattern for c in "*?"):
             if (parts[2], parts[3]) not in have:
                 missing(parts[2], parts[3], trust_at, "IRSA trust")
-        elif not any(iam.like(pattern, iam.subject(str(a.namespace), a.name)) for a in accounts):
+        elif not any(
+            iam.like(pattern, iam.subject(str(ns), str(name)))
+            for ns, name in [(a.namespace, a.name) for a in accounts] + sorted(external)
+        ):
             report.add(
                 "identity-trust",
                 f"IRSA trust pattern {pattern!r} matches no ServiceAccount the stack creates",
