@@ -97,10 +97,10 @@ def test_verify_loads_only_what_it_needs(stack_dir: Path, chart_mirror: Path) ->
 
 def _full_app(args: list[str], capsys: pytest.CaptureFixture) -> tuple[int, str, str]:
     """`args` parsed by the app holding every command (what `run` narrows away)."""
-    from eksinf.cli.app import app
+    from eksinf.cli.app import whole_app
 
     try:
-        code = app(args=args, prog_name="eksinf", standalone_mode=False)
+        code = whole_app()(args=args, prog_name="eksinf", standalone_mode=False)
     except SystemExit as exc:
         code = exc.code
     except Exception as exc:  # a click usage error, as run() would show it
@@ -116,7 +116,9 @@ def test_the_narrowed_app_parses_and_helps_as_the_whole_one(
     capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from eksinf.cli import run
-    from eksinf.cli.app import app, app_for
+    from eksinf.cli.app import app_for, whole_app
+
+    app = whole_app()
 
     monkeypatch.setenv("COLUMNS", "80")
     for path in ["render", "hub diff", "enroll cluster", "sandbox up", "version"]:
@@ -133,3 +135,33 @@ def test_the_narrowed_app_parses_and_helps_as_the_whole_one(
     # no command, or an unknown one: the whole app answers, naming every command
     assert app_for(["--stack", "x"]) is app and app_for(["no-such-command"]) is app
     assert app_for(["--stack", "render", "verify"]).registered_commands[0].name == "verify"
+
+
+def test_the_module_table_is_what_the_modules_register() -> None:
+    """app.MODULES names, in help order, the top-level commands each module registers: a run
+    imports only its command's module, so a command missing from the table would be unknown."""
+    import importlib
+
+    import typer
+
+    from eksinf.cli import app as cli_app
+
+    registered = {}
+    for module in cli_app.MODULES:
+        probe = typer.Typer()
+        importlib.import_module(f"eksinf.cli.{module}").register(probe)
+        names = [c.name for c in probe.registered_commands] + [
+            g.name for g in probe.registered_groups
+        ]
+        registered[module] = set(names)
+    assert registered == {m: set(names) for m, names in cli_app.MODULES.items()}, (
+        "add the command to eksinf.cli.app.MODULES"
+    )
+    listed = list(typer.main.get_command(cli_app.whole_app()).commands)
+    assert sorted(listed) == sorted(n for names in cli_app.MODULES.values() for n in names)
+
+
+def test_a_command_imports_only_its_own_module(stack_dir: Path) -> None:
+    _, modules = _loaded(["--stack", str(stack_dir), "components"])
+    assert "eksinf.cli.build" in modules
+    assert not modules & {"eksinf.cli.aws", "eksinf.cli.hub", "eksinf.cli.bundle"}, modules

@@ -12,7 +12,7 @@ import typer
 from safety import fingerprint
 
 from eksinf.bundle import bundle_bytes
-from eksinf.cli.app import app
+from eksinf.cli.app import whole_app
 from eksinf.errors import CONTRACT, FAILURE
 from eksinf.oci import push
 
@@ -118,7 +118,7 @@ def _json_commands() -> list[list[str]]:
         elif any("--json" in getattr(p, "opts", []) for p in command.params):
             yield path
 
-    return list(walk(typer.main.get_command(app), []))
+    return list(walk(typer.main.get_command(whole_app()), []))
 
 
 @pytest.mark.parametrize("command", _json_commands(), ids=" ".join)

@@ -1,8 +1,10 @@
-"""The argument layer: the typer app, its commands (registered by each command module, in help
-order) and `run`, which maps every outcome to an exit code."""
+"""The argument layer: the typer app, its commands (registered by each command module) and `run`,
+which maps every outcome to an exit code."""
 
 from __future__ import annotations
 
+import functools
+import importlib
 import sys
 from typing import Any
 
@@ -10,7 +12,7 @@ import typer
 
 from .. import stacklock
 from ..errors import USAGE, EksinfError
-from . import aws, build, bundle, common, hub, links, review, targets, validate
+from . import common
 from .common import State, progress
 
 SETTINGS: dict[str, Any] = {
@@ -22,11 +24,23 @@ SETTINGS: dict[str, Any] = {
     "add_completion": False,
     "rich_markup_mode": None,
 }
-app = typer.Typer(**SETTINGS)
 STACK_OPTION = "--stack"  # the one root option that takes a value
 
+# The command modules in help order (the pipeline, build side first, AWS last) and the top-level
+# commands each registers, so that a run imports only the module of the command it invokes
+# (tests/test_help_pages.py checks this table against what the modules register).
+MODULES: dict[str, tuple[str, ...]] = {
+    "build": ("version", "components", "render", "guard", "verify", "charts"),
+    "validate": ("validate",),
+    "review": ("diff",),
+    "links": ("links", "lint"),
+    "bundle": ("bundle", "push", "pull", "tags"),
+    "hub": ("install", "deploy", "link-profile", "fn", "release", "sandbox", "hub"),
+    "targets": ("target", "mgmt"),
+    "aws": ("status", "creds", "enroll", "teardown"),
+}
 
-@app.callback()
+
 def _root(
     ctx: typer.Context,
     stack: str = typer.Option(
@@ -39,9 +53,18 @@ def _root(
     ctx.obj = State(stack_dir=stack)
 
 
-# Registration order is the help order: the pipeline, build side first, AWS last.
-for module in (build, validate, review, links, bundle, hub, targets, aws):
-    module.register(app)
+def _app(modules: tuple[str, ...]) -> typer.Typer:
+    app = typer.Typer(**SETTINGS)
+    app.callback()(_root)
+    for module in modules:
+        importlib.import_module(f"{__package__}.{module}").register(app)
+    return app
+
+
+@functools.cache
+def whole_app() -> typer.Typer:
+    """Every command: what `eksinf` alone, a root `--help` or an unknown command answer with."""
+    return _app(tuple(MODULES))
 
 
 def command_word(args: list[str]) -> str | None:
@@ -60,20 +83,19 @@ def command_word(args: list[str]) -> str | None:
 def app_for(args: list[str]) -> typer.Typer:
     """The app that parses `args`: the root holding only the invoked top-level command.
 
-    typer converts every registered command (54 here) into click commands before it parses
-    anything; a root holding one command converts only that one, and parses, helps and errs
-    identically (tests/test_help_pages.py). No command, or an unknown one, gets the whole app,
-    so the listing and the "No such command" error name every command.
+    Importing every command module and letting typer convert all 54 commands before it parses
+    costs more than many commands' own work; a root holding one command imports one module and
+    converts one command, and parses, helps and errs identically (tests/test_help_pages.py).
+    No command, or an unknown one, gets the whole app, so the listing and the "No such command"
+    error name every command.
     """
     name = command_word(args)
-    commands = [c for c in app.registered_commands if c.name == name]
-    groups = [g for g in app.registered_groups if g.name == name]
-    if not (commands or groups):
-        return app
-    narrow = typer.Typer(**SETTINGS)
-    narrow.registered_callback = app.registered_callback
-    narrow.registered_commands = commands
-    narrow.registered_groups = groups
+    module = next((m for m, names in MODULES.items() if name in names), None)
+    if module is None:
+        return whole_app()
+    narrow = _app((module,))
+    narrow.registered_commands = [c for c in narrow.registered_commands if c.name == name]
+    narrow.registered_groups = [g for g in narrow.registered_groups if g.name == name]
     return narrow
 
 

@@ -42,7 +42,7 @@ def record() -> dict[str, str]:
 
     import typer
 
-    from .app import app, run
+    from .app import run, whole_app
 
     def paths(command: object, prefix: list[str]) -> list[list[str]]:
         found = [prefix]
@@ -55,7 +55,7 @@ def record() -> dict[str, str]:
     saved = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = str(HELP_COLUMNS)
     try:
-        for path in paths(typer.main.get_command(app), []):
+        for path in paths(typer.main.get_command(whole_app()), []):
             out = io.StringIO()
             with contextlib.redirect_stdout(out):
                 code = run([*path, "--help"])
