@@ -37,7 +37,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "bundle": ("bundle", "push", "pull", "tags"),
     "hub": ("install", "deploy", "link-profile", "fn", "release", "sandbox", "hub"),
     "targets": ("target", "mgmt"),
-    "aws": ("status", "creds", "enroll", "teardown"),
+    "aws": ("status", "addon-schemas", "creds", "enroll", "teardown"),
 }
 
 
