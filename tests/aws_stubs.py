@@ -21,6 +21,13 @@
    "allowed" unless an action is listed in `denied`). The two stubbed answers are checked against
    botocore's output shape (`assert_botocore_shape`); the listings are moto's as botocore parsed
    them. Every other IAM call goes to moto.
+6. `SageMakerOrchestratorFake`: moto 5.2.5 implements sagemaker CreateCluster, DescribeCluster
+   and ListClusterNodes but drops `Orchestrator` (its Cluster keeps no orchestrator), so a
+   HyperPod cluster in moto names no EKS cluster. DescribeCluster is moto's answer with the
+   `Orchestrator.Eks.ClusterArn` the test sets added, checked against botocore's output shape;
+   every other SageMaker call (ListClusterNodes included) is moto's. `EksExtrasFake`'s
+   DescribeAddon answer (with the `addon_fields` a test sets) is checked against botocore's
+   shape.
 5. `PriceListFake`: moto 5.2.5 has no Price List service (`pricing:GetProducts` answers 500).
    That one call is served from recorded-shape answers in tests/fixtures/pricing/ (request
    checked against botocore's input shape, answer against its output shape); every other call
@@ -70,7 +77,7 @@ def _not_found(operation: str, what: str) -> ClientError:
 class EksExtrasFake:
     addons: dict[str, dict[str, str]] = field(default_factory=dict)  # cluster -> name -> status
     # (cluster, name) -> further DescribeAddon fields (addonVersion, configurationValues)
-    addon_fields: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    addon_fields: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     # (add-on, version) -> configurationSchema, the JSON-schema string DescribeAddonConfiguration
     # returns; a test's stand-in value, never a real add-on's schema
     addon_schemas: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -126,14 +133,8 @@ class EksExtrasFake:
         if status is None:
             raise _not_found("DescribeAddon", f"add-on {addonName}")
         extra = self.addon_fields.get((clusterName, addonName), {})
-        return {
-            "addon": {
-                "addonName": addonName,
-                "clusterName": clusterName,
-                "status": status,
-                **extra,
-            }
-        }
+        answer = {"addonName": addonName, "clusterName": clusterName, "status": status, **extra}
+        return assert_botocore_shape("eks", "DescribeAddon", {"addon": answer})
 
     def _describe_addon_configuration(self, addonName: str, addonVersion: str) -> dict:
         schema = self.addon_schemas.get((addonName, addonVersion))
@@ -503,6 +504,42 @@ class IamAsOnAws:
             "SimulatePrincipalPolicy",
             {"EvaluationResults": results, "IsTruncated": False},
         )
+
+
+# ---- 6. SageMaker DescribeCluster's Orchestrator (moto drops it) ----------------------------
+
+
+@dataclass
+class SageMakerOrchestratorFake:
+    orchestrators: dict[str, str] = field(default_factory=dict)  # HyperPod name -> EKS ARN
+
+    def install(self, monkeypatch: Any) -> SageMakerOrchestratorFake:
+        from eksinf.aws.session import AwsSession
+
+        original = AwsSession.client
+        fake = self
+
+        class Client:
+            def __init__(self, real: Any) -> None:
+                self._real = real
+
+            def describe_cluster(self, ClusterName: str) -> dict:
+                answer = self._real.describe_cluster(ClusterName=ClusterName)
+                answer.pop("ResponseMetadata", None)
+                eks_arn = fake.orchestrators.get(answer["ClusterName"])
+                if eks_arn:
+                    answer["Orchestrator"] = {"Eks": {"ClusterArn": eks_arn}}
+                return assert_botocore_shape("sagemaker", "DescribeCluster", answer)
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(self._real, name)
+
+        def client(session: AwsSession, service: str, region: str | None = None) -> Any:
+            real = original(session, service, region)
+            return Client(real) if service == "sagemaker" else real
+
+        monkeypatch.setattr(AwsSession, "client", client)
+        return self
 
 
 # ---- 5. The Price List Query API (moto has none) ---------------------------------------------

@@ -35,9 +35,18 @@ def free_port() -> int:
 
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Tests never read or write the user's chart cache."""
+    """Tests never read or write the user's chart cache. The CRDs a target cluster provides
+    (components.yaml `clusterCRDs`, which `validate` and every publish read) are resolved once
+    from the offline mirror into the session's cache, through the same pinned-manifest path a
+    machine takes on its first run with a mirror; without it they would come from the network."""
     os.environ["EKSINF_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
     os.environ.pop("EKSINF_CHART_MIRROR", None)
+    from eksinf import manifests
+    from eksinf.stack import load_stack
+
+    stack = load_stack(REPO)
+    for spec in (s for c in stack.components for s in c.cluster_crds):
+        manifests.resolve(stack, spec, MIRROR.parent / "manifests")
 
 
 @pytest.fixture(scope="session")

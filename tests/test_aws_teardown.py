@@ -409,8 +409,9 @@ def test_delete_config_removes_only_the_torn_down_planes_spaces(eksinf, stack_di
 
     assert eksinf("sandbox", "up", cwd=stack_dir).code == 0
     stack = load_stack(stack_dir)
-    workload = [f"{c.name}-sandbox" for c in stack.select(plane="workload")]
-    mgmt_spaces = [f"{c.name}-sandbox" for c in stack.select(plane="mgmt")]
+    # the spaces the (eks-kind) sandbox deployed
+    workload = [f"{c.name}-sandbox" for c in stack.select(plane="workload", kind="eks")]
+    mgmt_spaces = [f"{c.name}-sandbox" for c in stack.select(plane="mgmt", kind="eks")]
     hub = open_hub(stack_dir)
     assert all(hub.space_exists(s) for s in workload + mgmt_spaces)
     result = eksinf(

@@ -15,7 +15,7 @@ import pytest
 
 from eksinf.aws.contract import ADMIN_POLICY, RULES, Facts, StackNeeds, evaluate
 from eksinf.aws.contract.facts import AddonNeed, AssociationRole, IrsaTrust
-from eksinf.aws.contract.rules import Context, markdown
+from eksinf.aws.contract.rules import Context, markdown, rules_for
 from eksinf.aws.scope import StackScope
 from eksinf.aws.session import Caller
 
@@ -146,7 +146,8 @@ BROKEN: dict[str, tuple[Callable[[Facts], Facts], str]] = {
 
 
 def test_every_rule_has_a_direct_case() -> None:
-    assert [r.name for r in RULES] == list(BROKEN)
+    """The eks kind's rules (the hyperpod-eks ones are tests/test_hyperpod_contract.py's)."""
+    assert [r.name for r in rules_for("eks")] == list(BROKEN)
 
 
 @pytest.mark.parametrize("name", list(BROKEN))
@@ -194,7 +195,7 @@ def test_no_cluster_stops_at_cluster_active() -> None:
         ("profile-names", "pass"),
         ("cluster-active", "fail"),
     ]
-    assert len(evaluate(good(), SCOPE, NEEDS, True, "argocd")) == len(RULES)
+    assert len(evaluate(good(), SCOPE, NEEDS, True, "argocd")) == len(rules_for("eks"))
 
 
 def test_an_entry_without_a_policy_is_not_a_missing_argocd() -> None:

@@ -239,16 +239,22 @@ def test_the_stack_resolves_to_the_same_bytes_in_links_resolve_and_the_hub(
     assert resolved.code == 0, resolved.err
     up = eksinf("sandbox", "up", cwd=stack_dir)
     assert up.code == 0, up.err
+    # the HyperPod component deploys only to a hyperpod-eks target: its own sandbox (variant hp)
+    hp = eksinf("sandbox", "up", "--target-kind", "hyperpod-eks", "--name", "hp", cwd=stack_dir)
+    assert hp.code == 0, hp.err
     from eksinf.links import load_bindings
     from eksinf.stack import load_stack
 
-    linked = sorted({b.unit_key for b in load_bindings(load_stack(stack_dir))})
+    stack = load_stack(stack_dir)
+    eks = {c.name for c in stack.select(kind="eks")}
+    linked = sorted({b.unit_key for b in load_bindings(stack)})
     assert len(linked) > 10
     hub = LocalHub(stack_dir / ".eksinf" / "hub.db")
     try:
         for key in linked:
             component, unit = key.split("/")
-            shipped = hub.unit_data(variant_space(component, "sandbox"), unit)
+            variant = "sandbox" if component in eks else "hp"
+            shipped = hub.unit_data(variant_space(component, variant), unit)
             assert shipped == (out / f"{key}.yaml").read_text(), key
             assert not placeholder.text_may_hold(shipped) or not [
                 p for d in load_docs(shipped) for p in placeholder.scan(d)

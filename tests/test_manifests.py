@@ -19,6 +19,7 @@ from eksinf.yamlio import load_docs
 
 MANIFEST_MIRROR = MIRROR.parent / "manifests"
 ARGOCD_FILE = "argo-cd-v3.4.7-install.yaml"
+IEC_FILE = "hyperpod-inference-operator-2.2.2/inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml"
 
 
 def mirror_sum(name: str) -> str:
@@ -131,7 +132,8 @@ def test_charts_lock_keeps_both_sections(stack_dir):
     before = (stack_dir / "charts.lock").read_text()
     pinned = manifests.lock(stack, MANIFEST_MIRROR)
     assert [(p.name, p.sha256, p.pinned_from) for p in pinned] == [
-        ("argocd", mirror_sum(ARGOCD_FILE), "mirror")
+        ("argocd", mirror_sum(ARGOCD_FILE), "mirror"),
+        ("hyperpod-inferenceendpointconfigs", mirror_sum(IEC_FILE), "mirror"),
     ]
     assert (stack_dir / "charts.lock").read_text() == before
     assert load_docs(before)[0]["charts"]

@@ -150,3 +150,32 @@ def test_load_profile_missing_file(stack_dir):
         load_profile(load_stack(stack_dir))
     assert info.value.exit_code == CONTRACT
     assert "profile not found" in info.value.message
+
+
+def hyperpod(doc: dict, field: str, value) -> dict:
+    out = copy.deepcopy(doc)
+    out["spec"]["hyperpod"][field] = value
+    return out
+
+
+def test_hyperpod_block_is_optional_and_modelled(doc):
+    profile = check_profile(doc, LABEL)
+    assert profile.hyperpod is not None
+    assert profile.hyperpod.tls_bucket == "inference-demo-hyperpod-tls"
+    assert profile.hyperpod.ec2_type == "g5.2xlarge"
+    del doc["spec"]["hyperpod"]
+    assert check_profile(doc, LABEL).hyperpod is None  # an eks-only stack needs none of it
+
+
+def test_hyperpod_fields_are_checked(doc):
+    expect(hyperpod(doc, "clusterName", "hp_cluster"), "spec.hyperpod.clusterName")
+    expect(hyperpod(doc, "instanceType", "g5.2xlarge"), "spec.hyperpod.instanceType", "ml.")
+    expect(hyperpod(doc, "instanceType", "ml.g5.3xlarge"), "not a size of g5")
+    expect(hyperpod(doc, "instanceType", "ml.c7g.xlarge"), "has no GPU")
+    arn = "arn:aws:iam::123456789012:role/x"
+    expect(hyperpod(doc, "executionRoleName", arn), "spec.hyperpod.executionRoleName")
+    expect(hyperpod(doc, "tlsCertificateS3Uri", "my-bucket"), "spec.hyperpod.tlsCertificateS3Uri")
+    expect(hyperpod(doc, "tlsCertificateS3Uri", "s3://My_Bucket/x"), "tlsCertificateS3Uri")
+    missing = copy.deepcopy(doc)
+    del missing["spec"]["hyperpod"]["executionRoleName"]
+    expect(missing, "spec.hyperpod", "'executionRoleName' is a required property")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import MIRROR
 
 from eksinf.errors import CONTRACT, FAILURE
 from eksinf.validate import cel
@@ -326,6 +327,8 @@ def test_release_publish_refuses_a_release_the_api_server_would_not_admit(stack_
 
 def test_a_damaged_cel_cache_changes_no_verdict(stack_dir, eksinf, tmp_path, monkeypatch):
     monkeypatch.setenv("EKSINF_CACHE_DIR", str(tmp_path / "cache"))
+    # an empty cache: the CRDs the cluster provides come from the offline mirror again
+    monkeypatch.setenv("EKSINF_MANIFEST_MIRROR", str(MIRROR.parent / "manifests"))
     code, first = run(eksinf, stack_dir)
     assert code == 0
     [cached] = list((tmp_path / "cache" / "cel").iterdir())

@@ -131,7 +131,7 @@ def lock(stack: Stack, mirror: Path | None) -> list[ManifestLock]:
     """Pin every manifest the stack uses to the bytes its source serves now."""
     entries: dict[tuple[str, str], ManifestLock] = {}
     for comp in stack.components:
-        for spec in comp.manifests:
+        for spec in (*comp.manifests, *comp.cluster_crds):
             if (spec.url, spec.version) in entries:
                 continue
             data, origin = fetch(spec, mirror)

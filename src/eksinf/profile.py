@@ -42,6 +42,32 @@ _REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 # nodes to a new AMI (and recycle them under running models), so it is refused here.
 _AMI_ALIAS = re.compile(r"^(al2023@v\d{8}|bottlerocket@v\d+\.\d+\.\d+)$")
 _MODEL_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # Hugging Face org/name
+# sagemaker:CreateCluster ClusterName (botocore's sagemaker model, shape ClusterName, max 63)
+_HYPERPOD_CLUSTER = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+_ML_TYPE = re.compile(r"^ml\.([a-z0-9-]+\.[a-z0-9]+)$")  # ml.<EC2 type>, e.g. ml.g5.2xlarge
+# s3://<bucket>[/<prefix>]; bucket names per the S3 naming rules (3-63, lowercase, digits, . -)
+_S3_URI = re.compile(r"^s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(/[^,=]*)?$")
+
+
+@dataclass(frozen=True)
+class HyperPodProfile:
+    """The consumed SageMaker HyperPod cluster (target kind hyperpod-eks), `spec.hyperpod`."""
+
+    cluster_name: str
+    instance_type: str  # ml.*
+    execution_role_name: str
+    tls_certificate_s3_uri: str
+
+    @property
+    def tls_bucket(self) -> str:
+        """The bucket of the TLS URI: what the add-on's tlsCertificateS3Bucket must name."""
+        match = _S3_URI.match(self.tls_certificate_s3_uri)
+        return match.group(1) if match else ""
+
+    @property
+    def ec2_type(self) -> str:
+        """The EC2 type behind the ml.* type (ml.g5.2xlarge runs on a g5.2xlarge)."""
+        return self.instance_type.removeprefix("ml.")
 
 
 @dataclass(frozen=True)
@@ -57,6 +83,7 @@ class Profile:
     node_role_name: str
     gpu_ami_alias: str
     spec: dict  # the raw spec, for fields not modelled above
+    hyperpod: HyperPodProfile | None = None  # only a hyperpod-eks target needs it
 
     @property
     def stack_tag(self) -> tuple[str, str]:
@@ -106,6 +133,7 @@ def check_profile(doc: Any, label: str) -> Profile:
     _check_region(label, spec)
     _check_address_plan(label, spec)
     _check_sizes(label, spec)
+    hyperpod = _check_hyperpod(label, spec["hyperpod"]) if "hyperpod" in spec else None
     return Profile(
         name=name,
         cluster_name=spec["clusterName"],
@@ -118,6 +146,7 @@ def check_profile(doc: Any, label: str) -> Profile:
         node_role_name=spec["nodeRoleName"],
         gpu_ami_alias=spec["gpuAMIAlias"],
         spec=spec,
+        hyperpod=hyperpod,
     )
 
 
@@ -294,6 +323,67 @@ def _check_sizes(label: str, spec: dict) -> None:
             "and container images",
             "Raise gpuRootVolumeSize or lower modelCacheSize.",
         )
+
+
+def _check_hyperpod(label: str, block: dict) -> HyperPodProfile:
+    from .prices import load_catalogue
+
+    name = block["clusterName"]
+    if not _HYPERPOD_CLUSTER.match(name):
+        raise _fail(
+            label,
+            "spec.hyperpod.clusterName",
+            f"{name!r} is not a SageMaker HyperPod cluster name (1-63 letters, digits and "
+            "'-', starting and ending with a letter or digit)",
+            "Use the name the HyperPod console or sagemaker:ListClusters shows.",
+        )
+    kind = block["instanceType"]
+    match = _ML_TYPE.match(kind)
+    if not match:
+        raise _fail(
+            label,
+            "spec.hyperpod.instanceType",
+            f"{kind!r} is not a SageMaker instance type (ml.<family>.<size>)",
+            "HyperPod instance groups use ml.* types, for example ml.g5.2xlarge.",
+        )
+    ec2 = match.group(1)
+    family = ec2.split(".")[0]
+    sizes = {t.name: t for t in load_catalogue().get(family, ())}  # unknown family: not judged
+    if sizes and ec2 not in sizes:
+        raise _fail(
+            label,
+            "spec.hyperpod.instanceType",
+            f"{kind!r} is not a size of {family} (known: {', '.join(sorted(sizes))})",
+            "Check the spelling against the instance group's InstanceType.",
+        )
+    if sizes and not sizes[ec2].gpus:
+        raise _fail(
+            label,
+            "spec.hyperpod.instanceType",
+            f"{kind!r} has no GPU: the model server needs one",
+            "Pick a GPU type such as ml.g5.2xlarge (the CPU group runs the controllers).",
+        )
+    role = block["executionRoleName"]
+    if not ROLE_NAME.match(role):
+        raise _fail(
+            label,
+            "spec.hyperpod.executionRoleName",
+            f"{role!r} is not a valid IAM role name (1-64 characters from letters, digits and "
+            "+=,.@_-)",
+            "Give the role's name, not its ARN: the add-on's executionRoleArn must end in it.",
+        )
+    uri = block["tlsCertificateS3Uri"]
+    bucket = _S3_URI.match(uri)
+    if not bucket or ".." in bucket.group(1):
+        raise _fail(
+            label,
+            "spec.hyperpod.tlsCertificateS3Uri",
+            f"{uri!r} is not s3://<bucket>[/<prefix>] with a valid bucket name (3-63 lowercase "
+            "letters, digits, '.' and '-')",
+            "Name the bucket the inference add-on was installed with (its "
+            "tlsCertificateS3Bucket), e.g. s3://my-hyperpod-tls/certificates.",
+        )
+    return HyperPodProfile(name, kind, role, uri)
 
 
 def load_profile(stack: Stack, path: Path | None = None) -> Profile:

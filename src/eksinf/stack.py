@@ -82,6 +82,9 @@ class Component:
     line: int
     manifests: tuple[ManifestSpec, ...] = ()
     kinds: tuple[str, ...] = ()  # target kinds it is deployed to (model/targets.py); () = all
+    # CRDs the target cluster provides (an EKS add-on installs them): pinned like a manifest,
+    # never rendered or applied; `validate` checks this component's custom resources against them.
+    cluster_crds: tuple[ManifestSpec, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -285,27 +288,10 @@ def _component(item: dict, versions: dict[str, str], line: int) -> Component:
                 values=tuple(chart.get("values", [])),
             )
         )
-    manifests = []
-    for manifest in item.get("manifests", []):
-        key = manifest["version"]
-        if key not in versions:
-            raise EksinfError(
-                f"{where}: component {item['name']!r} manifest {manifest['name']!r} names "
-                f"version key {key}, which versions.env does not define",
-                hint=f"Add {key}=<version> to versions.env.",
-                exit_code=CONTRACT,
-            )
-        manifests.append(
-            ManifestSpec(
-                name=manifest["name"],
-                url_template=manifest["url"],
-                mirror_template=manifest["mirrorFile"],
-                version_key=key,
-                version=versions[key],
-                namespace=manifest["namespace"],
-                exclude=tuple(e["object"] for e in manifest.get("exclude", [])),
-            )
-        )
+    manifests = [_manifest(m, versions, where, item["name"]) for m in item.get("manifests", [])]
+    cluster_crds = [
+        _manifest(m, versions, where, item["name"]) for m in item.get("clusterCRDs", [])
+    ]
     return Component(
         name=item["name"],
         plane=item["plane"],
@@ -316,6 +302,27 @@ def _component(item: dict, versions: dict[str, str], line: int) -> Component:
         line=line,
         manifests=tuple(manifests),
         kinds=tuple(item.get("kinds") or ()),
+        cluster_crds=tuple(cluster_crds),
+    )
+
+
+def _manifest(item: dict, versions: dict[str, str], where: str, component: str) -> ManifestSpec:
+    key = item["version"]
+    if key not in versions:
+        raise EksinfError(
+            f"{where}: component {component!r} manifest {item['name']!r} names "
+            f"version key {key}, which versions.env does not define",
+            hint=f"Add {key}=<version> to versions.env.",
+            exit_code=CONTRACT,
+        )
+    return ManifestSpec(
+        name=item["name"],
+        url_template=item["url"],
+        mirror_template=item["mirrorFile"],
+        version_key=key,
+        version=versions[key],
+        namespace=item.get("namespace", ""),
+        exclude=tuple(e["object"] for e in item.get("exclude", [])),
     )
 
 

@@ -2,7 +2,10 @@
 Kubernetes API only. Argo CD's Applications (sync, health), the ACK objects (ACK.ResourceSynced,
 ACK.Terminal with its message), Karpenter (NodePools, NodeClaims launched/registered, instance
 types), and each inference Deployment (available replicas, and `/v1/models` of its Service
-through the API server's service proxy listing the profile's modelId).
+through the API server's service proxy listing the profile's modelId). On a HyperPod target,
+each InferenceEndpointConfig: serving is its ready pods and the CR's deployment state, checked
+with `/v1/models` through the pod proxy; SageMaker endpoint registration is a sub-status that
+never decides serving (an endpoint can serve behind its ALB while registration is pending).
 
 Every row has a `state`: healthy | degraded | unknown. Unknown (no answer, no status yet, a
 failed read) is reported as such and never counts as healthy. `collect` does the reads;
@@ -26,6 +29,9 @@ NODECLAIMS = resource_path("karpenter.sh/v1", "NodeClaim")
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 INFERENCE_COMPONENT = "inference-workloads"
+HYPERPOD_COMPONENT = "hyperpod-inference"
+ENDPOINT_CONFIG = ("inference.sagemaker.aws.amazon.com/v1", "InferenceEndpointConfig")
+COMPLETE = "DeploymentComplete"  # the CRD's status.state enum (and the deployment's state)
 
 
 def _condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
@@ -150,6 +156,10 @@ def deployment_row(
 def models_check(kube: KubeClient, namespace: str, service: str, port: int, model: str) -> dict:
     """GET /v1/models through the API server's service proxy; healthy when it lists `model`."""
     path = f"/api/v1/namespaces/{namespace}/services/{service}:{port}/proxy/v1/models"
+    return _models(kube, path, model)
+
+
+def _models(kube: KubeClient, path: str, model: str) -> dict:
     try:
         answer = kube.get(path)
     except EksinfError as exc:
@@ -166,6 +176,72 @@ def models_check(kube: KubeClient, namespace: str, service: str, port: int, mode
     }
 
 
+def _ready(pod: dict[str, Any]) -> bool:
+    return (_condition(pod, "Ready") or {}).get("status") == "True"
+
+
+def registration_of(obj: dict[str, Any]) -> dict[str, Any]:
+    """SageMaker endpoint registration, a sub-status: the CR's endpoints.sagemaker.state and
+    its top-level state (DeploymentInProgress until registration completes)."""
+    status = obj.get("status") or {}
+    sagemaker = (status.get("endpoints") or {}).get("sagemaker") or {}
+    state = sagemaker.get("state")
+    done = state == "InService" and status.get("state") == COMPLETE
+    return {
+        "endpoint": (obj.get("spec") or {}).get("endpointName") or None,
+        "state": state or "not registered yet",
+        "crState": status.get("state") or "Unknown",
+        "pending": not done,
+    }
+
+
+def endpoint_config_row(
+    label: str, obj: dict[str, Any] | None, pods: list[dict[str, Any]], check: dict | None
+) -> dict[str, Any]:
+    """An InferenceEndpointConfig: serving from its ready pods and the deployment state the CR
+    reports, then `/v1/models` of a ready pod; registration is reported beside, never in the
+    state (a pod can serve while the CR's top-level state is still DeploymentInProgress)."""
+    if obj is None:
+        return {"endpointConfig": label, "state": DEGRADED, "message": "absent"}
+    status = obj.get("status") or {}
+    deployment = status.get("deploymentStatus") or {}
+    overall = deployment.get("deploymentObjectOverallState") or "Unknown"
+    wanted = int((obj.get("spec") or {}).get("replicas", 1))
+    ready = sum(1 for p in pods if _ready(p))
+    registration = registration_of(obj)
+    if status.get("state") == "DeploymentFailed" or overall == "DeploymentFailed":
+        state = DEGRADED
+        message = str(deployment.get("message") or status.get("state"))
+    elif ready and overall == COMPLETE:
+        state = HEALTHY if check is None else check["state"]
+        message = f"{ready}/{wanted} pod(s) ready, deployment {overall}"
+        if check is not None and check["state"] != HEALTHY:
+            message += "; endpoint not serving"
+    else:
+        state = UNKNOWN  # still deploying: not serving yet, and not failed
+        message = f"{ready}/{wanted} pod(s) ready, deployment {overall}"
+    if state == HEALTHY and registration["pending"]:
+        message += f"; serving, SageMaker registration pending ({registration['state']})"
+    return {
+        "endpointConfig": label,
+        "replicas": wanted,
+        "ready": ready,
+        "deployment": overall,
+        "state": state,
+        "message": message,
+        "endpoint": check,
+        "registration": registration,
+    }
+
+
+def pod_models_check(
+    kube: KubeClient, namespace: str, pod: str, port: int, model: str
+) -> dict[str, Any]:
+    """GET /v1/models of one pod through the API server's pod proxy."""
+    path = f"/api/v1/namespaces/{namespace}/pods/{pod}:{port}/proxy/v1/models"
+    return _models(kube, path, model)
+
+
 # ---- reading a cluster -----------------------------------------------------------------------
 
 
@@ -177,6 +253,8 @@ class Plan:
     ack: tuple[tuple[str, str], ...]  # (label, REST path)
     deployments: tuple[tuple[str, str, str, dict], ...]  # (label, path, namespace, template labels)
     services: tuple[tuple[str, str, int, dict], ...]  # (namespace, name, port, selector)
+    endpoint_configs: tuple[tuple[str, str, str, int], ...] = ()  # (label, path, namespace, port)
+    karpenter: bool = True  # a HyperPod target has no Karpenter to read
 
 
 def plan_for(configs: Path, plane: str, components: list[str], variant: str) -> Plan:
@@ -199,7 +277,25 @@ def plan_for(configs: Path, plane: str, components: list[str], variant: str) -> 
             elif r.kind == "Service" and r.spec.get("ports"):
                 port = int(r.spec["ports"][0].get("port"))
                 services.append((r.namespace or "", r.name, port, r.spec.get("selector") or {}))
-    return Plan(apps, ack, tuple(deployments), tuple(services))
+    configs_ = []
+    if plane == "workload" and HYPERPOD_COMPONENT in components:
+        for r in resources(read_units(configs, [HYPERPOD_COMPONENT])):
+            if (r.api_version, r.kind) == ENDPOINT_CONFIG:
+                port = int(
+                    ((r.spec.get("worker") or {}).get("modelInvocationPort") or {}).get(
+                        "containerPort", 8080
+                    )
+                )
+                path = resource_path(r.api_version, r.kind, r.namespace, r.name)
+                configs_.append((f"{r.namespace}/{r.name}", path, r.namespace or "", port))
+    return Plan(
+        apps,
+        ack,
+        tuple(deployments),
+        tuple(services),
+        tuple(configs_),
+        karpenter="karpenter" in components,
+    )
 
 
 def collect(
@@ -227,12 +323,13 @@ def collect(
             except EksinfError as exc:
                 rows.append(ack_row(label, None, exc.message))
         report["ack"] = rows
-    else:
+    elif plan.karpenter:
         try:
             pools, claims = kube.items(NODEPOOLS), kube.items(NODECLAIMS)
             report["karpenter"] = karpenter_rows(pools, claims)
         except EksinfError as exc:
             report["karpenter"] = [{"state": UNKNOWN, "message": exc.message}]
+    if plane == "workload":
         rows = []
         for label, path, namespace, labels in plan.deployments:
             service = next(
@@ -254,15 +351,46 @@ def collect(
                 endpoint = models_check(kube, service[0], service[1], service[2], model)
             rows.append(deployment_row(label, obj, endpoint))
         report["inference"] = rows
+        if plan.endpoint_configs:
+            report["hyperpod"] = [
+                _endpoint_config(kube, label, path, ns, port, model)
+                for label, path, ns, port in plan.endpoint_configs
+            ]
     states = [
         r["state"]
-        for key in ("argocd", "ack", "karpenter", "inference")
+        for key in ("argocd", "ack", "karpenter", "inference", "hyperpod")
         for r in report.get(key, [])
     ]
     report["state"] = (
         DEGRADED if DEGRADED in states else UNKNOWN if UNKNOWN in states or not states else HEALTHY
     )
     return report
+
+
+def _endpoint_config(
+    kube: KubeClient, label: str, path: str, namespace: str, port: int, model: str
+) -> dict[str, Any]:
+    """Read one InferenceEndpointConfig, its pods (by the selector the CR reports) and, when a
+    pod is ready, its `/v1/models`."""
+    from urllib.parse import quote
+
+    try:
+        obj = kube.get(path)
+        selector = str(((obj or {}).get("status") or {}).get("selector") or "")
+        pods = (
+            kube.items(f"/api/v1/namespaces/{namespace}/pods?labelSelector={quote(selector)}")
+            if selector
+            else []
+        )
+    except EksinfError as exc:
+        return {"endpointConfig": label, "state": UNKNOWN, "message": exc.message}
+    ready = [p for p in pods if _ready(p)]
+    check = (
+        pod_models_check(kube, namespace, ready[0]["metadata"]["name"], port, model)
+        if ready
+        else None
+    )
+    return endpoint_config_row(label, obj, pods, check)
 
 
 def format_text(report: dict[str, Any]) -> list[str]:
@@ -290,4 +418,14 @@ def format_text(report: dict[str, Any]) -> list[str]:
         ep = r.get("endpoint")
         serving = f"; {ep['path'].split('/proxy')[1]}: {ep['message']}" if ep else ""
         lines.append(f"  model   {r['deployment']:<30} {r['message']}{serving} {r['state']}")
+    for r in report.get("hyperpod", []):
+        reg = r.get("registration")
+        sub = (
+            f"; registration {reg['state']} (CR {reg['crState']})"
+            if reg and reg["pending"]
+            else "; registered"
+            if reg
+            else ""
+        )
+        lines.append(f"  model   {r['endpointConfig']:<30} {r['message']}{sub} {r['state']}")
     return lines

@@ -37,7 +37,7 @@ class InstanceRow:
 
     @property
     def gpu(self) -> bool:
-        return bool(_GPU_FAMILY.match(self.type))
+        return bool(_GPU_FAMILY.match(self.type.removeprefix("ml.")))  # ml.g5.2xlarge: a g5
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,9 @@ class RawStatus:
     instances: tuple[dict[str, Any], ...]
     nat_gateways: tuple[dict[str, Any], ...]
     cluster: dict[str, Any] | None
+    # A consumed HyperPod cluster's instances (sagemaker ListClusterNodes): SageMaker's, not
+    # EC2 instances of this account, so DescribeInstances never lists them.
+    hyperpod_nodes: tuple[dict[str, Any], ...] = ()
 
 
 def stack_instances(session: AwsSession, scope: StackScope, states=BILLING_STATES) -> list[dict]:
@@ -154,13 +157,45 @@ def describe_cluster(session: AwsSession, name: str) -> dict | None:
         raise translate(exc, f"describing EKS cluster {name} (eks describe-cluster)") from exc
 
 
-def collect(session: AwsSession, scope: StackScope) -> RawStatus:
+def hyperpod_nodes(session: AwsSession, cluster: str) -> list[dict]:
+    """Every instance of a HyperPod cluster (name or ARN), by instance group."""
+    with aws_errors(
+        f"listing HyperPod cluster {cluster}'s instances (sagemaker list-cluster-nodes)"
+    ):
+        return paginate(
+            session.client("sagemaker"),
+            "list_cluster_nodes",
+            "ClusterNodeSummaries",
+            ClusterName=cluster,
+        )
+
+
+def collect(session: AwsSession, scope: StackScope, hyperpod: str | None = None) -> RawStatus:
+    """`hyperpod`: also list that HyperPod cluster's instances (a hyperpod-eks target)."""
     account = session.caller.account
     return RawStatus(
         account=account,
         instances=tuple(stack_instances(session, scope)),
         nat_gateways=tuple(stack_nat_gateways(session, scope)),
         cluster=describe_cluster(session, scope.cluster),
+        hyperpod_nodes=tuple(hyperpod_nodes(session, hyperpod)) if hyperpod else (),
+    )
+
+
+def hyperpod_row(node: dict[str, Any], region: str, prices: PriceTable) -> InstanceRow:
+    """A HyperPod instance, priced from the same table at its ml.* type: the table lists no
+    ml.* rate yet, so it is unknown, never zero (and never the EC2 rate of the type behind)."""
+    itype = str(node["InstanceType"])
+    rate = prices.instance_rate(region, itype)
+    return InstanceRow(
+        id=str(node["InstanceId"]),
+        type=itype,
+        pool=f"instance-group/{node['InstanceGroupName']}",
+        state=str((node.get("InstanceStatus") or {}).get("Status", "?")),
+        zone="",
+        hourly=rate,
+        price_source="table" if rate is not None else "unknown",
+        price_read_at=prices.as_of if rate is not None else None,
     )
 
 
@@ -208,6 +243,7 @@ def build_status(
                 price_read_at=read_at,
             )
         )
+    rows += [hyperpod_row(node, region, prices) for node in raw.hyperpod_nodes]
     fixed = []
     if raw.cluster is not None and raw.cluster.get("status") != "DELETING":
         fixed.append(
@@ -231,7 +267,13 @@ def build_status(
                 f"account {account}, but these credentials are account {raw.account}; this "
                 "report describes the wrong account"
             )
-    gpus = [r for r in rows if r.gpu]
+    held = sorted({r.type for r in rows if r.gpu and r.pool.startswith("instance-group/")})
+    if held:
+        warnings.append(
+            f"HyperPod GPU instance(s) ({', '.join(held)}) are held by their instance groups "
+            "whether or not a model runs; eksinf never changes HyperPod capacity"
+        )
+    gpus = [r for r in rows if r.gpu and not r.pool.startswith("instance-group/")]
     if gpus:
         warnings.append(
             f"{len(gpus)} GPU node(s) running ({', '.join(sorted({r.type for r in gpus}))}): "

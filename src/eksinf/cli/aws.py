@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from ..errors import ENVIRONMENT, EksinfError
+from ..errors import ENVIRONMENT, USAGE, EksinfError
 from ..model.names import apps_space, kubeconfig_path
-from ..model.targets import DEFAULT_KIND, KIND_HELP, target_kind
+from ..model.targets import DEFAULT_KIND, HYPERPOD_EKS, KIND_HELP, target_kind
 from .common import JSON_OPTION, emit_json, print_table, progress, state
 
 # The AWS stages pull in boto3/botocore and requests (~0.2 s): each command imports what it
@@ -101,6 +101,12 @@ def status_cmd(
         "CD, ACK, Karpenter, model endpoints) instead of EC2 and costs.",
     ),
     variant: str = typer.Option("dev", "--variant", help="With --plane: the deployed variant."),
+    kind: str = typer.Option(
+        DEFAULT_KIND,
+        "--kind",
+        help="The target's kind: which components --plane reads; hyperpod-eks also lists and "
+        "prices the HyperPod cluster's instances (spec.hyperpod.clusterName).",
+    ),
     argocd_namespace: str = ARGOCD_NS_OPTION,
     watch: float = typer.Option(
         0, "--watch", help="With --plane: refresh every SECONDS until interrupted."
@@ -115,16 +121,32 @@ def status_cmd(
     from ..aws.kube import KubeClient
     from ..prices import load_prices
 
+    chosen = target_kind(kind)
     if plane is not None:
         _serving_status(
-            ctx, plane, workload_kubeconfig, variant, argocd_namespace, watch, count, json_out
+            ctx,
+            plane,
+            workload_kubeconfig,
+            variant,
+            chosen.name,
+            argocd_namespace,
+            watch,
+            count,
+            json_out,
         )
         return
 
     scope = stack_scope(ctx, region)
+    hyperpod = None
+    if chosen.name == HYPERPOD_EKS:
+        from ..aws.contract.hyperpod import expected
+        from ..profile import load_profile
+
+        stack = state(ctx).stack()
+        hyperpod = expected(load_profile(stack), stack.versions).name
     try:
         session = aws_session(scope, aws_profile)
-        raw = status_mod.collect(session, scope)
+        raw = status_mod.collect(session, scope, hyperpod)
     except EksinfError as exc:
         # Unknown is not zero: say UNKNOWN with the reason, never print an empty list.
         if json_out:
@@ -198,6 +220,7 @@ def _serving_status(
     plane: str,
     kubeconfig: Path | None,
     variant: str,
+    kind: str,
     argocd_namespace: str,
     watch: float,
     count: int,
@@ -219,7 +242,7 @@ def _serving_status(
         )
     model = str(load_profile(stack).spec.get("modelId", ""))
     plan = serving.plan_for(
-        stack.configs_dir, plane, [c.name for c in stack.select(plane=plane)], variant
+        stack.configs_dir, plane, [c.name for c in stack.select(plane=plane, kind=kind)], variant
     )
     kube = KubeClient.from_kubeconfig(Path(path))
     shown = 0
@@ -549,6 +572,12 @@ def enroll_cluster_cmd(
         None, "--eks-cluster", help="EKS cluster name. Default: the profile's clusterName."
     ),
     kind: str = typer.Option(DEFAULT_KIND, "--kind", help=KIND_HELP),
+    hyperpod_cluster: str = typer.Option(
+        None,
+        "--hyperpod-cluster",
+        help="With --kind hyperpod-eks: the HyperPod cluster, NAME or ARN. Default: the "
+        "profile's spec.hyperpod.clusterName.",
+    ),
     region: str = REGION_OPTION,
     kubeconfig: Path = typer.Option(
         None,
@@ -577,10 +606,13 @@ def enroll_cluster_cmd(
     from ..aws import contract, enroll
     from ..flows import enroll as enroll_flow
 
+    chosen = target_kind(kind)
+    if hyperpod_cluster and chosen.name != HYPERPOD_EKS:
+        raise EksinfError("--hyperpod-cluster is only for --kind hyperpod-eks", exit_code=USAGE)
     if list_checks:
-        rows = contract.table()
+        rows = contract.table(chosen.name)
         if markdown:
-            typer.echo(contract.markdown(), nl=False)
+            typer.echo(contract.markdown(chosen.name), nl=False)
         elif json_out:
             emit_json(rows)
         else:
@@ -588,9 +620,14 @@ def enroll_cluster_cmd(
         return
     if not name:
         raise EksinfError("enroll cluster needs --name", exit_code=2)
-    chosen = target_kind(kind)
     stack = state(ctx).stack()
     scope = contract.with_cluster(stack_scope(ctx, region), eks_cluster, region)
+    expected = None
+    if chosen.name == HYPERPOD_EKS:  # the profile's spec.hyperpod, before any AWS call
+        from ..aws.contract import hyperpod
+        from ..profile import load_profile
+
+        expected = hyperpod.expected(load_profile(stack), stack.versions, hyperpod_cluster)
     session = aws_session(scope, aws_profile)
     access = enroll.cluster_access(stack.root, name, scope, session, kubeconfig)
     report = contract.check_cluster(
@@ -602,6 +639,7 @@ def enroll_cluster_cmd(
         argocd_namespace=argocd_namespace,
         install_argocd=not no_argocd,
         kind=chosen,
+        hyperpod=expected,
     )
     if not json_out:
         _print_checks(report)
@@ -617,7 +655,8 @@ def enroll_cluster_cmd(
         raise EksinfError(
             f"cluster {scope.cluster} does not meet the contract "
             f"({len(report.violations)} element(s) missing); nothing was wired",
-            hint="Apply the fixes above and re-run; see docs/contract.md.",
+            hint="Apply the fixes above and re-run; see "
+            + ("docs/hyperpod.md." if chosen.name == HYPERPOD_EKS else "docs/contract.md."),
             exit_code=3,
         )
     user, password = os.environ.get("EKSINF_OCI_USERNAME"), os.environ.get("EKSINF_OCI_PASSWORD")

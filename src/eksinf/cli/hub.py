@@ -14,6 +14,7 @@ import typer
 from .. import links as links_mod
 from ..errors import USAGE, EksinfError
 from ..model.names import MANAGED_BY, profile_space, variant_space
+from ..model.targets import DEFAULT_KIND
 from .common import JSON_OPTION, MIRROR_OPTION, emit_json, progress, state
 from .links import binding_rows, print_binding_table
 
@@ -142,6 +143,13 @@ def deploy_cmd(
     no_sync: bool = NO_SYNC_OPTION,
     sync_timeout: float = SYNC_TIMEOUT_OPTION,
     argocd_namespace: str = ARGOCD_NAMESPACE_OPTION,
+    serve_timeout: float = typer.Option(
+        0,
+        "--serve-timeout",
+        help="Then wait up to SECONDS until the plane serves (status --plane), through the "
+        "target's kubeconfig; 0: do not wait. Success means serving; a HyperPod endpoint's "
+        "pending SageMaker registration is reported, not waited for.",
+    ),
     hub_choice: str = HUB_OPTION,
     json_out: bool = JSON_OPTION,
 ) -> None:
@@ -149,7 +157,7 @@ def deploy_cmd(
     then ask the target's Argo CD to refresh what was published (unless --no-sync)."""
     from ..flows import deploy as flow
 
-    sync = None
+    sync = served = None
     with _hub(ctx, hub_choice) as (hub, stack):
         report = flow.deploy(
             hub, stack, plane=plane, target=target, variant=variant, dry_run=dry_run, say=progress
@@ -161,28 +169,58 @@ def deploy_cmd(
                 hub, stack.root, target, report.published, argocd_namespace, sync_timeout,
                 say=progress,
             )  # fmt: skip
+    if serve_timeout > 0 and not dry_run:
+        from ..flows import targets
+        from ..profile import load_profile
+
+        served = targets.wait_serving(
+            stack, target, plane, report.kind, variant, str(load_profile(stack).spec["modelId"]),
+            argocd_namespace, serve_timeout, say=progress,
+        )  # fmt: skip
     if sync is not None and sync["status"] == "timeout":
         progress(
             f"warning: not Synced within {int(sync_timeout)} s: {', '.join(sync['notSynced'])} "
             "(published; Argo CD will still pick the release up at its next poll)"
         )
     if json_out:
-        emit_json({**report.to_json(), "sync": sync})
-        return
-    if not dry_run:
+        body = {**report.to_json(), "sync": sync}
+        if served is not None:
+            body["serving"] = {k: v for k, v in served.items() if k != "lines"}
+        emit_json(body)
+    elif not dry_run:
         typer.echo(
             f"Deployed plane {plane} ({variant}) to {target}: {len(report.created)} created, "
             f"{len(report.published)} published, {len(report.current)} already current."
             + ("" if report.changed else " Nothing changed.")
         )
-    if sync is not None and sync["status"] == "skipped":
+    if sync is not None and not json_out and sync["status"] == "skipped":
         typer.echo(f"sync: skipped ({sync['reason']})")
-    elif sync is not None:
+    elif sync is not None and not json_out:
         slowest = max(sync["seconds"].values(), default=0.0)
         typer.echo(
             f"sync: {len(sync['refreshed'])} Application(s) refreshed; "
             f"{len(sync['seconds'])} Synced at the new release (slowest {slowest} s)"
             + (f"; not yet: {', '.join(sync['notSynced'])}" if sync["notSynced"] else "")
+        )
+    if served is not None:
+        _report_serving(served, plane, serve_timeout, json_out)
+
+
+def _report_serving(served: dict, plane: str, timeout: float, json_out: bool) -> None:
+    """Deploy succeeds when the plane serves; registration still pending is said, not failed."""
+    if served["status"] == "skipped":
+        progress(f"serving: not checked ({served['reason']})")
+        return
+    if not json_out:
+        for line in served["lines"]:
+            typer.echo(line)
+    for name in served["registrationPending"]:
+        progress(f"serving: {name} serves; its SageMaker endpoint registration is still pending")
+    if served["status"] != "serving":
+        raise EksinfError(
+            f"{plane} plane published but not serving within {int(timeout)} s",
+            hint="eksinf status --plane ... --watch 30 shows it converge; see docs/status.md.",
+            exit_code=1,
         )
 
 
@@ -459,12 +497,22 @@ def release_list(
 
 # ---- sandbox ----------------------------------------------------------------------------
 
+# Variant spaces are per component, not per target: a second sandbox (of another kind, say)
+# needs its own variant, so it defaults to the sandbox's name ("sandbox" for the default one).
+SANDBOX_VARIANT_OPTION = typer.Option(None, "--variant", help="Default: the sandbox's --name.")
+
 
 @sandbox_app.command("up")
 def sandbox_up(
     ctx: typer.Context,
     name: str = typer.Option("sandbox", "--name", help="Prefix of the stand-in target spaces."),
-    variant: str = typer.Option("sandbox", "--variant"),
+    variant: str = SANDBOX_VARIANT_OPTION,
+    target_kind: str = typer.Option(
+        DEFAULT_KIND,
+        "--target-kind",
+        help="The kind the stand-in targets record, which picks each plane's components "
+        "(hyperpod-eks: the model as an InferenceEndpointConfig, no Karpenter).",
+    ),
     mirror: Path = MIRROR_OPTION,
     hub_choice: str = HUB_OPTION,
     json_out: bool = JSON_OPTION,
@@ -473,9 +521,16 @@ def sandbox_up(
     resolve and publish (to an OCI layout under .eksinf/). Creates no infrastructure."""
     from ..flows import sandbox as sandbox_flow
 
+    variant = variant or name
     with _hub(ctx, hub_choice) as (hub, stack):
         report = sandbox_flow.sandbox_up(
-            hub, stack, name=name, variant=variant, mirror=mirror, say=progress
+            hub,
+            stack,
+            name=name,
+            variant=variant,
+            mirror=mirror,
+            kind=target_kind,
+            say=progress,
         )
     if json_out:
         emit_json(report.to_json())
@@ -485,8 +540,10 @@ def sandbox_up(
         typer.echo(f"sandbox {name} is up: {published} release(s) published.")
     else:
         typer.echo(f"sandbox {name} is up: nothing changed.")
+    workload = [c for p in report.planes if p.plane == "workload" for c in p.created + p.existing]
     typer.echo(
-        f"next: eksinf hub units --space {variant_space('karpenter', variant)}; eksinf sandbox down --name {name} --yes"
+        f"next: eksinf hub units --space {workload[-1] if workload else variant_space('karpenter', variant)}; "
+        f"eksinf sandbox down --name {name} --yes"
     )
 
 
@@ -494,7 +551,7 @@ def sandbox_up(
 def sandbox_down(
     ctx: typer.Context,
     name: str = typer.Option("sandbox", "--name"),
-    variant: str = typer.Option("sandbox", "--variant"),
+    variant: str = SANDBOX_VARIANT_OPTION,
     keep_bases: bool = typer.Option(
         False,
         "--keep-bases",
@@ -507,6 +564,7 @@ def sandbox_down(
     """Delete everything `sandbox up` created, in an order the hub accepts."""
     from ..flows import sandbox as sandbox_flow
 
+    variant = variant or name
     with _hub(ctx, hub_choice) as (hub, stack):
         plan = sandbox_flow.sandbox_down_plan(
             hub, stack, name=name, variant=variant, keep_bases=keep_bases

@@ -22,6 +22,7 @@ from ..model.names import (
     sandbox_spaces,
     variant_space,
 )
+from ..model.targets import DEFAULT_KIND, kind_labels, kind_of, target_kind
 from ..stack import Stack
 from .deploy import (
     DeployReport,
@@ -101,10 +102,23 @@ def sandbox_up(
     name: str = "sandbox",
     variant: str = "sandbox",
     mirror: Path | None = None,
+    kind: str = DEFAULT_KIND,
     say: Say = quiet,
 ) -> SandboxReport:
+    """`kind`: the target kind both stand-in targets record (model/targets.py), which picks each
+    plane's components, as on a real target of that kind."""
     from ..profile import load_profile
 
+    chosen = target_kind(kind)
+    for space in sandbox_spaces(name):  # refuse before anything changes
+        if hub.space_exists(space) and kind_of(hub.get_space(space).labels) != chosen:
+            raise EksinfError(
+                f"sandbox {name} exists as kind {kind_of(hub.get_space(space).labels).name}, "
+                f"not {chosen.name}",
+                f"Take it down first (eksinf sandbox down --name {name} --yes), or use another "
+                "--name for this kind.",
+                CONTRACT,
+            )
     load_profile(stack)  # lint's profile checks, before anything is rendered or installed
     if hub.space_exists(profile_space(variant)):
         checked_profile_doc(hub, variant)
@@ -121,7 +135,9 @@ def sandbox_up(
         created.append(profile_space(variant))
     registry = sandbox_registry(stack)
     for space in sandbox_spaces(name):
-        if ensure_target_space(hub, space, registry, owner_labels(Mode="sandbox")):
+        if ensure_target_space(
+            hub, space, registry, owner_labels(Mode="sandbox", **kind_labels(chosen))
+        ):
             created.append(space)
     checkpoint("sandbox.targets")
     planes = []

@@ -262,3 +262,51 @@ def sync_after_publish(
         "notSynced": late,
         "timeout": timeout,
     }
+
+
+def wait_serving(
+    stack: Any,
+    target: str,
+    plane: str,
+    kind: str,
+    variant: str,
+    model: str,
+    argocd_namespace: str,
+    timeout: float,
+    poll: float = 10.0,
+    say: Any = lambda _m: None,
+    sleep: Any = None,
+) -> dict[str, Any]:
+    """After a deploy: poll the target's plane (aws.serving) until it serves or `timeout`
+    passes. Serving decides; a HyperPod endpoint's pending SageMaker registration is reported
+    beside it (`registrationPending`), never waited for."""
+    import time
+
+    from ..aws import serving
+    from ..aws.kube import KubeClient
+
+    space = target.split("/", 1)[0]
+    path = kubeconfig_path(stack.root, space)
+    if not path.is_file():
+        return {"status": "skipped", "reason": f"no kubeconfig for target {space} ({path})"}
+    components = [c.name for c in stack.select(plane=plane, kind=kind)]
+    plan = serving.plan_for(stack.configs_dir, plane, components, variant)
+    kube = KubeClient.from_kubeconfig(path)
+    started = time.monotonic()
+    while True:
+        report = serving.collect(kube, plan, argocd_namespace, model, plane)
+        if report["state"] == serving.HEALTHY or time.monotonic() - started >= timeout:
+            break
+        say(f"serving: {plane} plane {report['state']}; polling again in {poll:g} s")
+        (sleep or time.sleep)(poll)
+    pending = [
+        r["endpointConfig"]
+        for r in report.get("hyperpod", [])
+        if (r.get("registration") or {}).get("pending")
+    ]
+    return {
+        "status": "serving" if report["state"] == serving.HEALTHY else "timeout",
+        "registrationPending": pending,
+        "report": report,
+        "lines": serving.format_text(report),
+    }

@@ -37,8 +37,16 @@ KINDS: dict[str, TargetKind] = {
             "a bring-your-own EKS cluster: created elsewhere, consumed by name",
             cluster_by_name=True,
         ),
+        TargetKind(
+            "hyperpod-eks",
+            "a SageMaker HyperPod cluster orchestrated by EKS, consumed, never created: the model "
+            "runs as the HyperPod inference operator's InferenceEndpointConfig on its instance "
+            "groups (docs/hyperpod.md)",
+            cluster_by_name=True,
+        ),
     )
 }
+HYPERPOD_EKS = "hyperpod-eks"  # the kind whose capacity is HyperPod instance groups
 DEFAULT_KIND = "eks"
 
 

@@ -328,7 +328,11 @@ def validate_stack(stack: Any) -> StackReport:
 
     units = configs.read_units(stack.configs_dir)
     bindings = links.load_bindings(stack)
-    admission = Admission(crds_of(units), stack.kube_version)
+    from .provided import cluster_crd_units
+
+    admission = Admission(
+        {**crds_of(cluster_crd_units(stack)), **crds_of(units)}, stack.kube_version
+    )
     raw = admission.check_units(
         units, lambda key: f"configs/{key}.yaml", bound_paths(units, bindings)
     )

@@ -12,6 +12,7 @@ from ...stack import Stack
 from ..kube import KubeClient
 from ..scope import StackScope
 from ..session import AwsSession
+from . import hyperpod_rules  # noqa: F401  (registers the hyperpod-eks rules in RULES)
 from .facts import (
     ADMIN_POLICY,
     Facts,
@@ -20,7 +21,8 @@ from .facts import (
     gather,
     stack_needs,
 )
-from .rules import RULES, Check, evaluate, markdown, table
+from .hyperpod import HyperPodFacts, gather_hyperpod
+from .rules import RULES, Check, evaluate, markdown, rules_for, table
 
 __all__ = [
     "ADMIN_POLICY",
@@ -35,6 +37,7 @@ __all__ = [
     "markdown",
     "missing_lines",
     "needs_for",
+    "rules_for",
     "stack_needs",
     "table",
     "trusted_actions",
@@ -86,9 +89,16 @@ def check_cluster(
     argocd_namespace: str = "argocd",
     install_argocd: bool = False,
     kind: TargetKind = KINDS[DEFAULT_KIND],
+    hyperpod: HyperPodFacts | None = None,
 ) -> ContractReport:
+    """Gather and judge the rules of the target's kind. A hyperpod-eks target passes
+    `hyperpod` (hyperpod.expected: the HyperPod cluster and what the profile expects of it)."""
     facts = gather(session, scope, needs, kube, grant, argocd_namespace)
-    checks = evaluate(facts, scope, needs, kube is not None, argocd_namespace, install_argocd, kind)
+    if hyperpod is not None:
+        hyperpod = gather_hyperpod(session, hyperpod, facts.cluster, kube)
+    checks = evaluate(
+        facts, scope, needs, kube is not None, argocd_namespace, install_argocd, kind, hyperpod
+    )
     return ContractReport(scope.cluster, scope.region, tuple(checks))
 
 

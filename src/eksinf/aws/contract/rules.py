@@ -17,7 +17,7 @@ from ...model import iam
 from ...model.addons import same_values
 from ...model.iam import POD_IDENTITY_ACTIONS, POD_IDENTITY_SERVICE
 from ...model.names import DISCOVERY_KEY
-from ...model.targets import DEFAULT_KIND, KINDS, TargetKind
+from ...model.targets import DEFAULT_KIND, HYPERPOD_EKS, KINDS, TargetKind
 from ..scope import StackScope
 from .facts import (
     ADMIN_POLICY,
@@ -31,8 +31,13 @@ from .facts import (
     has_admin,
     version_of,
 )
+from .hyperpod import HyperPodFacts
 
 ANCHOR = "docs/contract.md#elements"
+# Which target kinds a rule judges (model/targets.py names the kinds). A Karpenter-built EKS
+# cluster gets the Karpenter elements; a HyperPod cluster gets its own (hyperpod_rules.py).
+EKS_KINDS = tuple(k for k in KINDS if k != HYPERPOD_EKS)
+EVERY_KIND = tuple(KINDS)
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,7 @@ class Context:
     argocd_namespace: str
     install_argocd: bool = False  # enroll installs the pinned Argo CD when it is absent
     kind: TargetKind = KINDS[DEFAULT_KIND]  # what `--kind` says the cluster is
+    hyperpod: HyperPodFacts | None = None  # gathered for a hyperpod-eks target only
 
     @property
     def entry_missing(self) -> bool:
@@ -108,6 +114,7 @@ class Rule:
     anchor: str
     summary: str
     run: RuleFn
+    kinds: tuple[str, ...] = EKS_KINDS  # the target kinds it judges
 
 
 RULES: list[Rule] = []
@@ -115,20 +122,33 @@ SEVERITIES = ("required", "advisory")
 
 
 def rule(
-    name: str, *, severity: str, element: str, call: str, fix: str, why: str, anchor: str = ANCHOR
+    name: str,
+    *,
+    severity: str,
+    element: str,
+    call: str,
+    fix: str,
+    why: str,
+    anchor: str = ANCHOR,
+    kinds: tuple[str, ...] = EKS_KINDS,
 ) -> Callable[[RuleFn], RuleFn]:
     """Register a rule in the table, in evaluation order."""
     assert severity in SEVERITIES, severity
 
     def register(fn: RuleFn) -> RuleFn:
         summary = " ".join((fn.__doc__ or "").split("\n\n")[0].split())
-        RULES.append(Rule(name, severity, element, call, fix, why, anchor, summary, fn))
+        RULES.append(Rule(name, severity, element, call, fix, why, anchor, summary, fn, kinds))
         return fn
 
     return register
 
 
-def table() -> list[dict[str, str]]:
+def rules_for(kind: str) -> list[Rule]:
+    """The rules that judge a target of `kind`, in table order."""
+    return [r for r in RULES if kind in r.kinds]
+
+
+def table(kind: str = DEFAULT_KIND) -> list[dict[str, str]]:
     return [
         {
             "name": r.name,
@@ -140,17 +160,18 @@ def table() -> list[dict[str, str]]:
             "fix": r.fix,
             "why": r.why,
         }
-        for r in RULES
+        for r in rules_for(kind)
     ]
 
 
-def markdown() -> str:
-    """The table docs/contract.md carries between its `checks` markers (tests compare them)."""
+def markdown(kind: str = DEFAULT_KIND) -> str:
+    """The table docs/contract.md (eks) or docs/hyperpod.md (hyperpod-eks) carries between
+    its `checks` markers (tests compare them)."""
     lines = [
         "| check | element | call that proves it | fix | severity | why |",
         "|---|---|---|---|---|---|",
     ]
-    for r in RULES:
+    for r in rules_for(kind):
         cells = (f"`{r.name}`", r.element, r.call, r.fix, r.severity, r.why)
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines) + "\n"
@@ -164,13 +185,14 @@ def evaluate(
     argocd_namespace: str,
     install_argocd: bool = False,
     kind: TargetKind = KINDS[DEFAULT_KIND],
+    hyperpod: HyperPodFacts | None = None,
 ) -> list[Check]:
-    """Judge the gathered facts with every rule, in table order: pure, so every rule is tested
-    without AWS. With no cluster at all, only cluster-active speaks: every other element hangs
-    off the cluster."""
-    ctx = Context(facts, scope, needs, kube_used, argocd_namespace, install_argocd, kind)
+    """Judge the gathered facts with every rule of the target's kind, in table order: pure, so
+    every rule is tested without AWS. With no cluster at all, only cluster-active speaks: every
+    other element hangs off the cluster."""
+    ctx = Context(facts, scope, needs, kube_used, argocd_namespace, install_argocd, kind, hyperpod)
     checks: list[Check] = []
-    for entry in RULES:
+    for entry in rules_for(kind.name):
         # The table's severity is the one documented, so it is the one that blocks (a check
         # that did not apply says so as advisory).
         checks += [
@@ -236,6 +258,7 @@ PROFILE_FILE = "render/platform-profile/profile.yaml"
 
 @rule(
     "profile-names",
+    kinds=EVERY_KIND,
     severity="required",
     element="the cluster is the profile's: `--eks-cluster` equals `clusterName`, `--region` equals "
     f"`region`, and the cluster's own subnets and security groups that carry `{DISCOVERY_KEY}` "
@@ -304,6 +327,7 @@ def profile_names(ctx: Context) -> list[Check]:
 
 @rule(
     "cluster-active",
+    kinds=EVERY_KIND,
     severity="required",
     element="the EKS cluster, ACTIVE, at a supported version (1.30-1.34)",
     call="`eks:DescribeCluster` (`status`, `version`)",
@@ -352,6 +376,7 @@ def cluster_active(ctx: Context) -> list[Check]:
 
 @rule(
     "access-entry",
+    kinds=EVERY_KIND,
     severity="required",
     element="an access entry for the caller's principal (an assumed-role session is mapped to its IAM role ARN)",
     call="`sts:GetCallerIdentity`, `eks:ListAccessEntries`",
@@ -410,6 +435,7 @@ def access_entry(ctx: Context) -> list[Check]:
 
 @rule(
     "access-policy",
+    kinds=EVERY_KIND,
     severity="required",
     element="`AmazonEKSClusterAdminPolicy` at cluster scope associated with that entry (an entry alone authenticates and authorizes nothing)",
     call="`eks:ListAssociatedAccessPolicies`",
@@ -447,6 +473,7 @@ def access_policy(ctx: Context) -> list[Check]:
 
 @rule(
     "endpoint-reachable",
+    kinds=EVERY_KIND,
     severity="required",
     element="a reachable API endpoint",
     call="`GET /version`",
@@ -1070,6 +1097,7 @@ def capacity_reservation(ctx: Context) -> list[Check]:
 
 @rule(
     "argocd",
+    kinds=EVERY_KIND,
     severity="required",
     element="Argo CD 3.1+ (`argocd-server`) in the Argo CD namespace (older versions cannot read `oci://` plain manifests)",
     call="`GET deployments/argocd-server`",

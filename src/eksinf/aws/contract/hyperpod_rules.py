@@ -1,0 +1,657 @@
+"""The contract's rules for a consumed SageMaker HyperPod cluster (target kind hyperpod-eks):
+pure judgements of `HyperPodFacts`, registered in the one table (rules.RULES) for that kind.
+
+There is deliberately no rule on DescribeCluster's `InferenceConfig`: it is absent on working
+clusters too, so it proves nothing either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ...model import iam
+from ...model.targets import HYPERPOD_EKS
+from ...prices import load_catalogue
+from .hyperpod import (
+    ACM_ACTION,
+    ALB_SERVICE_ACCOUNT,
+    ANY_NAMESPACE_PROBE,
+    CLUSTER_ARN_ENV,
+    INFERENCE_ADDON,
+    INFERENCE_NAMESPACE,
+    INFERENCE_POLICY,
+    HyperPodFacts,
+    RoleFacts,
+    role_checks,
+    role_name,
+)
+from .rules import Check, Context, rule
+
+HYPERPOD = (HYPERPOD_EKS,)
+HP_ANCHOR = "docs/hyperpod.md#the-hyperpod-contract"
+ADDON_CALL = f"eks:DescribeAddon addonName={INFERENCE_ADDON} (configurationValues)"
+
+
+def _hp(ctx: Context) -> HyperPodFacts:
+    assert ctx.hyperpod is not None  # evaluate() gathers it for every hyperpod-eks target
+    return ctx.hyperpod
+
+
+def _is_gpu(instance_type: str) -> bool | None:
+    """Does an ml.* type carry GPUs? From the instance catalogue when it lists the type, else by
+    EC2's accelerated-computing family letters (p and g carry GPUs; trn and inf carry other
+    accelerators: neither a GPU nor a CPU group)."""
+    ec2 = instance_type.removeprefix("ml.")
+    family = ec2.split(".")[0]
+    for entry in load_catalogue().get(family, ()):
+        if entry.name == ec2:
+            return entry.gpus > 0
+    if family.startswith(("trn", "inf")):
+        return None
+    return family.startswith(("p", "g"))
+
+
+def _role_missing(role: RoleFacts | None, what: str) -> str:
+    if role is None:
+        return f"{what}: not named"
+    return f"{what} {role.name}: {role.error}" if role.trust is None else ""
+
+
+@rule(
+    "hyperpod-cluster",
+    severity="required",
+    kinds=HYPERPOD,
+    anchor=HP_ANCHOR,
+    element="the SageMaker HyperPod cluster (`spec.hyperpod.clusterName` or `--hyperpod-cluster`) InService",
+    call="`sagemaker:DescribeCluster` (`ClusterStatus`)",
+    fix="create it through AWS's flow (HyperPod console, Quick Install or CloudFormation) or wait until it is InService; eksinf consumes the cluster and never creates it",
+    why="a HyperPod cluster assembled by hand or still creating never gets the inference capability attached",
+)
+def hyperpod_cluster(ctx: Context) -> list[Check]:
+    """The HyperPod cluster exists and is InService."""
+    hp = _hp(ctx)
+    element = f"the SageMaker HyperPod cluster {hp.name} InService"
+    call = f"sagemaker:DescribeCluster ClusterName={hp.name}"
+    fix = (
+        "create it through AWS's flow (HyperPod console, Quick Install or CloudFormation) or "
+        "wait until it is InService; eksinf consumes it and never creates it"
+    )
+    if hp.cluster_error:
+        return [Check("hyperpod-cluster", element, "unknown", hp.cluster_error, call, fix)]
+    if hp.cluster is None:
+        return [Check("hyperpod-cluster", element, "fail", "no such cluster", call, fix)]
+    status = str(hp.cluster.get("ClusterStatus", "?"))
+    detail = f"{hp.arn} {status}" + (
+        f": {hp.cluster['FailureMessage']}" if hp.cluster.get("FailureMessage") else ""
+    )
+    ok = status == "InService"
+    return [
+        Check(
+            "hyperpod-cluster", element, "pass" if ok else "fail", detail, call, "" if ok else fix
+        )
+    ]
+
+
+@rule(
+    "hyperpod-orchestrator",
+    severity="required",
+    kinds=HYPERPOD,
+    anchor=HP_ANCHOR,
+    element="the HyperPod cluster orchestrated by the enrolled EKS cluster (`Orchestrator.Eks.ClusterArn`)",
+    call="`sagemaker:DescribeCluster` (`Orchestrator.Eks.ClusterArn`) vs `eks:DescribeCluster` (`arn`)",
+    fix="enroll the EKS cluster that orchestrates the HyperPod cluster (`--eks-cluster`), or name the HyperPod cluster this EKS cluster orchestrates",
+    why="the workload would land on a cluster whose nodes are not the HyperPod instance groups",
+)
+def hyperpod_orchestrator(ctx: Context) -> list[Check]:
+    """The HyperPod cluster's orchestrator is the enrolled EKS cluster."""
+    hp = _hp(ctx)
+    if hp.cluster is None:
+        return []  # hyperpod-cluster speaks
+    element = f"HyperPod cluster {hp.name} orchestrated by EKS cluster {ctx.facts.cluster_name}"
+    call = "sagemaker:DescribeCluster Orchestrator.Eks.ClusterArn vs eks:DescribeCluster arn"
+    found = str(((hp.cluster.get("Orchestrator") or {}).get("Eks") or {}).get("ClusterArn", ""))
+    if not hp.eks_arn:
+        return [
+            Check(
+                "hyperpod-orchestrator", element, "unknown", "the EKS cluster's ARN is unread", call
+            )
+        ]
+    if found == hp.eks_arn:
+        return [Check("hyperpod-orchestrator", element, "pass", found, call)]
+    detail = (
+        f"it is orchestrated by {found}, not {hp.eks_arn}"
+        if found
+        else "it names no EKS orchestrator (a Slurm cluster?)"
+    )
+    fix = (
+        f"enroll with --eks-cluster {found.rsplit('/', 1)[-1]}"
+        if found
+        else "use a HyperPod cluster orchestrated by EKS"
+    ) + ", or name the HyperPod cluster this EKS cluster orchestrates"
+    return [Check("hyperpod-orchestrator", element, "fail", detail, call, fix)]
+
+
+@rule(
+    "hyperpod-instance-groups",
+    severity="required",
+    kinds=HYPERPOD,
+    anchor=HP_ANCHOR,
+    element="a CPU instance group (controllers) and a GPU instance group of `spec.hyperpod.instanceType`, each with a running instance",
+    call="`sagemaker:DescribeCluster` (`InstanceGroups`) + `sagemaker:ListClusterNodes` (`InstanceStatus`)",
+    fix="add or scale the instance group through HyperPod (`aws sagemaker update-cluster`); eksinf never changes capacity",
+    why="capacity comes from instance groups, not Karpenter: without the GPU group the model never schedules, without a CPU group the operator's controllers compete for GPU nodes",
+)
+def hyperpod_instance_groups(ctx: Context) -> list[Check]:
+    """A CPU and a GPU instance group, each with capacity."""
+    hp = _hp(ctx)
+    if hp.cluster is None:
+        return []
+    want = hp.instance_type
+    element = (
+        f"a CPU instance group and a GPU instance group of {want}, each with a running instance"
+    )
+    call = f"sagemaker:DescribeCluster InstanceGroups + sagemaker:ListClusterNodes ClusterName={hp.name}"
+    fix = (
+        f"add or scale the instance group through HyperPod (aws sagemaker update-cluster "
+        f"--cluster-name {hp.name}); eksinf never changes capacity"
+    )
+    running: dict[str, int] = {}
+    for node in hp.nodes or []:
+        if (node.get("InstanceStatus") or {}).get("Status") == "Running":
+            group = str(node.get("InstanceGroupName", ""))
+            running[group] = running.get(group, 0) + 1
+    groups = hp.cluster.get("InstanceGroups") or []
+    described = []
+    cpu, gpu = [], []
+    for group in groups:
+        name, kind = str(group.get("InstanceGroupName", "?")), str(group.get("InstanceType", "?"))
+        count = (
+            running.get(name, 0) if hp.nodes is not None else int(group.get("CurrentCount") or 0)
+        )
+        described.append(f"{name} {kind} x{count}")
+        if kind == want and count:
+            gpu.append(name)
+        elif _is_gpu(kind) is False and count:
+            cpu.append(name)
+    problems = []
+    if not gpu:
+        problems.append(f"no instance group of {want} with a running instance")
+    if not cpu:
+        problems.append("no CPU instance group with a running instance")
+    detail = (
+        "; ".join(problems)
+        + (" (" if problems else "")
+        + (", ".join(described) or "no groups")
+        + (")" if problems else "")
+    )
+    if hp.nodes is None and hp.nodes_error:
+        detail += f"; counts from DescribeCluster (ListClusterNodes: {hp.nodes_error})"
+    return [
+        Check(
+            "hyperpod-instance-groups",
+            element,
+            "fail" if problems else "pass",
+            detail,
+            call,
+            fix if problems else "",
+        )
+    ]
+
+
+@rule(
+    "inference-addon",
+    severity="required",
+    kinds=HYPERPOD,
+    anchor=HP_ANCHOR,
+    element=f"the `{INFERENCE_ADDON}` EKS add-on ACTIVE at the pinned version (`HYPERPOD_INFERENCE_ADDON_VERSION`)",
+    call=f"`eks:DescribeAddon` `{INFERENCE_ADDON}` (`status`, `addonVersion`, `health.issues`)",
+    fix="install or update it through the HyperPod console or `aws eks create-addon/update-addon --addon-version <pinned>`",
+    why="the add-on installs the inference operator and its CRDs; another version may serve a CRD the pinned one does not match",
+)
+def inference_addon(ctx: Context) -> list[Check]:
+    """The inference add-on is ACTIVE at the pinned version."""
+    hp = _hp(ctx)
+    element = f"the {INFERENCE_ADDON} add-on ACTIVE at {hp.addon_version}"
+    call = f"eks:DescribeAddon clusterName={ctx.facts.cluster_name} addonName={INFERENCE_ADDON}"
+    fix = (
+        f"install or update it (HyperPod console, or aws eks update-addon --addon-name "
+        f"{INFERENCE_ADDON} --addon-version {hp.addon_version})"
+    )
+    if hp.addon_error:
+        return [Check("inference-addon", element, "unknown", hp.addon_error, call, fix)]
+    if hp.addon is None:
+        return [Check("inference-addon", element, "fail", "not installed", call, fix)]
+    status, version = hp.addon.get("status", "?"), hp.addon.get("addonVersion", "?")
+    issues = [
+        f"{i.get('code')}: {i.get('message')}"
+        for i in (hp.addon.get("health") or {}).get("issues") or []
+    ]
+    problems = []
+    if status != "ACTIVE":
+        problems.append(f"status {status}")
+    if version != hp.addon_version:
+        problems.append(f"version {version}, pinned {hp.addon_version}")
+    detail = "; ".join(problems) or f"ACTIVE {version}"
+    if issues:
+        detail += "; health: " + "; ".join(issues)
+    return [
+        Check(
+            "inference-addon",
+            element,
+            "fail" if problems else "pass",
+            detail,
+            call,
+            fix if problems else "",
+        )
+    ]
+
+
+Judge = Callable[[HyperPodFacts, dict], tuple[str, str]]  # -> (problem, detail)
+
+
+def _config_check(ctx: Context, name: str, element: str, setting: str, judge: Judge) -> list[Check]:
+    """Shared frame of the add-on configuration rules: unread, absent, then `judge`. The fix
+    names the setting with the value it should hold."""
+    hp = _hp(ctx)
+    if hp.addon is None:
+        return []  # inference-addon speaks
+    fix = (
+        f"set {setting} in the add-on configuration (aws eks update-addon --cluster-name "
+        f"{ctx.facts.cluster_name} --addon-name {INFERENCE_ADDON} --configuration-values ...)"
+    )
+    if hp.config is None:
+        return [Check(name, element, "unknown", hp.config_error, ADDON_CALL, fix)]
+    problem, detail = judge(hp, hp.config)
+    return [
+        Check(
+            name,
+            element,
+            "fail" if problem else "pass",
+            problem or detail,
+            ADDON_CALL,
+            fix if problem else "",
+        )
+    ]
+
+
+@rule(
+    "addon-cluster-arn",
+    severity="required",
+    kinds=HYPERPOD,
+    anchor=HP_ANCHOR,
+    element="the add-on configuration's `hyperpodClusterArn` naming this HyperPod cluster's ARN",
+    call=f"`eks:DescribeAddon` `{INFERENCE_ADDON}` (`configurationValues`) vs `sagemaker:DescribeCluster` (`ClusterArn`)",
+    fix="set `hyperpodClusterArn` to the cluster's ARN in the add-on configuration (`aws eks update-addon --configuration-values`)",
+    why="empty, the controller crash-loops (`HYPERPOD_CLUSTER_ARN environment variable not set`); naming a deleted cluster, the add-on stays ACTIVE and wedges a recreate",
+)
+def addon_cluster_arn(ctx: Context) -> list[Check]:
+    """The add-on's hyperpodClusterArn is this cluster's ARN (not empty, not stale)."""
+
+    def judge(hp: HyperPodFacts, config: dict) -> tuple[str, str]:
+        found = str(config.get("hyperpodClusterArn") or "")
+        if not found:
+            return "hyperpodClusterArn is empty or absent: the controller crash-loops", ""
+        if hp.arn and found != hp.arn:
+            return (
+                f"hyperpodClusterArn names {found}, not {hp.arn} (a deleted or other cluster: "
+                "the add-on stays ACTIVE and a recreate wedges)",
+                "",
+            )
+        return "", found
+
+    hp = _hp(ctx)
+    return _config_check(
+        ctx,
+        "addon-cluster-arn",
+        "the add-on's hyperpodClusterArn naming this cluster",
+        f"hyperpodClusterArn: {hp.arn or '<the HyperPod cluster ARN>'}",
+        judge,
+    )
+
+
+@rule(
+    "addon-execution-role",
+    severity="required",
+    kinds=HYPERPOD,
+    anchor=HP_ANCHOR,
+    element="the add-on configuration's `executionRoleArn` naming the profile's `spec.hyperpod.executionRoleName`",
+    call=f"`eks:DescribeAddon` `{INFERENCE_ADDON}` (`configurationValues`)",
+    fix="set `executionRoleArn` in the add-on configuration, or set `spec.hyperpod.executionRoleName` to the role it names",
+    why="the operator runs as that role: the stack's trust and policy checks must judge the role actually used",
+)
+def addon_execution_role(ctx: Context) -> list[Check]:
+    """The add-on's executionRoleArn is the profile's execution role."""
+
+    def judge(hp: HyperPodFacts, config: dict) -> tuple[str, str]:
+        found = str(config.get("executionRoleArn") or "")
+        if not found:
+            return "executionRoleArn is empty or absent", ""
+        if role_name(found) != hp.execution_role_name:
+            return f"executionRoleArn is {found}, not role {hp.execution_role_name}", ""
+        return "", found
+
+    return _config_check(
+        ctx,
+        "addon-execution-role",
+        "the add-on's executionRoleArn naming the profile's role",
+        f"executionRoleArn: arn:aws:iam::<account>:role/{_hp(ctx).execution_role_name} (or "
+        "spec.hyperpod.executionRoleName to the role it names)",
+        judge,
+    )
+
+
+@rule(
+    "addon-tls-bucket",
+    severity="required",
+    kinds=HYPERPOD,
+    anchor=HP_ANCHOR,
+    element="the add-on configuration's `tlsCertificateS3Bucket` naming the bucket of `spec.hyperpod.tlsCertificateS3Uri`",
+    call=f"`eks:DescribeAddon` `{INFERENCE_ADDON}` (`configurationValues`)",
+    fix="set `tlsCertificateS3Bucket` in the add-on configuration, or point `spec.hyperpod.tlsCertificateS3Uri` at that bucket",
+    why="the operator writes each endpoint's TLS certificate there; the model's `tlsCertificateOutputS3Uri` must be a bucket the execution role may write",
+)
+def addon_tls_bucket(ctx: Context) -> list[Check]:
+    """The add-on's TLS bucket is the profile's."""
+
+    def judge(hp: HyperPodFacts, config: dict) -> tuple[str, str]:
+        found = str(config.get("tlsCertificateS3Bucket") or "")
+        bucket = found.removeprefix("s3://").split("/", 1)[0]  # either spelling is accepted
+        if not bucket:
+            return "tlsCertificateS3Bucket is empty or absent", ""
+        if bucket != hp.tls_bucket:
+            return f"tlsCertificateS3Bucket is {found}, not {hp.tls_bucket}", ""
+        return "", found
+
+    return _config_check(
+        ctx,
+        "addon-tls-bucket",
+        "the add-on's tlsCertificateS3Bucket naming the profile's bucket",
+        f"tlsCertificateS3Bucket: {_hp(ctx).tls_bucket} (or spec.hyperpod.tlsCertificateS3Uri "
+        "to its bucket)",
+        judge,
+    )
+
+
+@rule(
+    "addon-gateway",
+    severity="required",
+    kinds=HYPERPOD,
+    anchor=HP_ANCHOR,
+    element="the add-on configuration's `inferenceGateway.enabled` set explicitly (true or false)",
+    call=f"`eks:DescribeAddon` `{INFERENCE_ADDON}` (`configurationValues`)",
+    fix="set `inferenceGateway: {enabled: false}` (or true) in the add-on configuration",
+    why="an omitted block is not the same as off: the add-on's default decides, and may change with its version",
+)
+def addon_gateway(ctx: Context) -> list[Check]:
+    """The add-on sets inferenceGateway.enabled explicitly."""
+
+    def judge(hp: HyperPodFacts, config: dict) -> tuple[str, str]:
+        block = config.get("inferenceGateway")
+        value = block.get("enabled") if isinstance(block, dict) else None
+        if not isinstance(value, bool):
+            return (
+                "inferenceGateway.enabled is not set (an omitted block is not the same as off)",
+                "",
+            )
+        return "", f"inferenceGateway.enabled: {str(value).lower()}"
+
+    return _config_check(
+        ctx,
+        "addon-gateway",
+        "the add-on's inferenceGateway.enabled set explicitly",
+        "inferenceGateway: {enabled: false} (or true)",
+        judge,
+    )
+
+
+def _env(deploy: dict, name: str) -> str | None:
+    for container in (deploy.get("spec", {}).get("template", {}).get("spec") or {}).get(
+        "containers"
+    ) or []:
+        for env in container.get("env") or []:
+            if env.get("name") == name:
+                return str(env.get("value") or "")
+    return None
+
+
+def _available(deploy: dict) -> bool:
+    for cond in (deploy.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Available":
+            return cond.get("status") == "True"
+    return False
+
+
+@rule(
+    "inference-controller",
+    severity="required",
+    kinds=HYPERPOD,
+    anchor=HP_ANCHOR,
+    element=f"the inference operator's controller-manager Available in `{INFERENCE_NAMESPACE}`, `{CLUSTER_ARN_ENV}` non-empty and equal to the HyperPod cluster's ARN",
+    call=f"`GET deployments` in `{INFERENCE_NAMESPACE}` (`*-controller-manager`: `status.conditions`, the `{CLUSTER_ARN_ENV}` env var)",
+    fix="set `hyperpodClusterArn` in the add-on configuration (the add-on writes the env var) and let the Deployment roll",
+    why=f"an empty `{CLUSTER_ARN_ENV}` crash-loops the controller (the console's Quick Install has left it so); a stale one manages another cluster's endpoints",
+)
+def inference_controller(ctx: Context) -> list[Check]:
+    """The controller-manager is Available with the right HYPERPOD_CLUSTER_ARN."""
+    hp = _hp(ctx)
+    if not ctx.kube_used or not ctx.facts.version:
+        return []  # endpoint-reachable speaks
+    element = f"the inference controller-manager Available in {INFERENCE_NAMESPACE} with {CLUSTER_ARN_ENV}={hp.arn or '<the cluster ARN>'}"
+    call = f"GET deployments in {INFERENCE_NAMESPACE}"
+    fix = "set hyperpodClusterArn in the add-on configuration (the add-on writes the env var) and let the Deployment roll"
+    if hp.controllers is None:
+        return [Check("inference-controller", element, "unknown", hp.controllers_error, call, fix)]
+    if not hp.controllers:
+        return [
+            Check(
+                "inference-controller",
+                element,
+                "fail",
+                f"no *-controller-manager Deployment in {INFERENCE_NAMESPACE}",
+                call,
+                f"install the {INFERENCE_ADDON} add-on",
+            )
+        ]
+    problems, seen = [], []
+    for deploy in hp.controllers:
+        name = deploy["metadata"]["name"]
+        value = _env(deploy, CLUSTER_ARN_ENV)
+        if not value:
+            problems.append(f"{name}: {CLUSTER_ARN_ENV} is not set (the controller crash-loops)")
+        elif hp.arn and value != hp.arn:
+            problems.append(f"{name}: {CLUSTER_ARN_ENV}={value}, not {hp.arn}")
+        if not _available(deploy):
+            problems.append(f"{name}: not Available")
+        seen.append(f"{name} {CLUSTER_ARN_ENV}={value}")
+    return [
+        Check(
+            "inference-controller",
+            element,
+            "fail" if problems else "pass",
+            "; ".join(problems or seen),
+            call,
+            fix if problems else "",
+        )
+    ]
+
+
+@rule(
+    "inference-role-trust",
+    severity="required",
+    kinds=HYPERPOD,
+    anchor=HP_ANCHOR,
+    element="the execution role trusting the controller-manager's ServiceAccount from the EKS cluster's current OIDC issuer",
+    call="`eks:DescribeCluster` (`identity.oidc.issuer`) + `iam:GetRole` (`AssumeRolePolicyDocument`), evaluated as IAM does (`model/iam.py`)",
+    fix="point the role's trust at `oidc-provider/<current issuer>` with `<issuer>:sub` = `system:serviceaccount:hyperpod-inference-system:<controller-manager account>`",
+    why="a recreated cluster has a new issuer: the operator fails `sts:AssumeRoleWithWebIdentity` and never enables inference",
+)
+def inference_role_trust(ctx: Context) -> list[Check]:
+    """The execution role trusts the operator's account on the current issuer."""
+    hp = _hp(ctx)
+    role = hp.execution_role
+    element = f"role {hp.execution_role_name} trusting the inference operator's account from {hp.issuer or 'the current issuer'}"
+    call = "eks:DescribeCluster identity.oidc.issuer + iam:GetRole (AssumeRolePolicyDocument)"
+    missing = _role_missing(role, "execution role")
+    if missing:
+        status = "fail" if role is not None and role.error == "no such role" else "unknown"
+        return [
+            Check(
+                "inference-role-trust",
+                element,
+                status,
+                missing,
+                call,
+                f"create role {hp.execution_role_name} (the add-on's executionRoleArn)",
+            )
+        ]
+    assert role is not None
+    accounts = sorted(
+        {
+            str(
+                (d.get("spec", {}).get("template", {}).get("spec") or {}).get("serviceAccountName")
+                or ""
+            )
+            for d in hp.controllers or []
+        }
+        - {""}
+    )
+    if not accounts:
+        return [
+            Check(
+                "inference-role-trust",
+                element,
+                "skipped",
+                "no controller-manager account read (see inference-controller)",
+                call,
+                severity="advisory",
+            )
+        ]
+    problems = []
+    for account in accounts:
+        verdict = iam.admits(role.trust, iam.irsa_request(INFERENCE_NAMESPACE, account, hp.issuer))
+        if verdict is not True:
+            named = ", ".join(iam.providers(role.trust)) or "no OIDC provider"
+            what = (
+                "does not admit"
+                if verdict is False
+                else "may not admit (a condition eksinf cannot evaluate)"
+            )
+            problems.append(
+                f"the trust {what} {iam.subject(INFERENCE_NAMESPACE, account)} from {hp.issuer} (it names {named})"
+            )
+    fix = (
+        f"update the trust of {role.name} to Federated oidc-provider/{hp.issuer} with {hp.issuer}:sub = "
+        f"{iam.subject(INFERENCE_NAMESPACE, accounts[0])} (aws iam update-assume-role-policy)"
+    )
+    detail = "; ".join(problems) or ", ".join(iam.subject(INFERENCE_NAMESPACE, a) for a in accounts)
+    return [
+        Check(
+            "inference-role-trust",
+            element,
+            "fail" if problems else "pass",
+            detail,
+            call,
+            fix if problems else "",
+        )
+    ]
+
+
+@rule(
+    "alb-role-trust",
+    severity="required",
+    kinds=HYPERPOD,
+    anchor=HP_ANCHOR,
+    element=f"the ALB controller's role (add-on `alb.serviceAccount.roleArn`) trusting `system:serviceaccount:*:{ALB_SERVICE_ACCOUNT}` on the current issuer; the webhook's namespace reported",
+    call="`eks:DescribeAddon` (`configurationValues`) + `iam:GetRole`; `GET serviceaccounts`, `GET mutatingwebhookconfigurations/aws-load-balancer-webhook`",
+    fix=f"let the role trust `system:serviceaccount:*:{ALB_SERVICE_ACCOUNT}` (`StringLike`) from the current issuer",
+    why="a second ALB controller in another namespace is common, and the one serving the ALB webhook decides which trust matters: a trust pinned to one namespace fails in the other",
+)
+def alb_role_trust(ctx: Context) -> list[Check]:
+    """The ALB controller's role trusts its account in any namespace."""
+    hp = _hp(ctx)
+    if hp.addon is None or hp.config is None:
+        return []
+    element = f"the ALB controller's role trusting system:serviceaccount:*:{ALB_SERVICE_ACCOUNT} from {hp.issuer or 'the current issuer'}"
+    call = "eks:DescribeAddon (alb.serviceAccount.roleArn) + iam:GetRole; GET serviceaccounts, mutatingwebhookconfigurations"
+    fix = f"let the role trust system:serviceaccount:*:{ALB_SERVICE_ACCOUNT} (StringLike) from oidc-provider/{hp.issuer}"
+    where = []
+    if hp.alb_namespaces:
+        where.append(f"controller accounts in {', '.join(hp.alb_namespaces)}")
+    if hp.webhook_namespace:
+        where.append(f"webhook served from {hp.webhook_namespace}")
+    suffix = f" ({'; '.join(where)})" if where else ""
+    role = hp.alb_role
+    if role is None:
+        return [
+            Check(
+                "alb-role-trust",
+                element,
+                "skipped",
+                "the add-on names no alb.serviceAccount.roleArn" + suffix,
+                call,
+                severity="advisory",
+            )
+        ]
+    missing = _role_missing(role, "ALB role")
+    if missing:
+        status = "fail" if role.error == "no such role" else "unknown"
+        return [Check("alb-role-trust", element, status, missing + suffix, call, fix)]
+    namespaces = [
+        ANY_NAMESPACE_PROBE,
+        *(hp.alb_namespaces or []),
+        *([hp.webhook_namespace] if hp.webhook_namespace else []),
+    ]
+    refused = [
+        ns
+        for ns in dict.fromkeys(namespaces)
+        if iam.admits(role.trust, iam.irsa_request(ns, ALB_SERVICE_ACCOUNT, hp.issuer)) is not True
+    ]
+    if not refused:
+        return [
+            Check(
+                "alb-role-trust", element, "pass", f"{role.name} admits any namespace{suffix}", call
+            )
+        ]
+    shown = ", ".join("any other namespace" if ns == ANY_NAMESPACE_PROBE else ns for ns in refused)
+    detail = f"{role.name} does not admit {ALB_SERVICE_ACCOUNT} in {shown}{suffix}"
+    return [Check("alb-role-trust", element, "fail", detail, call, fix)]
+
+
+@rule(
+    "inference-role-policies",
+    severity="required",
+    kinds=HYPERPOD,
+    anchor=HP_ANCHOR,
+    element=f"the execution role holding `{INFERENCE_POLICY.rsplit('/', 1)[-1]}`, S3 access to the TLS bucket and `{ACM_ACTION}`",
+    call="`iam:ListAttachedRolePolicies` + `iam:SimulatePrincipalPolicy` (s3:PutObject/GetObject on the bucket, acm:AddTagsToCertificate)",
+    fix=f"attach `{INFERENCE_POLICY}` and allow s3:PutObject/GetObject on `arn:aws:s3:::<bucket>/*` and `{ACM_ACTION}`",
+    why="without them the operator cannot write the endpoint's TLS certificate or tag the imported certificate, and the endpoint never completes",
+)
+def inference_role_policies(ctx: Context) -> list[Check]:
+    """The execution role's policies allow what the operator does."""
+    hp = _hp(ctx)
+    role = hp.execution_role
+    element = f"role {hp.execution_role_name} with {INFERENCE_POLICY.rsplit('/', 1)[-1]}, S3 on {hp.tls_bucket} and {ACM_ACTION}"
+    call = "iam:ListAttachedRolePolicies + iam:SimulatePrincipalPolicy"
+    if role is None or role.trust is None:
+        return []  # inference-role-trust speaks
+    if role.attached is None or role.decisions is None:
+        return [Check("inference-role-policies", element, "unknown", role.error, call)]
+    problems = []
+    if INFERENCE_POLICY not in role.attached:
+        problems.append(f"{INFERENCE_POLICY} is not attached")
+    for action, resource in role_checks(hp.tls_bucket):
+        decision = role.decisions.get(f"{action} {resource}", "unread")
+        if decision != "allowed":
+            problems.append(f"{action} on {resource}: {decision}")
+    fix = f"attach {INFERENCE_POLICY} and allow s3:PutObject/GetObject on arn:aws:s3:::{hp.tls_bucket}/* and {ACM_ACTION}"
+    return [
+        Check(
+            "inference-role-policies",
+            element,
+            "fail" if problems else "pass",
+            "; ".join(problems) or "allowed",
+            call,
+            fix if problems else "",
+        )
+    ]
