@@ -130,15 +130,17 @@ def sandbox_up(
     installed = install(hub, stack, sources=sources, prune=True, say=say)
     checkpoint("sandbox.installed")
     created = []
-    if not hub.space_exists(profile_space(variant)):
-        hub.variant_create(variant, base_space(PROFILE_COMPONENT))
-        created.append(profile_space(variant))
     registry = sandbox_registry(stack)
+    # The target spaces first: a bad --name is refused before the profile variant (named after
+    # the sandbox by default) exists.
     for space in sandbox_spaces(name):
         if ensure_target_space(
             hub, space, registry, owner_labels(Mode="sandbox", **kind_labels(chosen))
         ):
             created.append(space)
+    if not hub.space_exists(profile_space(variant)):
+        hub.variant_create(variant, base_space(PROFILE_COMPONENT))
+        created.append(profile_space(variant))
     checkpoint("sandbox.targets")
     planes = []
     for plane, space in zip(("mgmt", "workload"), sandbox_spaces(name), strict=True):
