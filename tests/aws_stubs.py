@@ -50,6 +50,34 @@ from botocore.validate import ParamValidator
 from werkzeug.serving import make_server
 from werkzeug.wrappers import Request, Response
 
+
+def route_client(monkeypatch: Any, service: str, wrap: Any) -> None:
+    """Hand every client of `service` the session factory makes to `wrap(real client)`; other
+    services' clients stay moto's. Each stand-in below installs itself through this."""
+    from eksinf.aws.session import AwsSession
+
+    original = AwsSession.client
+
+    def client(session: AwsSession, name: str, region: str | None = None) -> Any:
+        real = original(session, name, region)
+        return wrap(real) if name == service else real
+
+    monkeypatch.setattr(AwsSession, "client", client)
+
+
+class Routed:
+    """A client whose named operations go to stand-ins and all others to the real (moto) one."""
+
+    def __init__(self, real: Any, operations: dict[str, Any]) -> None:
+        self._real = real
+        self._operations = operations
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self._operations:
+            return self._operations[name]
+        return getattr(self._real, name)
+
+
 # ---- 1. EKS operations moto lacks ----------------------------------------------------------
 
 FAKED_EKS_OPERATIONS = (
@@ -114,15 +142,7 @@ class EksExtrasFake:
 
     def install(self, monkeypatch: Any) -> EksExtrasFake:
         """Route the session factory's EKS client through this fake for the faked operations."""
-        from eksinf.aws.session import AwsSession
-
-        original = AwsSession.client
-
-        def client(session: AwsSession, service: str, region: str | None = None) -> Any:
-            real = original(session, service, region)
-            return self.wrap(real) if service == "eks" else real
-
-        monkeypatch.setattr(AwsSession, "client", client)
+        route_client(monkeypatch, "eks", self.wrap)
         return self
 
     def _list_addons(self, clusterName: str, **_: Any) -> dict:
@@ -249,25 +269,8 @@ class CapacityReservationsFake:
 
     def install(self, monkeypatch: Any) -> CapacityReservationsFake:
         """Route only describe_capacity_reservations of the session's EC2 client here."""
-        from eksinf.aws.session import AwsSession
-
-        original = AwsSession.client
-        fake = self
-
-        class Client:
-            def __init__(self, real: Any) -> None:
-                self._real = real
-
-            def __getattr__(self, name: str) -> Any:
-                if name == "describe_capacity_reservations":
-                    return fake.describe_capacity_reservations
-                return getattr(self._real, name)
-
-        def client(session: AwsSession, service: str, region: str | None = None) -> Any:
-            real = original(session, service, region)
-            return Client(real) if service == "ec2" else real
-
-        monkeypatch.setattr(AwsSession, "client", client)
+        operations = {"describe_capacity_reservations": self.describe_capacity_reservations}
+        route_client(monkeypatch, "ec2", lambda real: Routed(real, operations))
         return self
 
 
@@ -466,15 +469,7 @@ class IamAsOnAws:
 
     def install(self, monkeypatch: Any) -> IamAsOnAws:
         """Route the session factory's IAM client through this stand-in."""
-        from eksinf.aws.session import AwsSession
-
-        original = AwsSession.client
-
-        def client(session: AwsSession, service: str, region: str | None = None) -> Any:
-            real = original(session, service, region)
-            return self.wrap(real) if service == "iam" else real
-
-        monkeypatch.setattr(AwsSession, "client", client)
+        route_client(monkeypatch, "iam", self.wrap)
         return self
 
     def _list_instance_profile_tags(self, real: Any, InstanceProfileName: str, **_: Any) -> dict:
@@ -514,31 +509,18 @@ class SageMakerOrchestratorFake:
     orchestrators: dict[str, str] = field(default_factory=dict)  # HyperPod name -> EKS ARN
 
     def install(self, monkeypatch: Any) -> SageMakerOrchestratorFake:
-        from eksinf.aws.session import AwsSession
-
-        original = AwsSession.client
-        fake = self
-
-        class Client:
-            def __init__(self, real: Any) -> None:
-                self._real = real
-
-            def describe_cluster(self, ClusterName: str) -> dict:
-                answer = self._real.describe_cluster(ClusterName=ClusterName)
+        def wrap(real: Any) -> Routed:
+            def describe_cluster(ClusterName: str) -> dict:
+                answer = real.describe_cluster(ClusterName=ClusterName)
                 answer.pop("ResponseMetadata", None)
-                eks_arn = fake.orchestrators.get(answer["ClusterName"])
+                eks_arn = self.orchestrators.get(answer["ClusterName"])
                 if eks_arn:
                     answer["Orchestrator"] = {"Eks": {"ClusterArn": eks_arn}}
                 return assert_botocore_shape("sagemaker", "DescribeCluster", answer)
 
-            def __getattr__(self, name: str) -> Any:
-                return getattr(self._real, name)
+            return Routed(real, {"describe_cluster": describe_cluster})
 
-        def client(session: AwsSession, service: str, region: str | None = None) -> Any:
-            real = original(session, service, region)
-            return Client(real) if service == "sagemaker" else real
-
-        monkeypatch.setattr(AwsSession, "client", client)
+        route_client(monkeypatch, "sagemaker", wrap)
         return self
 
 
@@ -575,25 +557,9 @@ class PriceListFake:
         return assert_botocore_shape("pricing", "GetProducts", answer)
 
     def install(self, monkeypatch: Any) -> PriceListFake:
-        from eksinf.aws.session import AwsSession
-
-        original = AwsSession.client
-        fake = self
-
-        class Client:
-            def __init__(self, real: Any) -> None:
-                self._real = real
-
-            def __getattr__(self, name: str) -> Any:
-                if name == "get_products":
-                    return fake.get_products
-                return getattr(self._real, name)
-
-        def client(session: AwsSession, service: str, region: str | None = None) -> Any:
-            real = original(session, service, region)
-            return Client(real) if service == "pricing" else real
-
-        monkeypatch.setattr(AwsSession, "client", client)
+        route_client(
+            monkeypatch, "pricing", lambda real: Routed(real, {"get_products": self.get_products})
+        )
         return self
 
 
