@@ -31,6 +31,15 @@ class RenderedChart:
     crds: tuple[tuple[str, str], ...]  # (file path, YAML text) for crds/ of the chart and subcharts
     templates: tuple[tuple[str, str], ...]  # (template path, source) for the guard's text checks
 
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> RenderedChart:
+        """The inverse of `dataclasses.asdict`, for a render kept in the derived-data cache."""
+        return cls(
+            manifests=dict(raw["manifests"]),
+            crds=tuple((p, t) for p, t in raw["crds"]),
+            templates=tuple((p, t) for p, t in raw["templates"]),
+        )
+
 
 @dataclass(frozen=True)
 class RenderOptions:

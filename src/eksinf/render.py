@@ -377,12 +377,7 @@ def _cached_render(key: str) -> RenderedChart | None:
     if data is None:
         return None
     try:
-        raw = json.loads(data)
-        return RenderedChart(
-            manifests=dict(raw["manifests"]),
-            crds=tuple((p, t) for p, t in raw["crds"]),
-            templates=tuple((p, t) for p, t in raw["templates"]),
-        )
+        return RenderedChart.from_dict(json.loads(data))
     except (ValueError, KeyError, TypeError):
         return None
 
@@ -781,11 +776,7 @@ def _cached_output(stack: Stack, raw: dict) -> ComponentOutput:
             r["crds"],
             tuple(r["crd_stubs"]),
             dict(r["shared_crds"]),
-            RenderedChart(
-                manifests=dict(r["first"]["manifests"]),
-                crds=tuple((p, t) for p, t in r["first"]["crds"]),
-                templates=tuple((p, t) for p, t in r["first"]["templates"]),
-            ),
+            RenderedChart.from_dict(r["first"]),
             dict(r["reference"]),
             "recorded render",
         )
