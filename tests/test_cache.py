@@ -89,6 +89,17 @@ def test_each_space_is_bounded(cache_dir: Path, monkeypatch: pytest.MonkeyPatch)
     assert len(_entries(cache_dir)) == 3
 
 
+def test_an_oversized_entry_is_never_read_whole(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = yamlio.load_docs(BIG)
+    monkeypatch.setattr(cache, "MAX_ENTRY_BYTES", 64)
+    [entry] = _entries(cache_dir)
+    entry.write_bytes(b"x" * 65)  # larger than any entry eksinf writes
+    assert cache.get("yaml", entry.name) is None
+    assert yamlio.load_docs(BIG) == expected
+
+
 def test_keys_are_unambiguous() -> None:
     assert cache.key(b"ab", b"c") != cache.key(b"a", b"bc")
 
