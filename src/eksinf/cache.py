@@ -83,12 +83,21 @@ def put(space: str, entry_key: str, data: bytes) -> None:
 
 
 def _prune(folder: Path) -> None:
-    entries = [p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")]
-    if len(entries) <= MAX_ENTRIES:
+    # Names only (no stat) until the space is over its bound: this runs after every write.
+    with os.scandir(folder) as found:
+        names = [e.name for e in found if not e.name.startswith(".") and e.is_file()]
+    if len(names) <= MAX_ENTRIES:
         return
-    entries.sort(key=lambda p: p.stat().st_mtime)
+    entries = sorted((folder / n for n in names), key=_written_at)
     for old in entries[: len(entries) - MAX_ENTRIES]:
         old.unlink(missing_ok=True)
+
+
+def _written_at(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:  # removed meanwhile by another eksinf: oldest, so it is dropped again
+        return 0.0
 
 
 def passed(check: str, *inputs: bytes) -> bool:

@@ -24,11 +24,12 @@ units refuse anchors and aliases outright: they do not survive flattening (docs/
 from __future__ import annotations
 
 import contextlib
+import gc
 import marshal
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,22 +56,28 @@ def _location(path: str, mark: Any) -> str:
     return f"{path}:{mark.line + 1}:{mark.column + 1}"
 
 
-# libyaml loader that keeps timestamps as strings: a date in a label must not turn into a datetime.
-class _Loader(yaml.CSafeLoader):
-    # Resolving a plain scalar's type runs Python regexes for every scalar; CRD schemas repeat
-    # the same few hundred values thousands of times, so short values are resolved once.
-    _resolved: dict[tuple[str, tuple[bool, bool]], str] = {}
+class _MemoResolver:
+    """Resolving a plain scalar's type runs Python regexes for every scalar, on the way in (the
+    loader) and on the way out (the emitter asks twice per scalar). CRD schemas repeat the same
+    few hundred values thousands of times, so short values are resolved once per class."""
+
+    _resolved: dict[tuple[str, Any], str]
 
     def resolve(self, kind: type, value: Any, implicit: Any) -> str:
         if kind is not yaml.ScalarNode or len(value) > 64:
-            return super().resolve(kind, value, implicit)
+            return super().resolve(kind, value, implicit)  # type: ignore[misc]
         key = (value, implicit)
         tag = self._resolved.get(key)
         if tag is None:
-            tag = super().resolve(kind, value, implicit)
+            tag = super().resolve(kind, value, implicit)  # type: ignore[misc]
             if len(self._resolved) < 100_000:
                 self._resolved[key] = tag
         return tag
+
+
+# libyaml loader that keeps timestamps as strings: a date in a label must not turn into a datetime.
+class _Loader(_MemoResolver, yaml.CSafeLoader):
+    _resolved = {}
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -119,61 +126,100 @@ def _check_text(text: str, name: str) -> None:
         )
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a parse or dump allocates: a large document
+    makes tens of thousands of containers, each allocation counts towards a collection pass
+    over all of them, and none of them can be garbage before the parse ends. This more than
+    halves the parse of a large CRD file."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def _bound(root: yaml.Node, name: str, aliases: bool, budget: list[int]) -> None:
     """Refuse a document that nests deeper than MAX_DEPTH, reuses a node (an alias) when
     `aliases` is False, refers to itself, or expands beyond the file's remaining node budget
-    (`budget[0]`, shared by the documents of one file). Iterative and memoised: linear in the
-    composed graph, however large the expansion."""
-    size: dict[int, int] = {}
-    height: dict[int, int] = {}
+    (`budget[0]`, shared by the documents of one file). Memoised per node, so linear in the
+    composed graph however large the expansion; recursion stops at MAX_DEPTH, so a hostile depth
+    never reaches Python's stack limit."""
+    # id(container) -> (size with aliases expanded, height), once it is walked; an id in `open_`
+    # is being walked, so meeting it again is a recursive alias
+    done: dict[int, tuple[int, int]] = {}
     open_: set[int] = set()
-    pending: list[tuple[yaml.Node, bool]] = [(root, False)]
-    while pending:
-        node, closing = pending.pop()
+    # scalars are leaves (size and height 1); they are tracked only to refuse a reused one
+    scalars: set[int] | None = None if aliases else set()
+
+    def fail(node: yaml.Node, what: str, hint: str) -> EksinfError:
+        return _too_big(_location(name, node.start_mark), what, hint)
+
+    def too_deep(node: yaml.Node) -> EksinfError:
+        return fail(
+            node,
+            f"nested deeper than {MAX_DEPTH} levels",
+            "Flatten the structure; no real unit nests this deep.",
+        )
+
+    def reused(node: yaml.Node) -> EksinfError:
+        return EksinfError(
+            f"{_location(name, node.start_mark)}: YAML anchor used by an alias; units "
+            "must not use anchors and aliases",
+            hint="Write the value out in full: units are flattened to plain per-file YAML, "
+            "and shared anchors do not survive that (docs/flattening.md).",
+            exit_code=CONTRACT,
+        )
+
+    def walk(node: yaml.Node, depth: int) -> tuple[int, int]:
+        if depth > MAX_DEPTH:
+            raise too_deep(node)
+        if type(node) is yaml.ScalarNode:
+            if scalars is not None:
+                if id(node) in scalars:
+                    raise reused(node)
+                scalars.add(id(node))
+            return 1, 1
         key = id(node)
-        children: list[yaml.Node] = []
-        if isinstance(node, yaml.MappingNode):
-            children = [n for pair in node.value for n in pair]
-        elif isinstance(node, yaml.SequenceNode):
-            children = list(node.value)
-        if closing:
-            open_.discard(key)
-            size[key] = 1 + sum(size[id(c)] for c in children)
-            height[key] = 1 + max((height[id(c)] for c in children), default=0)
-            if size[key] > budget[0]:
-                raise _too_big(
-                    _location(name, node.start_mark),
-                    f"expands to more than {MAX_NODES} YAML nodes in one file (aliases repeat "
-                    "what they point to: an alias bomb?)",
-                    "Write the content out without anchors and aliases.",
-                )
-            if height[key] > MAX_DEPTH:
-                raise _too_big(
-                    _location(name, node.start_mark),
-                    f"nested deeper than {MAX_DEPTH} levels",
-                    "Flatten the structure; no real unit nests this deep.",
-                )
-            continue
-        if key in size or key in open_:
-            if key in open_:
-                raise _too_big(
-                    _location(name, node.start_mark),
-                    "a YAML alias refers to the node that contains it (a recursive document)",
-                    "Remove the anchor and alias.",
-                )
+        if key in open_:
+            raise fail(
+                node,
+                "a YAML alias refers to the node that contains it (a recursive document)",
+                "Remove the anchor and alias.",
+            )
+        memo = done.get(key)
+        if memo is not None:  # an alias of a node already walked
             if not aliases:
-                raise EksinfError(
-                    f"{_location(name, node.start_mark)}: YAML anchor used by an alias; units "
-                    "must not use anchors and aliases",
-                    hint="Write the value out in full: units are flattened to plain per-file YAML, "
-                    "and shared anchors do not survive that (docs/flattening.md).",
-                    exit_code=CONTRACT,
-                )
-            continue
+                raise reused(node)
+            if depth + memo[1] - 1 > MAX_DEPTH:
+                raise too_deep(node)
+            return memo
         open_.add(key)
-        pending.append((node, True))
-        pending.extend((c, False) for c in children if id(c) not in size or not aliases)
-    budget[0] -= size[id(root)]
+        children = (
+            [n for pair in node.value for n in pair]
+            if type(node) is yaml.MappingNode
+            else node.value
+        )
+        size, height = 1, 1
+        for child in children:
+            child_size, child_height = walk(child, depth + 1)
+            size += child_size
+            if child_height >= height:
+                height = child_height + 1
+        if size > budget[0]:
+            raise fail(
+                node,
+                f"expands to more than {MAX_NODES} YAML nodes in one file (aliases repeat "
+                "what they point to: an alias bomb?)",
+                "Write the content out without anchors and aliases.",
+            )
+        open_.discard(key)
+        done[key] = (size, height)
+        return size, height
+
+    budget[0] -= walk(root, 1)[0]
 
 
 def read_source_text(
@@ -229,6 +275,11 @@ def load_source(
 
 
 def _load_source(text: str, name: str, aliases: bool) -> list[Any]:
+    with _gc_paused():
+        return _load_source_docs(text, name, aliases)
+
+
+def _load_source_docs(text: str, name: str, aliases: bool) -> list[Any]:
     loader = _StrictLoader(text)
     budget = [MAX_NODES]
     try:
@@ -320,6 +371,11 @@ def _through_cache(kind: bytes, text: str, parse: Callable[[], list[Any]]) -> li
 
 
 def _load_docs(text: str, label: str) -> list[Any]:
+    with _gc_paused():
+        return _load_machine_docs(text, label)
+
+
+def _load_machine_docs(text: str, label: str) -> list[Any]:
     loader = _Loader(text)
     budget = [MAX_NODES]
     try:
@@ -367,15 +423,55 @@ def _build(node: yaml.Node, loader: _Loader, built: dict[int, Any]) -> Any:
     return sequence
 
 
-class _Dumper(yaml.CSafeDumper):
-    pass
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+
+
+class _Shared(Exception):
+    """A document holds the same container twice: the generic representer writes it once with an
+    anchor and aliases after, which the fast path below does not."""
+
+
+class _Dumper(_MemoResolver, yaml.CSafeDumper):
+    _resolved = {}
+
+    def represent(self, data: Any) -> None:
+        # Documents are dicts, lists and strings all the way down; building their nodes directly
+        # gives the generic representer's nodes (block style, as default_flow_style=False asks)
+        # without its per-object bookkeeping, most of a dump's time. Other scalars go through
+        # the representer.
+        try:
+            node = self._node(data, set())
+        except _Shared:
+            super().represent(data)
+            return
+        self.serialize(node)
+
+    def _node(self, data: Any, seen: set[int]) -> yaml.Node:
+        kind = type(data)
+        if kind is str:
+            return _str_node(data)
+        if kind is dict or kind is list:
+            if id(data) in seen:
+                raise _Shared
+            seen.add(id(data))
+            if kind is dict:
+                pairs = [(self._node(k, seen), self._node(v, seen)) for k, v in data.items()]
+                return yaml.MappingNode(_MAP, pairs, flow_style=False)
+            items = [self._node(item, seen) for item in data]
+            return yaml.SequenceNode(_SEQ, items, flow_style=False)
+        node = self.represent_data(data)
+        self.represented_objects.clear()
+        return node
+
+
+def _str_node(value: str) -> yaml.ScalarNode:
+    # Block style keeps long descriptions (CRD schemas) readable and diffable line by line.
+    return yaml.ScalarNode(_STR, value, style="|" if "\n" in value else None)
 
 
 def _represent_str(dumper: Any, value: str) -> yaml.Node:
-    # Block style keeps long descriptions (CRD schemas) readable and diffable line by line.
-    if "\n" in value:
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+    return _str_node(value)
 
 
 _Dumper.add_representer(str, _represent_str)
@@ -397,12 +493,13 @@ def dump_docs(docs: list[Any]) -> str:
 
 
 def _dump_docs(docs: list[Any]) -> str:
-    return yaml.dump_all(
-        docs,
-        Dumper=_Dumper,
-        sort_keys=False,
-        default_flow_style=False,
-        explicit_start=True,
-        allow_unicode=True,
-        width=1 << 30,
-    )
+    with _gc_paused():
+        return yaml.dump_all(
+            docs,
+            Dumper=_Dumper,
+            sort_keys=False,
+            default_flow_style=False,
+            explicit_start=True,
+            allow_unicode=True,
+            width=1 << 30,
+        )
