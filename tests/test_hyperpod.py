@@ -140,7 +140,7 @@ def test_a_hyperpod_sandbox_publishes_the_model_as_an_inference_endpoint_config(
     pinned CRD. The eks sandbox beside it never gets the HyperPod component."""
     from eksinf import bundle, oci
     from eksinf.hub.local import LocalHub
-    from eksinf.validate.release import check_release
+    from eksinf.validate.release import ReleaseGate
     from eksinf.yamlio import load_docs
 
     up = eksinf(
@@ -166,7 +166,7 @@ def test_a_hyperpod_sandbox_publishes_the_model_as_an_inference_endpoint_config(
     assert (iec["apiVersion"], iec["kind"]) == IEC
     profile = load_profile(load_stack(stack_dir))
     assert iec["spec"]["instanceType"] == profile.hyperpod.instance_type
-    report = check_release(load_stack(stack_dir), "hyperpod-inference-hp", units)
+    report = ReleaseGate(load_stack(stack_dir)).check("hyperpod-inference-hp", units)
     assert report.ok and report.by_schema.get("crd") == 1, [f.line() for f in report.findings]
 
     eks = eksinf("sandbox", "up", "--json", cwd=stack_dir)  # the default sandbox, kind eks

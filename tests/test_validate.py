@@ -325,6 +325,42 @@ def test_release_publish_refuses_a_release_the_api_server_would_not_admit(stack_
     assert json.loads(after.out) == json.loads(before.out)
 
 
+def test_the_releases_of_one_command_share_one_read_and_honour_their_own_crds(
+    stack_dir, monkeypatch
+):
+    """A ReleaseGate reads configs/ once for every release it checks, and a release carrying a
+    CRD that differs from the committed one is checked against its own, even after releases
+    with the committed CRD were checked."""
+    import copy
+
+    from eksinf.model import configs
+    from eksinf.stack import load_stack
+    from eksinf.validate.release import ReleaseGate
+
+    reads = []
+    real_read = configs.read_units
+    monkeypatch.setattr(
+        configs, "read_units", lambda *a, **k: reads.append(a) or real_read(*a, **k)
+    )
+    committed = real_read(stack_dir / "configs", ["karpenter"])
+    crds = committed["karpenter/karpenter-crds"]
+    pools = committed["karpenter/nodepools"]
+    gate = ReleaseGate(load_stack(stack_dir))
+    for space in ("karpenter-a", "karpenter-b"):
+        report = gate.check(space, {"nodepools": pools, "karpenter-crds": crds})
+        assert report.ok and report.by_schema.get("crd") == len(pools), report.findings
+    assert len(reads) == 1
+    # the release's own NodePool CRD no longer knows spec.weight: that release is refused
+    narrowed = copy.deepcopy(crds)
+    nodepool = next(d for d in narrowed if d["spec"]["names"]["kind"] == "NodePool")
+    for version in nodepool["spec"]["versions"]:
+        del version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["weight"]
+    report = gate.check("karpenter-c", {"nodepools": pools, "karpenter-crds": narrowed})
+    assert not report.ok
+    assert {f.path for f in report.findings if f.status == "invalid"} == {"spec.weight"}
+    assert len(reads) == 1
+
+
 def test_a_damaged_cel_cache_changes_no_verdict(stack_dir, eksinf, tmp_path, monkeypatch):
     monkeypatch.setenv("EKSINF_CACHE_DIR", str(tmp_path / "cache"))
     # an empty cache: the CRDs the cluster provides come from the offline mirror again

@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import bundle, inside, links, oci
 from ..errors import CONTRACT, USAGE, EksinfError
@@ -44,6 +44,9 @@ from ..model.targets import TargetKind, cluster_by_name, kind_of
 from ..outdir import MARKER
 from ..stack import Stack
 from ..yamlio import dump_docs, load_docs
+
+if TYPE_CHECKING:
+    from ..validate.release import ReleaseGate
 
 GATE_TRIGGER = "no-placeholders"
 GATE_DESCRIPTION = f"Blocks publishing a release that still holds a {PLACEHOLDER} value."
@@ -368,12 +371,14 @@ class DeployReport:
         return out
 
 
-def admit(hub: Hub, stack: Stack, space: str) -> None:
+def admit(hub: Hub, stack: Stack, space: str, gate: ReleaseGate | None = None) -> None:
     """Refuse (exit 3) to publish a space whose units the API server would not admit
     (validate.release). Units still holding placeholders are left to the hub's own gate, which
-    names the missing links."""
-    from ..validate.release import check_release
+    names the missing links. `gate`: shared by the releases one command publishes."""
+    if gate is None:
+        from ..validate.release import ReleaseGate  # the validators load only to publish
 
+        gate = ReleaseGate(stack)
     members = hub.list_units(space)
     if any(u.placeholders for u in members):
         return
@@ -381,7 +386,7 @@ def admit(hub: Hub, stack: Stack, space: str) -> None:
         u.slug: [d for d in load_docs(hub.unit_data(space, u.slug)) if isinstance(d, dict)]
         for u in members
     }
-    report = check_release(stack, space, units)
+    report = gate.check(space, units)
     if not report.ok:
         bad = [f for f in report.findings if f.status == "invalid"]
         raise EksinfError(
@@ -392,8 +397,10 @@ def admit(hub: Hub, stack: Stack, space: str) -> None:
         )
 
 
-def _publish(hub: Hub, stack: Stack, space: str, report: DeployReport, say: Say) -> None:
-    admit(hub, stack, space)
+def _publish(
+    hub: Hub, stack: Stack, gate: ReleaseGate, space: str, report: DeployReport, say: Say
+) -> None:
+    admit(hub, stack, space, gate)
     try:
         release = hub.publish(space)
     except NoChanges:
@@ -505,11 +512,14 @@ def deploy(
         hub, stack, variant, components=[c.name for c in components], say=say
     )
     checkpoint("deploy.linked")
+    from ..validate.release import ReleaseGate
+
+    gate = ReleaseGate(stack)  # one read of the committed CRDs for every release of the plane
     for comp in components:
-        _publish(hub, stack, variant_space(comp.name, variant), report, say)
+        _publish(hub, stack, gate, variant_space(comp.name, variant), report, say)
         checkpoint("deploy.published-one")
     if apps:
-        _publish(hub, stack, apps, report, say)
+        _publish(hub, stack, gate, apps, report, say)
     return report
 
 

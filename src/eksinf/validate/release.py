@@ -14,24 +14,46 @@ from typing import Any
 
 from ..model import configs
 from . import core
-from .admission import Admission, Report, crds_of
+from .admission import Admission, Crd, Report, crds_of
 from .provided import cluster_crd_units
 
 
-def check_release(stack: Any, space: str, units: dict[str, list[dict]]) -> Report:
-    """`units`: slug -> documents, as the space would publish them."""
-    crds = {**crds_of(configs.read_units(stack.configs_dir)), **crds_of(units)}
-    builtin = core.schema_dir(stack.kube_version)
-    unserved = {
-        (str(d.get("apiVersion")), str(d.get("kind")))
-        for docs in units.values()
-        for d in docs
-        if isinstance(d, dict) and d.get("kind")
-    } - set(crds)
-    if any(
-        core.builtin_validator(builtin, *key) is None and core.pinned_validator(*key) is None
-        for key in unserved
-    ):
-        crds = {**crds_of(cluster_crd_units(stack)), **crds}
-    admission = Admission(crds, stack.kube_version)
-    return admission.check_units(units, lambda slug: f"release {space}/{slug}.yaml")
+class ReleaseGate:
+    """The admission of one stack's releases, for a command that publishes several: the stack's
+    committed units are read once, and releases whose CRDs are the committed ones share one
+    Admission (one CEL engine over the CRDs' rules, one memo of checked documents)."""
+
+    def __init__(self, stack: Any) -> None:
+        self.stack = stack
+        self._committed: dict[tuple[str, str], Crd] | None = None
+        self._admissions: dict[tuple, Admission] = {}
+
+    def check(self, space: str, units: dict[str, list[dict]]) -> Report:
+        """`units`: slug -> documents, as the space would publish them."""
+        if self._committed is None:
+            self._committed = crds_of(configs.read_units(self.stack.configs_dir))
+        committed = self._committed
+        # a release's own CRD that is the committed one, byte for byte, is that one: so the
+        # releases of one stack share an Admission
+        own = {
+            key: committed[key] if key in committed and committed[key].schema == crd.schema else crd
+            for key, crd in crds_of(units).items()
+        }
+        crds = {**committed, **own}
+        builtin = core.schema_dir(self.stack.kube_version)
+        unserved = {
+            (str(d.get("apiVersion")), str(d.get("kind")))
+            for docs in units.values()
+            for d in docs
+            if isinstance(d, dict) and d.get("kind")
+        } - set(crds)
+        if any(
+            core.builtin_validator(builtin, *key) is None and core.pinned_validator(*key) is None
+            for key in unserved
+        ):
+            crds = {**crds_of(cluster_crd_units(self.stack)), **crds}
+        identity = tuple(sorted((key, id(crd)) for key, crd in crds.items()))
+        admission = self._admissions.get(identity)
+        if admission is None:
+            admission = self._admissions[identity] = Admission(crds, self.stack.kube_version)
+        return admission.check_units(units, lambda slug: f"release {space}/{slug}.yaml")
