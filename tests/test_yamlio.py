@@ -92,15 +92,7 @@ def generic_dump(docs: list) -> str:
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
     Generic.add_representer(str, represent_str)
-    return yaml.dump_all(
-        docs,
-        Dumper=Generic,
-        sort_keys=False,
-        default_flow_style=False,
-        explicit_start=True,
-        allow_unicode=True,
-        width=1 << 30,
-    )
+    return yaml.dump_all(docs, Dumper=Generic, **yamlio.DUMP_OPTIONS)
 
 
 ODD_VALUES = {

@@ -492,14 +492,16 @@ def dump_docs(docs: list[Any]) -> str:
     return text
 
 
+# key order kept, block style, `---` before each document, no line folding
+DUMP_OPTIONS: dict[str, Any] = {
+    "sort_keys": False,
+    "default_flow_style": False,
+    "explicit_start": True,
+    "allow_unicode": True,
+    "width": 1 << 30,
+}
+
+
 def _dump_docs(docs: list[Any]) -> str:
     with _gc_paused():
-        return yaml.dump_all(
-            docs,
-            Dumper=_Dumper,
-            sort_keys=False,
-            default_flow_style=False,
-            explicit_start=True,
-            allow_unicode=True,
-            width=1 << 30,
-        )
+        return yaml.dump_all(docs, Dumper=_Dumper, **DUMP_OPTIONS)
