@@ -32,10 +32,19 @@ def open_hub(stack_dir: Path) -> LocalHub:
     return LocalHub(stack_dir / ".eksinf" / "hub.db")
 
 
-def test_sandbox_up_end_to_end_then_rerun_then_down(eksinf, stack_dir):
+def test_sandbox_up_end_to_end_then_rerun_then_down(eksinf, stack_dir, monkeypatch):
+    from eksinf.model import configs
+
+    reads = []
+    real_read = configs.read_units
+    monkeypatch.setattr(
+        configs, "read_units", lambda *a, **k: reads.append(a) or real_read(*a, **k)
+    )
     up = eksinf("sandbox", "up", cwd=stack_dir)
     assert up.code == 0, up.err
     assert "release(s) published" in up.out
+    # both planes' releases are admitted against one read of the committed units
+    assert len(reads) == 1
 
     bound = [u for u in units(eksinf, stack_dir) if u["Target"]]
     assert bound, "sandbox bound no unit to a target"

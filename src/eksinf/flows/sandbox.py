@@ -142,10 +142,14 @@ def sandbox_up(
         hub.variant_create(variant, base_space(PROFILE_COMPONENT))
         created.append(profile_space(variant))
     checkpoint("sandbox.targets")
+    from ..validate.release import ReleaseGate
+
+    gate = ReleaseGate(stack)  # both planes' releases share one read of the committed CRDs
     planes = []
     for plane, space in zip(("mgmt", "workload"), sandbox_spaces(name), strict=True):
+        target = f"{space}/target"
         planes.append(
-            deploy(hub, stack, plane=plane, target=f"{space}/target", variant=variant, say=say)
+            deploy(hub, stack, plane=plane, target=target, variant=variant, say=say, gate=gate)
         )
     return SandboxReport(installed, created, planes)
 
