@@ -133,3 +133,33 @@ def test_a_stack_schema_check_is_skipped_only_for_the_text_that_passed(
     path.write_text(path.read_text().replace("plane: mgmt", "plane: 7", 1))
     with pytest.raises(EksinfError, match="components.yaml"):
         load_stack(stack_dir)
+
+
+def test_a_profile_schema_check_is_skipped_only_for_the_document_that_passed(
+    stack_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import sys
+
+    from eksinf.errors import EksinfError
+    from eksinf.profile import check_profile, load_profile
+    from eksinf.stack import load_stack
+
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "cache"))
+    stack = load_stack(stack_dir)
+    profile = load_profile(stack)  # passes, and is recorded
+    docs = yamlio.load_source(
+        stack_dir / "render/platform-profile/profile.yaml", label="profile.yaml"
+    )
+    # the recorded pass is served without jsonschema (its import is what the record saves)
+    real = sys.modules.get("jsonschema")
+    monkeypatch.setitem(sys.modules, "jsonschema", None)
+    assert check_profile(docs[0], "profile.yaml") == profile
+    # any other document is checked: here it cannot even import the validator
+    changed = {**docs[0], "spec": {**docs[0]["spec"], "region": 7}}
+    with pytest.raises(ImportError):
+        check_profile(changed, "profile.yaml")
+    monkeypatch.setitem(sys.modules, "jsonschema", real)
+    with pytest.raises(EksinfError, match="region"):
+        check_profile(changed, "profile.yaml")
+    with pytest.raises(EksinfError, match="region"):  # a failure is never recorded
+        check_profile(changed, "profile.yaml")

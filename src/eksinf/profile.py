@@ -15,15 +15,17 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
-
+from . import cache as derived
 from .errors import CONTRACT, EksinfError
 from .model.names import DISCOVERY_KEY
 from .model.quantity import whole_gib
 from .stack import Stack
 from .yamlio import load_mapping_docs
+
+if TYPE_CHECKING:
+    import jsonschema
 
 API_VERSION = "eks-inference.eksinf.dev/v1"
 KIND = "PlatformProfile"
@@ -95,9 +97,8 @@ def default_path(stack: Stack) -> Path:
 
 
 @cache
-def _schema() -> dict:
-    text = resources.files("eksinf").joinpath("schemas/profile.schema.json").read_text()
-    return json.loads(text)
+def _schema_text() -> str:
+    return resources.files("eksinf").joinpath("schemas/profile.schema.json").read_text()
 
 
 def _field(error: jsonschema.ValidationError) -> str:
@@ -111,12 +112,17 @@ def _fail(label: str, field: str, why: str, hint: str) -> EksinfError:
     return EksinfError(f"{label}: {field}: {why}", hint=hint, exit_code=CONTRACT)
 
 
-def check_profile(doc: Any, label: str) -> Profile:
-    """Validate one PlatformProfile document; raise EksinfError (exit 3) on the first problem."""
-    if not isinstance(doc, dict):
-        raise _fail(label, "(top level)", "not a mapping", "The profile is one YAML mapping.")
+def _check_shape(label: str, doc: dict) -> None:
+    """The JSON Schema, on the first problem. A pass is recorded for the exact document (its
+    repr names types and key order), so a later run skips jsonschema and its import."""
+    schema = _schema_text().encode()
+    shown = repr(doc).encode()
+    if derived.passed("profile.schema", schema, shown):
+        return
+    import jsonschema  # ~45 ms to import: only when this document was not checked before
+
     errors = sorted(
-        jsonschema.Draft202012Validator(_schema()).iter_errors(doc),
+        jsonschema.Draft202012Validator(json.loads(schema)).iter_errors(doc),
         key=lambda e: (list(map(str, e.absolute_path)), e.message),
     )
     if errors:
@@ -127,6 +133,14 @@ def check_profile(doc: Any, label: str) -> Profile:
             first.message,
             "See docs/address-plan.md for the profile fields and their format.",
         )
+    derived.record_pass("profile.schema", schema, shown)
+
+
+def check_profile(doc: Any, label: str) -> Profile:
+    """Validate one PlatformProfile document; raise EksinfError (exit 3) on the first problem."""
+    if not isinstance(doc, dict):
+        raise _fail(label, "(top level)", "not a mapping", "The profile is one YAML mapping.")
+    _check_shape(label, doc)
     spec = doc["spec"]
     name = doc["metadata"]["name"]
     _check_names(label, name, spec)
