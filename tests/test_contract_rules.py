@@ -7,6 +7,7 @@ the Pod Identity agent's trust actions, Karpenter's discovery tag, Argo CD's oci
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -367,6 +368,19 @@ def test_addon_drift_names_the_exact_difference_and_the_command() -> None:
     )
     (check,) = judge("addon-drift", same)
     assert check.status == "pass"  # no values and "{}" say the same: defaults
+    # the values go into the command quoted for a shell, even with a quote inside
+    values = '{"env": {"NOTE": "it\'s"}}'
+    quoted = replace(
+        NEEDS, addons=(AddonNeed("eks-pod-identity-agent", "v1.3.10-eksbuild.2", values),)
+    )
+    (check,) = judge("addon-drift", facts, quoted)
+    command = check.fix.split("`")[1]
+    assert shlex.split(command)[-4:] == [
+        "--configuration-values",
+        values,
+        "--resolve-conflicts",
+        "OVERWRITE",
+    ]
 
 
 def test_an_association_to_another_role_names_both_roles() -> None:

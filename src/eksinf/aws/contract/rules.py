@@ -8,6 +8,7 @@ facts, no AWS (tests/test_contract_rules.py).
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -626,7 +627,8 @@ def addon_drift(ctx: Context) -> list[Check]:
             same.append(f"{need.name} {installed.get('addonVersion')}")
             continue
         diffs.append(f"{need.name}: " + "; ".join(apart))
-        values = f" --configuration-values '{need.values}'" if need.values else ""
+        # quoted for a POSIX shell: values are JSON or YAML text and may hold a quote
+        values = f" --configuration-values {shlex.quote(need.values)}" if need.values else ""
         fixes.append(
             f"`aws eks update-addon --cluster-name {facts.cluster_name} --addon-name "
             f"{need.name} --addon-version {need.version or 'VERSION'}{values} "
