@@ -33,8 +33,8 @@ class ReleaseGate:
         if self._committed is None:
             self._committed = crds_of(configs.read_units(self.stack.configs_dir))
         committed = self._committed
-        # a release's own CRD that is the committed one, byte for byte, is that one: so the
-        # releases of one stack share an Admission
+        # a release's own CRD whose schema equals the committed one's is taken as that one, so
+        # the releases of one stack share an Admission (keyed below by the CRD objects)
         own = {
             key: committed[key] if key in committed and committed[key].schema == crd.schema else crd
             for key, crd in crds_of(units).items()
