@@ -325,6 +325,10 @@ def test_an_irsa_trust_naming_the_old_issuer_is_named() -> None:
     facts = replace(good(), irsa_trusts=[IrsaTrust("ns/sa", "reader", irsa_trust_doc(OLD))])
     (check,) = judge("irsa-trust", facts)
     assert check.status == "fail" and OLD in check.detail and CURRENT in check.fix
+    assert check.detail == (
+        f"ns/sa -> reader: the trust does not admit system:serviceaccount:ns:sa from {CURRENT} "
+        f"(it names {OLD})"
+    )
     wildcard = irsa_trust_doc(CURRENT, "system:serviceaccount:*:sa")
     wildcard["Statement"][0]["Condition"] = {
         "StringLike": {f"{CURRENT}:sub": "system:serviceaccount:*:sa"}

@@ -25,7 +25,7 @@ from .hyperpod import (
     role_checks,
     role_name,
 )
-from .rules import Check, Context, rule
+from .rules import Check, Context, irsa_refusal, rule
 
 HYPERPOD = (HYPERPOD_EKS,)
 HP_ANCHOR = "docs/hyperpod.md#the-hyperpod-contract"
@@ -526,19 +526,8 @@ def inference_role_trust(ctx: Context) -> list[Check]:
                 severity="advisory",
             )
         ]
-    problems = []
-    for account in accounts:
-        verdict = iam.admits(role.trust, iam.irsa_request(INFERENCE_NAMESPACE, account, hp.issuer))
-        if verdict is not True:
-            named = ", ".join(iam.providers(role.trust)) or "no OIDC provider"
-            what = (
-                "does not admit"
-                if verdict is False
-                else "may not admit (a condition eksinf cannot evaluate)"
-            )
-            problems.append(
-                f"the trust {what} {iam.subject(INFERENCE_NAMESPACE, account)} from {hp.issuer} (it names {named})"
-            )
+    refusals = (irsa_refusal(role.trust, INFERENCE_NAMESPACE, a, hp.issuer) for a in accounts)
+    problems = [r for r in refusals if r]
     fix = (
         f"update the trust of {role.name} to Federated oidc-provider/{hp.issuer} with {hp.issuer}:sub = "
         f"{iam.subject(INFERENCE_NAMESPACE, accounts[0])} (aws iam update-assume-role-policy)"

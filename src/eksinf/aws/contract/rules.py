@@ -854,19 +854,9 @@ def irsa_trust(ctx: Context) -> list[Check]:
         if t.document is None:
             problems.append(f"{t.service_account} -> {t.role_name}: no such role")
             continue
-        verdict = iam.admits(t.document, iam.irsa_request(ns, name, host))
-        if verdict is True:
-            continue
-        named = ", ".join(iam.providers(t.document)) or "no OIDC provider"
-        what = (
-            "does not admit"
-            if verdict is False
-            else "may not admit (a condition eksinf cannot evaluate)"
-        )
-        problems.append(
-            f"{t.service_account} -> {t.role_name}: the trust {what} "
-            f"{iam.subject(ns, name)} from {host or 'the cluster issuer'} (it names {named})"
-        )
+        refusal = irsa_refusal(t.document, ns, name, host, host or "the cluster issuer")
+        if refusal:
+            problems.append(f"{t.service_account} -> {t.role_name}: {refusal}")
     if not problems:
         found = ", ".join(f"{t.service_account} -> {t.role_name}" for t in facts.irsa_trusts)
         return [Check("irsa-trust", element, "pass", found, call)]
@@ -876,6 +866,26 @@ def irsa_trust(ctx: Context) -> list[Check]:
         "redeploy the component that owns the role"
     )
     return [Check("irsa-trust", element, "fail", "; ".join(problems), call, fix)]
+
+
+def irsa_refusal(
+    trust: Any, namespace: str, account: str, issuer: str, shown_issuer: str = ""
+) -> str | None:
+    """Why an IRSA role's `trust` does not admit `namespace/account` from `issuer` (named as
+    `shown_issuer` when given), with the OIDC providers it does name; None when it admits it."""
+    verdict = iam.admits(trust, iam.irsa_request(namespace, account, issuer))
+    if verdict is True:
+        return None
+    named = ", ".join(iam.providers(trust)) or "no OIDC provider"
+    what = (
+        "does not admit"
+        if verdict is False
+        else "may not admit (a condition eksinf cannot evaluate)"
+    )
+    return (
+        f"the trust {what} {iam.subject(namespace, account)} from {shown_issuer or issuer} "
+        f"(it names {named})"
+    )
 
 
 @rule(
