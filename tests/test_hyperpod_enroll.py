@@ -281,11 +281,9 @@ def test_list_checks_by_kind(eksinf, stack_dir):
     assert wrong.code == 2 and "only for --kind hyperpod-eks" in wrong.err
 
 
-def test_enroll_a_hyperpod_cluster_records_its_kind(
-    eksinf, stack, stack_dir, scope, kube, monkeypatch, managed_policies
-):
-    world(stack, scope, kube, monkeypatch)
-    args = (
+def enroll_args(kube) -> tuple[str, ...]:
+    """`eksinf enroll cluster` of the HyperPod cluster `world` seeds, as target hp."""
+    return (
         "enroll",
         "cluster",
         "--name",
@@ -295,6 +293,13 @@ def test_enroll_a_hyperpod_cluster_records_its_kind(
         "--kubeconfig",
         str(kube.config),
     )
+
+
+def test_enroll_a_hyperpod_cluster_records_its_kind(
+    eksinf, stack, stack_dir, scope, kube, monkeypatch, managed_policies
+):
+    world(stack, scope, kube, monkeypatch)
+    args = enroll_args(kube)
     result = eksinf(*args, "--json", cwd=stack_dir)
     assert result.code == 0, result.err
     report = json.loads(result.out)
@@ -313,16 +318,7 @@ def test_enroll_names_the_stale_arn_and_wires_nothing(
 ):
     stale = f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:cluster/000000000000"
     world(stack, scope, kube, monkeypatch, arn_in_config=stale)
-    args = (
-        "enroll",
-        "cluster",
-        "--name",
-        "hp",
-        "--kind",
-        "hyperpod-eks",
-        "--kubeconfig",
-        str(kube.config),
-    )
+    args = enroll_args(kube)
     result = eksinf(*args, cwd=stack_dir)
     assert result.code == 3, result.err
     assert "cluster is missing the add-on's hyperpodClusterArn naming this cluster" in result.out
