@@ -3,6 +3,8 @@
 - `registry`: Debian's docker-registry (CNCF distribution) on a free 127.0.0.1 port.
 - `moto_endpoint`: moto's HTTP server on a free 127.0.0.1 port; boto3 reaches it through the
   session factory via EKSINF_AWS_ENDPOINT_URL.
+- `kube_plane`: a real kube-apiserver (v1.31, ../shared/tools) and etcd on 127.0.0.1, shared by
+  the session, with static tokens for an admin, a user with no RBAC bindings, and none (401).
 - `stack_dir`: a private copy of this repository's stack, safe to break.
 """
 
@@ -23,6 +25,7 @@ import requests
 
 REPO = Path(__file__).resolve().parent.parent
 MIRROR = REPO.parent / "shared" / "charts"
+TOOL_MIRROR = REPO.parent / "shared" / "tools"
 STACK_FILES = ("components.yaml", "versions.env", "charts.lock")
 STACK_DIRS = ("render", "configs", "iam")
 
@@ -112,6 +115,24 @@ def moto_endpoint():
     host, port = server.get_host_and_port()
     yield f"http://{host}:{port}"
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def kube_plane():
+    """A real Kubernetes control plane (etcd + kube-apiserver) on 127.0.0.1, one per session.
+
+    In CI (EKSINF_REQUIRE_KUBE=1, set by .ci/run) a missing binary or etcd fails the test;
+    elsewhere it is a named skip."""
+    from eksinf.errors import EksinfError
+    from eksinf.kube import localplane
+
+    try:
+        with localplane.running(TOOL_MIRROR) as plane:
+            yield plane
+    except EksinfError as exc:
+        if os.environ.get("EKSINF_REQUIRE_KUBE") == "1":
+            pytest.fail(f"the local control plane did not start: {exc} ({exc.hint})")
+        pytest.skip(f"no local control plane: {exc}")
 
 
 @pytest.fixture

@@ -63,6 +63,14 @@ def direction_errors(edges: dict[str, set[str]]) -> list[str]:
                 errors.append(f"{module} (aws) imports the orchestration layer ({target})")
             if _under(module, "eksinf.hub") and _under(target, "eksinf.flows"):
                 errors.append(f"{module} (hub) imports the orchestration layer ({target})")
+            # kube: the Kubernetes client and local control plane, just above the model
+            if _under(module, "eksinf.kube") and not (
+                _under(target, "eksinf.kube")
+                or target
+                in ("eksinf.errors", "eksinf.cache", "eksinf.atomic", "eksinf.net", "eksinf.inside")
+                or _under(target, "eksinf.model")
+            ):
+                errors.append(f"{module} (kube) imports {target}")
             if _under(module, "eksinf.model") and not (
                 _under(target, "eksinf.model")
                 # inside: the safe file reader yamlio itself reads through (errors only below)
