@@ -10,9 +10,11 @@
    Only that one call is served from memory (honouring the `tag:<key>` and `state` filters the
    contract uses); every other EC2 call goes to moto.
 3. `FakeKubeApi`: no Kubernetes API server exists on these machines. This is a small werkzeug app
-   on 127.0.0.1 that serves only the REST paths `eksinf.aws.kube` calls (GET object/list,
-   server-side-apply PATCH, merge PATCH, DELETE, /version), storing objects in memory. Controllers
-   (Argo CD syncing, a Deployment becoming Available) are simulated by the test's callbacks.
+   on 127.0.0.1 that serves only the REST paths `eksinf.kube.client` calls (discovery, GET
+   object/list, server-side-apply PATCH, merge PATCH, DELETE, /version), storing objects in
+   memory. Controllers (Argo CD syncing, a Deployment becoming Available, pods) are simulated by
+   the test's callbacks: that is what a bare API server (tests/test_kube_*.py use the real one)
+   cannot do. Discovery serves every kind under the API's own plural rule.
 4. `IamAsOnAws`: moto answers iam:ListInstanceProfiles (and ...ForRole) with each profile's tags;
    AWS does not (botocore's iam model, ListInstanceProfiles: "IAM resource-listing operations
    return a subset of the available attributes ... this operation does not return tags"). Those
@@ -288,11 +290,78 @@ def _merge(into: dict, patch: dict) -> dict:
     return into
 
 
+_CLUSTER_SCOPED = {
+    "Namespace",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "CustomResourceDefinition",
+    "NodePool",
+    "EC2NodeClass",
+    "NodeClaim",
+    "Node",
+    "PriorityClass",
+    "ValidatingWebhookConfiguration",
+    "MutatingWebhookConfiguration",
+}
+
+
+def api_plural(kind: str) -> str:
+    """The plural the API server derives for a kind (k8s.io/gengo's rule)."""
+    low = kind.lower()
+    if low.endswith(("s", "sh", "ch", "x")):
+        return low + "es"
+    if low.endswith("y") and low[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return low[:-1] + "ies"
+    return low + "s"
+
+
+def ref_path(ref: Any) -> str:
+    """The REST path the fake stores `ref` (a kube.client.ResourceRef) under."""
+    if isinstance(ref, str):
+        return ref
+    base = f"/api/{ref.api_version}" if "/" not in ref.api_version else f"/apis/{ref.api_version}"
+    if ref.namespace and ref.kind not in _CLUSTER_SCOPED:
+        base += f"/namespaces/{ref.namespace}"
+    base += f"/{api_plural(ref.kind)}"
+    return f"{base}/{ref.name}" if ref.name else base
+
+
+# Kinds eksinf reads or writes on a cluster; the fake serves them in every group/version.
+KNOWN_KINDS = {
+    "Namespace", "Secret", "ConfigMap", "Pod", "ServiceAccount", "Service", "Deployment",
+    "Application", "AppProject", "NodePool", "NodeClaim", "EC2NodeClass", "Cluster", "Role",
+    "Policy", "VPC", "Subnet", "SecurityGroup", "InternetGateway", "NATGateway", "RouteTable",
+    "ElasticIPAddress", "Nodegroup", "PodIdentityAssociation", "AccessEntry", "Addon",
+    "InstanceProfile", "InferenceEndpointConfig", "CustomResourceDefinition", "ClusterRole",
+    "ClusterRoleBinding", "RoleBinding", "DaemonSet", "StatefulSet", "NetworkPolicy",
+    "PodDisruptionBudget", "Node",
+}  # fmt: skip
+
+
+class _ByPath(dict):
+    """Objects by REST path; a test may name one by its ResourceRef too."""
+
+    def __getitem__(self, key: Any) -> Any:
+        return super().__getitem__(ref_path(key))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(ref_path(key), value)
+
+    def __contains__(self, key: Any) -> bool:
+        return super().__contains__(ref_path(key))
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return super().get(ref_path(key), default)
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        return super().pop(ref_path(key), *default)
+
+
 class FakeKubeApi:
     """In-memory objects by REST path; `log` records (method, path) of every request."""
 
     def __init__(self, token: str | None = None) -> None:
-        self.objects: dict[str, dict] = {}
+        self.objects: dict[Any, dict] = _ByPath()
         self.log: list[tuple[str, str]] = []
         self.deletes: list[tuple[str, str | None]] = []
         self.token = token
@@ -328,8 +397,26 @@ class FakeKubeApi:
         )
         return path
 
-    def put(self, path: str, obj: dict) -> None:
-        self.objects[path] = copy.deepcopy(obj)
+    def put(self, path: Any, obj: dict) -> None:
+        self.objects[ref_path(path)] = copy.deepcopy(obj)
+
+    def get(self, path: Any) -> dict | None:
+        return self.objects.get(ref_path(path))
+
+    @staticmethod
+    def _is_discovery(path: str) -> bool:
+        parts = path.strip("/").split("/")
+        return (parts[0] == "api" and len(parts) == 2) or (parts[0] == "apis" and len(parts) == 3)
+
+    def _served(self, path: str) -> list[dict]:
+        """Every kind stored under this group/version, plus those the tests' clients name:
+        the fake serves any kind, as if its CRD were installed."""
+        kinds = {str(o.get("kind")) for p, o in self.objects.items() if p.startswith(path + "/")}
+        kinds |= KNOWN_KINDS
+        return [
+            {"name": api_plural(k), "kind": k, "namespaced": k not in _CLUSTER_SCOPED}
+            for k in sorted(kinds)
+        ]
 
     def _reply(self, status: int, body: Any) -> Response:
         return Response(json.dumps(body), status=status, content_type="application/json")
@@ -348,6 +435,8 @@ class FakeKubeApi:
             return self._reply(200, {"major": "1", "minor": "33", "gitVersion": "v1.33.0"})
         if self.forbidden:
             return self._reply(403, {"kind": "Status", "message": "forbidden", "code": 403})
+        if request.method == "GET" and self._is_discovery(path):
+            return self._reply(200, {"kind": "APIResourceList", "resources": self._served(path)})
         if request.method == "GET":
             if path in self.objects:
                 return self._reply(200, self.objects[path])

@@ -387,7 +387,7 @@ def test_principal_of_an_assumed_role_is_its_role():
 
 
 def test_written_kubeconfig_pins_the_commands_identity(tmp_path, monkeypatch):
-    from eksinf.aws.kube import eks_kubeconfig, read_kubeconfig, write_kubeconfig
+    from eksinf.kube.client import eks_kubeconfig, read_kubeconfig, write_kubeconfig
 
     monkeypatch.setenv("AWS_PROFILE", "ops")
     identity = AwsIdentity.resolve("eu-west-1")

@@ -194,13 +194,13 @@ def test_status_shows_nodeclass_resolution_from_the_workload_cluster(
     eksinf, stack_dir, scope, tmp_path, aws_env
 ):
     # FakeKubeApi stands in for the workload cluster's API (tests/aws_stubs.py).
-    from aws_stubs import FakeKubeApi
+    from aws_stubs import FakeKubeApi, ref_path
 
     from eksinf.aws.status import NODECLASS_PATH
 
     with FakeKubeApi(token="w") as api:
-        api.put(f"{NODECLASS_PATH}/general", nodeclass("general", 3, 2, 1))
-        api.put(f"{NODECLASS_PATH}/gpu", nodeclass("gpu", 0, 2, 1, ready="False"))
+        api.put(f"{ref_path(NODECLASS_PATH)}/general", nodeclass("general", 3, 2, 1))
+        api.put(f"{ref_path(NODECLASS_PATH)}/gpu", nodeclass("gpu", 0, 2, 1, ready="False"))
         config = api.kubeconfig(tmp_path / "workload.kubeconfig")
         result = eksinf("status", "--json", "--kubeconfig", str(config), cwd=stack_dir)
         text = eksinf("status", "--kubeconfig", str(config), cwd=stack_dir)

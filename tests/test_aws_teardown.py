@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from aws_stubs import FakeKubeApi, IamAsOnAws, iam_caller_as_on_aws
+from aws_stubs import FakeKubeApi, IamAsOnAws, iam_caller_as_on_aws, ref_path
 
 from eksinf.aws import creds as creds_mod
 from eksinf.aws import teardown as td
@@ -217,7 +217,7 @@ def test_mgmt_deletes_ack_objects_dependents_first(eksinf, stack_dir, scope, mgm
     )
     assert result.code == 0, result.err
     objects = mgmt.objects_seeded
-    assert objects and [p for p, _ in mgmt.deletes] == [o.path for o in objects]
+    assert objects and [p for p, _ in mgmt.deletes] == [ref_path(o.path) for o in objects]
     waves = [o.wave for o in objects]
     assert waves == sorted(waves, reverse=True)
     patches = [p for m, p in mgmt.log if m == "PATCH"]
@@ -465,7 +465,7 @@ def test_stalled_ack_deletion_sweeps_the_stack_vpc_orphans(stack_dir, scope, mgm
     """The VPC's controller cannot finish while a detached ENI and the EKS cluster SG remain:
     once the remaining count has not moved for 6 polls, the loop sweeps them (only in the
     stack's VPC), and the objects go away."""
-    from eksinf.aws.kube import KubeClient
+    from eksinf.kube.client import KubeClient
 
     seeded = seed_orphans(scope)
     session = session_for(scope)

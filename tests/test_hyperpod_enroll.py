@@ -16,9 +16,9 @@ from test_aws_enroll import ACCOUNT, ARGOCD, CALLER, seed_cluster
 
 from eksinf.aws import contract
 from eksinf.aws.contract import hyperpod
-from eksinf.aws.kube import KubeClient
 from eksinf.aws.scope import StackScope
 from eksinf.aws.session import AwsIdentity, AwsSession
+from eksinf.kube.client import KubeClient
 from eksinf.model.targets import KINDS
 from eksinf.profile import STACK_TAG_KEY, load_profile
 from eksinf.stack import load_stack

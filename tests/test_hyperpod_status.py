@@ -16,7 +16,7 @@ from aws_stubs import FakeKubeApi
 from conftest import REPO
 
 from eksinf.aws import serving
-from eksinf.aws.kube import KubeClient
+from eksinf.kube.client import KubeClient
 from eksinf.profile import load_profile
 from eksinf.stack import load_stack
 from eksinf.validate import structural

@@ -9,11 +9,11 @@ import json
 from pathlib import Path
 
 import pytest
-from aws_stubs import FakeKubeApi
+from aws_stubs import FakeKubeApi, ref_path
 
 from eksinf.aws import argocd
-from eksinf.aws.kube import KubeClient, resource_path
 from eksinf.hub.local import LocalHub
+from eksinf.kube.client import KubeClient, resource_path
 from eksinf.model.names import kubeconfig_path
 
 SERVER = resource_path("apps/v1", "Deployment", "argocd", "argocd-server")
@@ -30,7 +30,7 @@ def argocd_server(image: str) -> dict:
 
 def becomes_available(api: FakeKubeApi, namespace: str = "argocd") -> None:
     """Simulates the kubelet: argocd-server turns Available once applied."""
-    server = resource_path("apps/v1", "Deployment", namespace, "argocd-server")
+    server = ref_path(resource_path("apps/v1", "Deployment", namespace, "argocd-server"))
 
     def ready(path: str, obj: dict) -> None:
         if path == server and "status" not in obj:

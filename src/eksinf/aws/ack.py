@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..kube.client import KubeClient, ResourceRef, resource_path
 from ..model.configs import ACK_GROUP_SUFFIX, read_units, resources
-from .kube import KubeClient, resource_path
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class AckObject:
     wave: int
 
     @property
-    def path(self) -> str:
+    def path(self) -> ResourceRef:
         return resource_path(self.api_version, self.kind, self.namespace, self.name)
 
     @property

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CONTRACT, FAILURE, EksinfError
+from ..kube.client import KubeClient, ResourceRef, resource_path
 from ..model.resources import CLUSTER_SCOPED_KINDS
 from ..yamlio import load_docs
 from .contract.facts import ARGOCD_FLOOR, version_of
-from .kube import KubeClient, resource_path
 
 COMPONENT = "argocd"
 SERVER = "argocd-server"
@@ -151,7 +151,7 @@ def ensure(
 # ---- sync on publish ---------------------------------------------------------------------------
 
 
-def application_path(namespace: str, name: str) -> str:
+def application_path(namespace: str, name: str) -> ResourceRef:
     return resource_path(*APPLICATION_API, namespace, name)
 
 

@@ -24,7 +24,7 @@ from typing import Any
 import botocore.exceptions as bce
 
 from ..errors import CONTRACT, ENVIRONMENT, FAILURE, EksinfError
-from .kube import KubeClient, resource_path
+from ..kube.client import KubeClient, resource_path
 from .scope import StackScope
 from .session import (
     AwsIdentity,

@@ -21,16 +21,16 @@ import yaml
 from ..argo import application_schema
 from ..argo import root_application as hub_root
 from ..errors import CONTRACT, ENVIRONMENT, EksinfError
-from ..model.names import apps_space, kubeconfig_path
-from ..yamlio import load_docs
-from .kube import (
+from ..kube.client import (
     KubeClient,
     eks_kubeconfig,
-    object_path,
+    object_ref,
     parse_kubeconfig,
     resource_path,
     write_kubeconfig,
 )
+from ..model.names import apps_space, kubeconfig_path
+from ..yamlio import load_docs
 from .scope import StackScope
 from .session import AwsSession
 from .status import describe_cluster
@@ -98,7 +98,7 @@ def detach(kube: KubeClient, name: str, namespace: str) -> list[str]:
     """Remove the root app without touching workloads: drop its finalizer, delete orphaning."""
     done = []
     app = root_application(name, "-", namespace)
-    path = object_path(app)
+    path = object_ref(app)
     if kube.get(path) is not None:
         kube.patch(path, {"metadata": {"finalizers": None}})
         kube.delete(path, propagation="Orphan")

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EksinfError
+from ..kube.client import KubeClient, ResourceRef, resource_path
 from ..model.configs import read_units, resources
 from .argocd import APPLICATION_API, sync_state
-from .kube import KubeClient, resource_path
 
 HEALTHY, DEGRADED, UNKNOWN = "healthy", "degraded", "unknown"
 NODEPOOLS = resource_path("karpenter.sh/v1", "NodePool")
@@ -161,7 +161,7 @@ def models_check(kube: KubeClient, namespace: str, service: str, port: int, mode
 
 def _models(kube: KubeClient, path: str, model: str) -> dict:
     try:
-        answer = kube.get(path)
+        answer = kube.get_path(path)
     except EksinfError as exc:
         return {"path": path, "state": UNKNOWN, "models": None, "message": exc.message}
     if answer is None:
@@ -250,10 +250,13 @@ class Plan:
     """What to read, from configs/ (never a fixed list)."""
 
     applications: tuple[str, ...]  # Application names: the variant spaces bound to the target
-    ack: tuple[tuple[str, str], ...]  # (label, REST path)
-    deployments: tuple[tuple[str, str, str, dict], ...]  # (label, path, namespace, template labels)
+    ack: tuple[tuple[str, ResourceRef], ...]  # (label, object)
+    # (label, object, namespace, template labels)
+    deployments: tuple[tuple[str, ResourceRef, str, dict], ...]
     services: tuple[tuple[str, str, int, dict], ...]  # (namespace, name, port, selector)
-    endpoint_configs: tuple[tuple[str, str, str, int], ...] = ()  # (label, path, namespace, port)
+    endpoint_configs: tuple[
+        tuple[str, ResourceRef, str, int], ...
+    ] = ()  # (label, object, ns, port)
     karpenter: bool = True  # a HyperPod target has no Karpenter to read
 
 
@@ -368,20 +371,15 @@ def collect(
 
 
 def _endpoint_config(
-    kube: KubeClient, label: str, path: str, namespace: str, port: int, model: str
+    kube: KubeClient, label: str, path: ResourceRef, namespace: str, port: int, model: str
 ) -> dict[str, Any]:
     """Read one InferenceEndpointConfig, its pods (by the selector the CR reports) and, when a
     pod is ready, its `/v1/models`."""
-    from urllib.parse import quote
 
     try:
         obj = kube.get(path)
         selector = str(((obj or {}).get("status") or {}).get("selector") or "")
-        pods = (
-            kube.items(f"/api/v1/namespaces/{namespace}/pods?labelSelector={quote(selector)}")
-            if selector
-            else []
-        )
+        pods = kube.items(resource_path("v1", "Pod", namespace), selector) if selector else []
     except EksinfError as exc:
         return {"endpointConfig": label, "state": UNKNOWN, "message": exc.message}
     ready = [p for p in pods if _ready(p)]

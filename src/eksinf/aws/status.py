@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import EksinfError
+from ..kube.client import KubeClient, resource_path
 from ..model.names import DISCOVERY_KEY
 from ..prices import PriceTable
-from .kube import KubeClient
 from .pricing import LiveRates
 from .scope import StackScope
 from .session import AWS_FAILURES, AwsSession, aws_errors, error_code, paginate, tags_of, translate
@@ -410,7 +410,7 @@ def unknown_json(scope: StackScope, reason: str) -> dict[str, Any]:
 
 # ---- EC2NodeClass resolution on a reachable workload cluster ---------------------------------
 
-NODECLASS_PATH = "/apis/karpenter.k8s.aws/v1/ec2nodeclasses"
+NODECLASS_PATH = resource_path("karpenter.k8s.aws/v1", "EC2NodeClass")
 
 
 @dataclass(frozen=True)

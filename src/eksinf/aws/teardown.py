@@ -21,12 +21,12 @@ from typing import Any, Protocol
 import botocore.exceptions as bce
 
 from ..errors import CONTRACT, ENVIRONMENT, FAILURE, EksinfError
+from ..kube.client import KubeClient, ResourceRef, resource_path
 from ..model.configs import of_kind, read_units, resources
 from ..model.names import profile_space, variant_space
 from ..stack import Stack
 from . import creds as creds_mod
 from .ack import AckObject, ack_accounts, ack_objects
-from .kube import KubeClient, resource_path
 from .scope import StackScope
 from .session import (
     AWS_FAILURES,
@@ -425,7 +425,7 @@ class ArgoHalt:
     replicas: int | None = None
 
     @property
-    def path(self) -> str:
+    def path(self) -> ResourceRef:
         api, kind, name = ARGO_CONTROLLER
         return resource_path(api, kind, self.namespace, name)
 
@@ -445,12 +445,10 @@ class ArgoHalt:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """Scaling to 0 is a request: wait until no controller pod remains (bounded)."""
-        pods = (
-            f"/api/v1/namespaces/{self.namespace}/pods"
-            f"?labelSelector=app.kubernetes.io/name%3D{ARGO_CONTROLLER[2]}"
-        )
+        pods = resource_path("v1", "Pod", self.namespace)
+        selector = f"app.kubernetes.io/name={ARGO_CONTROLLER[2]}"
         deadline = clock() + timeout
-        while self.kube.items(pods):
+        while self.kube.items(pods, selector):
             if clock() >= deadline:
                 raise EksinfError(
                     f"Argo CD's application controller still has pods after {int(timeout)} s",

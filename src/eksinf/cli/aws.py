@@ -15,9 +15,9 @@ from .common import JSON_OPTION, emit_json, print_table, progress, state
 # The AWS stages pull in boto3/botocore and requests (~0.2 s): each command imports what it
 # uses, so `eksinf --help` and the build commands never load them.
 if TYPE_CHECKING:
-    from ..aws.kube import KubeClient
     from ..aws.scope import StackScope
     from ..aws.session import AwsSession
+    from ..kube.client import KubeClient
 
 REGION_OPTION = typer.Option(
     None, "--region", help="AWS region. Default: the platform profile's region."
@@ -118,7 +118,7 @@ def status_cmd(
     whether the plane serves."""
     from ..aws import pricing
     from ..aws import status as status_mod
-    from ..aws.kube import KubeClient
+    from ..kube.client import KubeClient
     from ..prices import load_prices
 
     chosen = target_kind(kind)
@@ -229,7 +229,7 @@ def _serving_status(
     import time
 
     from ..aws import serving
-    from ..aws.kube import KubeClient
+    from ..kube.client import KubeClient
     from ..profile import load_profile
 
     if plane not in ("mgmt", "workload"):
@@ -266,7 +266,7 @@ def _stack_accounts(
 ) -> dict[str, list[str]] | None:
     """The account(s) the stack's ACK objects record, or None when there is no way to know."""
     from ..aws.ack import ack_accounts, ack_objects
-    from ..aws.kube import KubeClient
+    from ..kube.client import KubeClient
 
     stack = state(ctx).stack()
     path = kubeconfig or kubeconfig_path(stack.root, "mgmt")
@@ -294,7 +294,7 @@ YES_OPTION = typer.Option(False, "--yes", help="Carry out the change (without it
 
 
 def mgmt_kube(ctx: typer.Context, kubeconfig: Path | None, session: AwsSession) -> KubeClient:
-    from ..aws.kube import KubeClient
+    from ..kube.client import KubeClient
 
     path = kubeconfig or kubeconfig_path(state(ctx).stack().root, "mgmt")
     return KubeClient.from_kubeconfig(Path(path), session)
@@ -323,7 +323,9 @@ def creds_status_cmd(
     kube = mgmt_kube(ctx, kubeconfig, session)
     namespace = ack_namespace(ctx)
     info = creds_mod.read_secret(kube, namespace)
-    pods = kube.items(f"/api/v1/namespaces/{namespace}/pods")
+    from ..kube.client import resource_path
+
+    pods = kube.items(resource_path("v1", "Pod", namespace))
     pod_names = sorted(str(p["metadata"]["name"]) for p in pods)
     body = {
         "cluster": kube.server,
@@ -482,7 +484,9 @@ def creds_delete_user_cmd(
         warn(f"could not check the controllers' Secret: {exc.message}")
         return
     if info.present and info.source == f"iam-user/{name}":
-        kube.delete(f"/api/v1/namespaces/{ack_namespace(ctx)}/secrets/{creds_mod.SECRET_NAME}")
+        from ..kube.client import resource_path
+
+        kube.delete(resource_path("v1", "Secret", ack_namespace(ctx), creds_mod.SECRET_NAME))
         progress(f"deleted Secret {ack_namespace(ctx)}/{creds_mod.SECRET_NAME}")
 
 
@@ -704,8 +708,8 @@ def enroll_remove_cmd(
 ) -> None:
     """Detach a cluster: remove the root app (orphaning workloads); optionally its hub spaces."""
     from ..aws import enroll
-    from ..aws.kube import KubeClient
     from ..flows import enroll as enroll_flow
+    from ..kube.client import KubeClient
 
     stack = state(ctx).stack()
     path = kubeconfig or kubeconfig_path(stack.root, name)
@@ -758,8 +762,8 @@ def teardown_cmd(
 ) -> None:
     """Destroy the stack's AWS infrastructure and prove nothing billing is left (needs --yes)."""
     from ..aws import teardown as td
-    from ..aws.kube import KubeClient
     from ..flows.teardown import stack_config
+    from ..kube.client import KubeClient
 
     if plane not in (None, "workload", "mgmt"):
         raise EksinfError(

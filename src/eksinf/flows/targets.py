@@ -137,7 +137,7 @@ def add(
 
     from ..aws import argocd
     from ..aws.enroll import apply_wiring, wiring_docs
-    from ..aws.kube import KubeClient, parse_kubeconfig, write_kubeconfig
+    from ..kube.client import KubeClient, parse_kubeconfig, write_kubeconfig
     from .deploy import ensure_target_space
 
     check_plane(plane)
@@ -237,7 +237,7 @@ def sync_after_publish(
     """Ask the target's Argo CD to refresh the Applications of what was just published (each is
     named after its space) and wait, bounded, until each shows its new release as Synced."""
     from ..aws.argocd import request_refresh, wait_synced
-    from ..aws.kube import KubeClient
+    from ..kube.client import KubeClient
 
     space = target.split("/", 1)[0]
     path = kubeconfig_path(stack_root, space)
@@ -283,7 +283,7 @@ def wait_serving(
     import time
 
     from ..aws import serving
-    from ..aws.kube import KubeClient
+    from ..kube.client import KubeClient
 
     space = target.split("/", 1)[0]
     path = kubeconfig_path(stack.root, space)

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ...kube.client import KubeClient
 from ...model.iam import trusted_actions
 from ...model.targets import DEFAULT_KIND, KINDS, TargetKind
 from ...stack import Stack
-from ..kube import KubeClient
 from ..scope import StackScope
 from ..session import AwsSession
 from . import hyperpod_rules  # noqa: F401  (registers the hyperpod-eks rules in RULES)

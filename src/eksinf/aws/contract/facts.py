@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import EksinfError
+from ...kube.client import KubeClient, KubeError, resource_path
 from ...links.engine import resolve_units
 from ...model.configs import read_units, resources
 from ...model.iam import POD_IDENTITY_SERVICE, trusted_actions
 from ...model.names import DISCOVERY_KEY
 from ...model.placeholder import PLACEHOLDER
 from ...model.quantity import whole_gib
-from ..kube import KubeClient, KubeError, resource_path
 from ..scope import StackScope
 from ..session import (
     AWS_FAILURES,

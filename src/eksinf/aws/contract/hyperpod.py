@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from ...errors import CONTRACT, EksinfError
-from ..kube import KubeClient, KubeError, resource_path
+from ...kube.client import KubeClient, KubeError, resource_path
 from ..session import AWS_FAILURES, AwsSession, error_code, paginate, translate
 
 # Facts from the operator's chart (aws/sagemaker-hyperpod-cli, helm_chart/HyperPodHelmChart/
