@@ -26,7 +26,7 @@ import requests
 REPO = Path(__file__).resolve().parent.parent
 MIRROR = REPO.parent / "shared" / "charts"
 TOOL_MIRROR = REPO.parent / "shared" / "tools"
-STACK_FILES = ("components.yaml", "versions.env", "charts.lock")
+STACK_FILES = ("components.yaml", "versions.env", "charts.lock", "aws-objects.lock")
 STACK_DIRS = ("render", "configs", "iam")
 
 

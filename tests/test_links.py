@@ -137,7 +137,7 @@ def test_resolve_units_is_pure_and_clears_every_placeholder(stack_dir):
     assert units == before
     left = [p for docs in resolved.values() for d in docs for p in placeholders(d)]
     assert left == []
-    vpc = find_resource(resolved["aws-network/network"], "VPC", "aws-inference/vpc")
+    vpc = find_resource(resolved["aws-network/network"], "VPC", "aws-inference/inference-demo-vpc")
     assert vpc["spec"]["cidrBlocks"] == [profile.vpc_cidr]
     gpu = find_resource(resolved["karpenter/nodeclasses"], "EC2NodeClass", "/gpu")
     assert gpu["spec"]["subnetSelectorTerms"][0]["tags"] == {

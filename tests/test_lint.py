@@ -92,7 +92,12 @@ def test_unescaped_dot_in_binding_path(eksinf, stack_dir):
 
 
 def test_binding_to_missing_resource(eksinf, stack_dir):
-    edit(stack_dir, N_BINDINGS, "name: aws-inference/vpc\n", "name: aws-inference/main-vpc\n")
+    edit(
+        stack_dir,
+        N_BINDINGS,
+        "name: aws-inference/inference-demo-vpc\n",
+        "name: aws-inference/main-vpc\n",
+    )
     failing(
         eksinf,
         stack_dir,
@@ -106,7 +111,11 @@ def test_binding_to_missing_resource(eksinf, stack_dir):
 def test_binding_to_missing_path(eksinf, stack_dir):
     edit(stack_dir, N_BINDINGS, "path: spec.cidrBlocks.0", "path: spec.cidrBlock")
     failing(
-        eksinf, stack_dir, "binding-path", "spec.cidrBlock does not exist", "VPC aws-inference/vpc"
+        eksinf,
+        stack_dir,
+        "binding-path",
+        "spec.cidrBlock does not exist",
+        "VPC aws-inference/inference-demo-vpc",
     )
 
 
@@ -163,7 +172,7 @@ def test_two_bindings_for_one_field(eksinf, stack_dir):
     path.write_text(
         path.read_text()
         + "  - source: stackName\n    unit: network\n    kind: VPC\n"
-        + "    name: aws-inference/vpc\n    path: spec.cidrBlocks.0\n"
+        + "    name: aws-inference/inference-demo-vpc\n    path: spec.cidrBlocks.0\n"
     )
     failing(eksinf, stack_dir, "binding-duplicate", "spec.vpcCIDR and spec.stackName")
 
@@ -197,7 +206,7 @@ def test_pod_identity_naming_another_namespace(eksinf, stack_dir):
         "identity-trust",
         "karpenter/karpenter",
         "creates kube-system/karpenter",
-        "PodIdentityAssociation aws-inference/karpenter",
+        "PodIdentityAssociation aws-inference/inference-demo-karpenter",
         "configs/karpenter/karpenter-controller.yaml ServiceAccount kube-system/karpenter",
     )
 
@@ -233,13 +242,13 @@ def test_discovery_tag_that_disagrees(eksinf, stack_dir):
         "'inference-demo'",
         "'inference-demo-net'",
         "EC2NodeClass /general spec.subnetSelectorTerms.0.tags.karpenter~1sh/discovery",
-        "Subnet aws-inference/private-a spec.tags.1.value",
+        "Subnet aws-inference/inference-demo-private-a spec.tags.1.value",
     )
 
 
 def test_discovery_tag_literal_on_subnet_disagrees(eksinf, stack_dir):
     text = (stack_dir / NETWORK).read_text()
-    marker = "  name: private-b\n"
+    marker = "  name: inference-demo-private-b\n"
     head, tail = text.split(marker)
     tail = tail.replace(
         "- key: karpenter.sh/discovery\n    value: confighubplaceholder",
@@ -247,7 +256,13 @@ def test_discovery_tag_literal_on_subnet_disagrees(eksinf, stack_dir):
         1,
     )
     (stack_dir / NETWORK).write_text(head + marker + tail)
-    failing(eksinf, stack_dir, "discovery-tag", "'old-net'", "Subnet aws-inference/private-b")
+    failing(
+        eksinf,
+        stack_dir,
+        "discovery-tag",
+        "'old-net'",
+        "Subnet aws-inference/inference-demo-private-b",
+    )
 
 
 def test_public_subnet_with_discovery_tag(eksinf, stack_dir):
@@ -258,7 +273,9 @@ def test_public_subnet_with_discovery_tag(eksinf, stack_dir):
         "  - key: kubernetes.io/role/elb\n    value: '1'\n  - key: karpenter.sh/discovery\n"
         "    value: net\n",
     )
-    failing(eksinf, stack_dir, "discovery-public-subnet", "Subnet aws-inference/public-a")
+    failing(
+        eksinf, stack_dir, "discovery-public-subnet", "Subnet aws-inference/inference-demo-public-a"
+    )
 
 
 def test_gpu_workload_without_toleration(eksinf, stack_dir):
@@ -319,7 +336,7 @@ def test_node_role_disagrees(eksinf, stack_dir):
         "node-role",
         "'inference-demo-cluster-role'",
         "EC2NodeClass /general spec.role",
-        "Role aws-inference/node-role spec.name",
+        "Role aws-inference/inference-demo-node-role spec.name",
     )
 
 
@@ -346,7 +363,7 @@ def test_cluster_named_by_name_is_checked_against_the_profile(eksinf, stack_dir)
     edit(
         stack_dir,
         IDENTITY,
-        "  clusterRef:\n    from:\n      name: cluster\n",
+        "  clusterRef:\n    from:\n      name: inference-demo\n",
         "  clusterName: blue\n",
     )
     failing(
@@ -354,7 +371,7 @@ def test_cluster_named_by_name_is_checked_against_the_profile(eksinf, stack_dir)
         stack_dir,
         "cluster-name",
         "names cluster 'blue' but the profile's clusterName is 'inference-demo'",
-        "PodIdentityAssociation aws-inference/karpenter spec.clusterName",
+        "PodIdentityAssociation aws-inference/inference-demo-karpenter spec.clusterName",
         "render/platform-profile/profile.yaml spec.clusterName",
     )
 
@@ -398,8 +415,8 @@ def test_vpc_cidr_disagrees(eksinf, stack_dir):
         stack_dir,
         "vpc-cidr",
         "10.42.0.0/20",
-        "SecurityGroup aws-inference/cluster-nodes spec.ingressRules.0.ipRanges.0.cidrIP",
-        "VPC aws-inference/vpc spec.cidrBlocks.0",
+        "SecurityGroup aws-inference/inference-demo-cluster-sg spec.ingressRules.0.ipRanges.0.cidrIP",
+        "VPC aws-inference/inference-demo-vpc spec.cidrBlocks.0",
     )
 
 
@@ -410,7 +427,7 @@ def test_network_resource_without_stack_tag(eksinf, stack_dir):
         "  connectivityType: public\n  tags:\n  - key: eksinf.dev/stack\n    value: confighubplaceholder\n",
         "  connectivityType: public\n",
     )
-    failing(eksinf, stack_dir, "stack-tag", "NATGateway aws-inference/nat")
+    failing(eksinf, stack_dir, "stack-tag", "NATGateway aws-inference/inference-demo-natgw")
 
 
 def test_accelerator_label_vs_family(eksinf, stack_dir):
@@ -492,7 +509,7 @@ def test_unconditioned_passrole_in_inline_policy(eksinf, stack_dir):
         stack_dir,
         "passrole",
         "PassNodeRoleToEC2",
-        "Role aws-inference/karpenter-controller",
+        "Role aws-inference/inference-demo-karpenter-controller",
     )
 
 
@@ -534,7 +551,7 @@ def test_discovery_tag_key_removed_from_security_group(eksinf, stack_dir):
         "discovery-tag",
         "no security group carries that tag",
         "EC2NodeClass /gpu spec.securityGroupSelectorTerms.0",
-        "SecurityGroup aws-inference/cluster-nodes spec.tags",
+        "SecurityGroup aws-inference/inference-demo-cluster-sg spec.tags",
     )
 
 
@@ -553,7 +570,7 @@ def test_dangling_ack_reference_across_components(eksinf, stack_dir):
     edit(
         stack_dir,
         IDENTITY,
-        "  clusterRef:\n    from:\n      name: cluster\n",
+        "  clusterRef:\n    from:\n      name: inference-demo\n",
         "  clusterRef:\n    from:\n      name: eks\n",
     )
     failing(
@@ -561,15 +578,24 @@ def test_dangling_ack_reference_across_components(eksinf, stack_dir):
         stack_dir,
         "ack-ref",
         "Cluster aws-inference/eks",
-        "PodIdentityAssociation aws-inference/karpenter spec.clusterRef.from.name",
-        "configs/eks-cluster/cluster.yaml Cluster aws-inference/cluster metadata.name",
+        "PodIdentityAssociation aws-inference/inference-demo-karpenter spec.clusterRef.from.name",
+        "configs/eks-cluster/cluster.yaml Cluster aws-inference/inference-demo metadata.name",
     )
 
 
 def test_dangling_ack_reference_to_renamed_subnet(eksinf, stack_dir):
-    edit(stack_dir, "configs/eks-cluster/nodegroup.yaml", "name: private-c", "name: private-d")
+    edit(
+        stack_dir,
+        "configs/eks-cluster/nodegroup.yaml",
+        "name: inference-demo-private-c",
+        "name: inference-demo-private-d",
+    )
     failing(
-        eksinf, stack_dir, "ack-ref", "Subnet aws-inference/private-d", "subnetRefs.2.from.name"
+        eksinf,
+        stack_dir,
+        "ack-ref",
+        "Subnet aws-inference/inference-demo-private-d",
+        "subnetRefs.2.from.name",
     )
 
 
@@ -614,7 +640,7 @@ def test_discovery_key_misspelled_on_security_group(eksinf, stack_dir):
         stack_dir,
         "tag-key-spelling",
         "'karpenter.k8s.aws/discovery' is not karpenter.sh/discovery",
-        "SecurityGroup aws-inference/cluster-nodes spec.tags.1.key",
+        "SecurityGroup aws-inference/inference-demo-cluster-sg spec.tags.1.key",
     )
 
 
@@ -631,19 +657,19 @@ def test_discovery_key_misspelled_in_selector(eksinf, stack_dir):
 
 def test_discovery_key_written_as_value(eksinf, stack_dir):
     text = (stack_dir / NETWORK).read_text()
-    head, tail = text.split("name: private-b\n", 1)
+    head, tail = text.split("name: inference-demo-private-b\n", 1)
     tail = tail.replace(
         "- key: karpenter.sh/discovery\n    value: confighubplaceholder",
         "- key: inference-demo-net\n    value: karpenter.sh/discovery",
         1,
     )
-    (stack_dir / NETWORK).write_text(head + "name: private-b\n" + tail)
+    (stack_dir / NETWORK).write_text(head + "name: inference-demo-private-b\n" + tail)
     failing(
         eksinf,
         stack_dir,
         "tag-key-spelling",
         "karpenter.sh/discovery is the tag's value (key 'inference-demo-net'); it must be the key",
-        "Subnet aws-inference/private-b spec.tags.1.value",
+        "Subnet aws-inference/inference-demo-private-b spec.tags.1.value",
     )
 
 
@@ -670,7 +696,7 @@ def test_reserved_aws_tag_prefix_on_ack_resource(eksinf, stack_dir):
         stack_dir,
         "tag-key-spelling",
         "'aws:eks:cluster-name' starts with 'aws:'",
-        "Cluster aws-inference/cluster spec.tags.aws:eks:cluster-name",
+        "Cluster aws-inference/inference-demo spec.tags.aws:eks:cluster-name",
     )
 
 
@@ -699,19 +725,19 @@ def test_pod_identity_agent_misnamed(eksinf, stack_dir):
         "pod-identity-agent",
         "spec.name exactly 'eks-pod-identity-agent'",
         "the add-on here is named 'pod-identity-agent'",
-        "PodIdentityAssociation aws-inference/karpenter spec.clusterRef.from.name",
-        "Addon aws-inference/eks-pod-identity-agent spec.name",
+        "PodIdentityAssociation aws-inference/inference-demo-karpenter spec.clusterRef.from.name",
+        "Addon aws-inference/inference-demo-pod-identity-agent spec.name",
     )
 
 
 def test_pod_identity_agent_on_another_cluster(eksinf, stack_dir):
-    edit(stack_dir, ADDONS, "      name: cluster\n", "      name: other-cluster\n")
+    edit(stack_dir, ADDONS, "      name: inference-demo\n", "      name: other-cluster\n")
     failing(
         eksinf,
         stack_dir,
         "pod-identity-agent",
-        "Cluster aws-inference/cluster",
-        "Addon aws-inference/eks-pod-identity-agent spec.name",
+        "Cluster aws-inference/inference-demo",
+        "Addon aws-inference/inference-demo-pod-identity-agent spec.name",
     )
 
 
@@ -719,7 +745,7 @@ def test_pod_identity_agent_matched_by_add_on_name_not_resource_name(eksinf, sta
     edit(
         stack_dir,
         ADDONS,
-        "  name: eks-pod-identity-agent\n  namespace",
+        "  name: inference-demo-pod-identity-agent\n  namespace",
         "  name: pod-id\n  namespace",
     )
     passing(eksinf, stack_dir, "pod-identity-agent")
@@ -757,7 +783,7 @@ def test_node_class_role_given_as_arn(eksinf, stack_dir):
         "not an ARN",
         "write 'inference-demo-node-role'",
         "EC2NodeClass /general spec.role",
-        "configs/eks-cluster/iam-roles.yaml Role aws-inference/node-role spec.name",
+        "configs/eks-cluster/iam-roles.yaml Role aws-inference/inference-demo-node-role spec.name",
     )
 
 
@@ -782,7 +808,7 @@ def test_iam_role_name_over_64_characters(eksinf, stack_dir):
         stack_dir,
         "iam-role-name",
         f"{long_name!r} (65 characters)",
-        "configs/eks-cluster/iam-roles.yaml Role aws-inference/cluster-role spec.name",
+        "configs/eks-cluster/iam-roles.yaml Role aws-inference/inference-demo-cluster-role spec.name",
     )
 
 
@@ -804,15 +830,15 @@ def test_eks_resource_without_stack_tag(eksinf, stack_dir):
     edit(
         stack_dir,
         IDENTITY,
-        "      name: karpenter-controller\n  tags:\n    eksinf.dev/stack: confighubplaceholder\n",
-        "      name: karpenter-controller\n",
+        "      name: inference-demo-karpenter-controller\n  tags:\n    eksinf.dev/stack: confighubplaceholder\n",
+        "      name: inference-demo-karpenter-controller\n",
     )
     failing(
         eksinf,
         stack_dir,
         "stack-tag",
         "PodIdentityAssociation supports tags",
-        "PodIdentityAssociation aws-inference/karpenter spec.tags",
+        "PodIdentityAssociation aws-inference/inference-demo-karpenter spec.tags",
     )
 
 
@@ -825,7 +851,7 @@ def test_stack_tag_naming_another_stack(eksinf, stack_dir):
         stack_dir,
         "stack-tag",
         "is 'other-stack', but the stack is 'inference-demo'",
-        "Addon aws-inference/eks-pod-identity-agent spec.tags.eksinf~1dev/stack",
+        "Addon aws-inference/inference-demo-pod-identity-agent spec.tags.eksinf~1dev/stack",
         "profile.yaml spec.stackName",
     )
 
@@ -848,7 +874,7 @@ def test_pod_identity_agent_missing(eksinf, stack_dir):
         stack_dir,
         "pod-identity-agent",
         "no unit defines an eks Addon",
-        "PodIdentityAssociation aws-inference/karpenter spec.clusterRef.from.name",
+        "PodIdentityAssociation aws-inference/inference-demo-karpenter spec.clusterRef.from.name",
         "no mgmt-plane unit defines an eks Addon",
     )
 
@@ -860,7 +886,8 @@ def test_lint_list_prints_the_table_of_registered_checks(eksinf, stack_dir):
     assert listed.code == 0, listed.err
     rows = json.loads(listed.out)
     assert {r["domain"] for r in rows} == {
-        "stack", "bindings", "identity", "network", "scheduling", "naming", "addons"
+        "stack", "bindings", "identity", "network", "scheduling", "naming", "addons",
+        "lifecycle",
     }  # fmt: skip
     assert all(r["severity"] == "error" and r["anchor"].startswith("docs/") for r in rows)
     ran = json.loads(eksinf("lint", "--json", cwd=stack_dir).out)["checks"]
@@ -966,7 +993,7 @@ def test_karpenter_association_uses_another_role_than_the_profile(eksinf, stack_
     edit(
         stack_dir,
         IDENTITY,
-        "  roleRef:\n    from:\n      name: karpenter-controller\n",
+        "  roleRef:\n    from:\n      name: inference-demo-karpenter-controller\n",
         "  roleARN: arn:aws:iam::111122223333:role/someone-else\n",
     )
     failing(
@@ -990,7 +1017,7 @@ def test_association_role_without_tag_session_in_the_stack(eksinf, stack_dir):
         stack_dir,
         "identity-trust",
         "does not allow pods.eks.amazonaws.com sts:TagSession",
-        "PodIdentityAssociation aws-inference/karpenter spec.roleRef",
+        "PodIdentityAssociation aws-inference/inference-demo-karpenter spec.roleRef",
     )
 
 
@@ -1009,7 +1036,7 @@ def test_addon_resolve_conflicts_none_or_unset(eksinf, stack_dir, old, new, said
         stack_dir,
         "addon-conflicts",
         f"add-on 'eks-pod-identity-agent': resolveConflicts {said}",
-        "Addon aws-inference/eks-pod-identity-agent spec.resolveConflicts",
+        "Addon aws-inference/inference-demo-pod-identity-agent spec.resolveConflicts",
     )
 
 
@@ -1024,7 +1051,7 @@ def test_addon_without_a_pinned_version_is_refused(eksinf, stack_dir):
         "addon-version",
         "add-on 'eks-pod-identity-agent': addonVersion is unset",
         "addonVersions.eks-pod-identity-agent",
-        "Addon aws-inference/eks-pod-identity-agent spec.addonVersion",
+        "Addon aws-inference/inference-demo-pod-identity-agent spec.addonVersion",
     )
 
 
@@ -1137,3 +1164,53 @@ def test_a_service_account_the_stack_creates_is_not_external(eksinf, stack_dir):
         "ServiceAccount kube-system/karpenter is declared external",
         "render/platform-profile/profile.yaml spec.externalServiceAccounts.0",
     )
+
+
+# ---- AWS-backed objects (aws-objects.lock) -------------------------------------------------
+
+
+def test_renaming_an_ack_object_fails_lint_until_its_entry_is_retired(eksinf, stack_dir):
+    """A rename removes the old object: Argo CD prunes it and ACK deletes the NAT gateway."""
+    for rel in ("render/aws-network/network.yaml", NETWORK):  # source and unit, byte for byte
+        edit(stack_dir, rel, "  name: inference-demo-natgw\n", "  name: natgw\n")
+    finding = failing(
+        eksinf,
+        stack_dir,
+        "aws-object-removed",
+        "NATGateway aws-inference/inference-demo-natgw",
+        "ACK deletes its AWS NATGateway",
+        "retired: <why>",
+    )
+    assert finding["places"] == [
+        "aws-objects.lock ec2.services.k8s.aws NATGateway aws-inference/inference-demo-natgw"
+    ]
+    failing(eksinf, stack_dir, "aws-object-unrecorded", "NATGateway aws-inference/natgw")
+    edit(
+        stack_dir,
+        "aws-objects.lock",
+        "  name: inference-demo-natgw\n  component: aws-network\n  unit: network\n",
+        "  name: inference-demo-natgw\n  component: aws-network\n  unit: network\n"
+        "  retired: one NAT gateway per zone replaces it\n",
+    )
+    passing(eksinf, stack_dir, "aws-object-removed")
+
+
+def test_render_records_new_ack_objects_and_never_drops_one(stack_dir, chart_mirror):
+    from eksinf.model.awsobjects import read_lock
+    from eksinf.render import render_stack, write_configs
+    from eksinf.stack import load_stack
+
+    before = {o.label for o in read_lock(stack_dir)}
+    assert "Role aws-inference/inference-demo-node-role" in before and len(before) == 20
+    for rel in ("render/eks-cluster/iam-roles.yaml", "render/eks-cluster/nodegroup.yaml"):
+        edit(stack_dir, rel, "name: inference-demo-node-role\n", "name: node-role\n")
+    write_configs(render_stack(load_stack(stack_dir), chart_mirror))
+    after = {o.label for o in read_lock(stack_dir)}
+    assert after == before | {"Role aws-inference/node-role"}
+
+
+def test_a_lock_entry_eksinf_did_not_write_is_an_input_error(eksinf, stack_dir):
+    (stack_dir / "aws-objects.lock").write_text("objects:\n- kind: VPC\n")
+    result = eksinf("lint", cwd=stack_dir)
+    assert result.code == CONTRACT
+    assert "aws-objects.lock: objects[0] needs string fields" in result.out + result.err

@@ -120,7 +120,7 @@ def changed_stack(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pools.write_text(
         text[:h200] + text[h200:].replace('nvidia.com/gpu: "8"', 'nvidia.com/gpu: "16"', 1)
     )
-    delete_doc(root / "render/aws-network/network.yaml", "name: private-c\n")
+    delete_doc(root / "render/aws-network/network.yaml", "name: inference-demo-private-c\n")
     write_configs(render_stack(load_stack(root), mirror))
     return root
 
@@ -149,7 +149,7 @@ EXPECTED = [
     (
         "karpenter-aws",
         "Role",
-        "karpenter-controller",
+        "inference-demo-karpenter-controller",
         "changed",
         "spec.inlinePolicies.karpenter-controller(json).Statement[Sid=ReadEC2State].Action",
         "iam-widened",
@@ -170,7 +170,8 @@ EXPECTED = [
         'spec.limits["nvidia.com/gpu"]',
         "capacity-changed",
     ),
-    ("aws-network", "Subnet", "private-c", "removed", None, "infra-deleted"),
+    ("aws-network", "Subnet", "inference-demo-private-c", "removed", None, "infra-deleted"),
+    ("aws-network", "Subnet", "inference-demo-private-c", "removed", None, "aws-resource-deleted"),
 ]
 
 
@@ -189,7 +190,7 @@ def test_json_details(report_json):
     version = next(f for f in chart["fields"] if f["path"] == "spec.version")
     assert (version["old"], version["new"]) == ("1.14.0", "1.14.1")
     assert any("1.14.0 -> 1.14.1 (patch)" in r["reason"] for r in chart["risks"])
-    role = find(report_json, "karpenter-aws", "Role", "karpenter-controller")
+    role = find(report_json, "karpenter-aws", "Role", "inference-demo-karpenter-controller")
     assert any("ec2:DescribeVolumes" in r["reason"] for r in role["risks"])
     image = find(report_json, "inference-workloads", "Deployment", "vllm")["fields"]
     assert {"path": "spec.template.spec.containers[name=vllm].image", "change": "changed",

@@ -134,7 +134,7 @@ def test_crd_schema_is_summarised_not_dumped():
 
 def test_every_class_has_a_stable_id_and_a_title():
     assert list(CLASSES) == [
-        "iam-widened", "infra-deleted", "crd-version-removed", "secret-added", "image-changed",
+        "aws-resource-deleted", "iam-widened", "infra-deleted", "crd-version-removed", "secret-added", "image-changed",
         "capacity-changed", "sync-wave-changed", "link-changed", "chart-bumped",
     ]  # fmt: skip
     assert all(c.title for c in CLASSES.values())
@@ -245,8 +245,24 @@ def test_infra_replaced_by_an_immutable_field_and_retained_deletion():
     }
     assert classes(files(kept, deployment()), files(deployment())) == {"Subnet/s": []}
     assert classes(files(subnet, deployment()), files(deployment())) == {
-        "Subnet/s": ["infra-deleted"]
+        "Subnet/s": ["aws-resource-deleted", "infra-deleted"]
     }
+
+
+def test_a_renamed_ack_object_is_an_aws_resource_deleted_naming_the_aws_resource():
+    role_doc = {
+        "apiVersion": "iam.services.k8s.aws/v1alpha1",
+        "kind": "Role",
+        "metadata": {"name": "old-role", "namespace": "aws"},
+        "spec": {"name": "team-node-role", "assumeRolePolicyDocument": "{}"},
+    }
+    renamed = {**role_doc, "metadata": {"name": "new-role", "namespace": "aws"}}
+    found = resources(files(role_doc), files(renamed))
+    by_name = {r["name"]: r for r in found}
+    gone = by_name["old-role"]["risks"]
+    assert gone[0]["class"] == "aws-resource-deleted"  # first, above every other class
+    assert "AWS Role team-node-role" in gone[0]["reason"]
+    assert "aws-resource-deleted" not in [r["class"] for r in by_name["new-role"]["risks"]]
 
 
 def test_secret_and_credentials_like_values():

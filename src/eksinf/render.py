@@ -24,7 +24,8 @@ from .charts import ResolvedChart, read_lock, render_records_dir, resolve
 from .errors import CONTRACT, FAILURE, EksinfError
 from .helm import HelmEngine, RenderedChart, RenderOptions, default_engine
 from .manifests import ResolvedManifest
-from .model.configs import SYNC_WAVE
+from .model import awsobjects
+from .model.configs import SYNC_WAVE, Resource
 from .model.digest import sha256_hex
 from .model.resources import CLUSTER_SCOPED_KINDS
 from .outdir import MARKER, claim, write_tree
@@ -805,7 +806,27 @@ def write_configs(result: RenderResult, out: Path | None = None) -> Path:
         raise ValueError("a partial render cannot replace configs/")  # a caller bug, not input
     owned = claim(out or result.stack.configs_dir, result.stack.root, allow_configs=True)
     write_tree(owned, result.files())
+    if out is None or out == result.stack.configs_dir:
+        record_aws_objects(result)
     return owned.path
+
+
+def record_aws_objects(result: RenderResult) -> None:
+    """Record the AWS-backed objects the new configs/ ships in aws-objects.lock (never dropping
+    one: model/awsobjects)."""
+    planes = {c.name: c.plane for c in result.stack.components}
+    now = awsobjects.shipped(
+        Resource(f"{o.component.name}/{u.slug}", planes.get(o.component.name, ""), doc)
+        for o in result.outputs
+        for u in o.units
+        for doc in u.docs
+    )
+    root = result.stack.root
+    recorded = awsobjects.read_lock(root)
+    text = awsobjects.render_lock(awsobjects.merge(recorded or [], now))
+    path = root / awsobjects.LOCK_FILE
+    if recorded is None or inside.read_bytes(path, root).decode("utf-8") != text:
+        write_file(path, text.encode("utf-8"))
 
 
 def read_tree(root: Path) -> dict[str, str]:

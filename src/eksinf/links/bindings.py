@@ -7,7 +7,7 @@ so the render never takes it for a unit):
       - source: availabilityZones.0          # a path into the profile's spec
         unit: network                        # a unit of this component (file stem)
         kind: Subnet                         # resource kind, or apiVersion/kind
-        name: aws-inference/private-a        # namespace/name, or /name when cluster-scoped
+        name: aws-inference/inference-demo-private-a        # namespace/name, or /name when cluster-scoped
         path: spec.availabilityZone          # paths.py grammar (`~1` = a dot inside a key)
       - source: region
         unit: karpenter-controller

@@ -19,6 +19,8 @@ import yaml
 
 from .. import inside, links
 from ..errors import EksinfError
+from ..model.awsobjects import AwsObject
+from ..model.awsobjects import read_lock as read_aws_objects
 from ..model.configs import read_units
 from ..model.configs import resources as all_resources
 from ..profile import load_profile
@@ -27,7 +29,7 @@ from ..stack import Stack
 from ..yamlio import load_docs, read_source_text
 
 # Importing a domain module registers its checks in the table; they run in this order.
-from . import identity, network, scheduling, naming, addons  # noqa: F401  isort: skip
+from . import identity, network, scheduling, naming, addons, lifecycle  # noqa: F401  isort: skip
 from .bindings import check_links
 from .core import CHECKS, Context, Finding, Report, run_checks, table
 
@@ -90,13 +92,14 @@ def _lint_units(
     units: dict[str, list[dict]],
     spec: dict | None,
     bindings: list[links.Binding],
+    shipped: tuple[AwsObject, ...] | None,
 ) -> None:
     valid = check_links(report, units, spec, bindings)
     if spec is None:
         return  # nothing to resolve with: invariants would compare placeholders
     planes = {c.name: c.plane for c in stack.components}
     resources = all_resources(links.resolve_units(units, spec, valid), planes)
-    context = Context(resources, stack.root / "iam", spec.get("stackName"), spec)
+    context = Context(resources, stack.root / "iam", spec.get("stackName"), spec, shipped)
     run_checks(report, context)
 
 
@@ -120,12 +123,19 @@ def lint_stack(stack: Stack) -> Report:
         report.add("configs-yaml", exc.message)
         return report
     sources = check_fresh(report, stack)
-    _lint_units(report, stack, units, spec, bindings)  # what ships: the committed configs/
+    shipped: tuple[AwsObject, ...] | None = None
+    try:
+        recorded = read_aws_objects(stack.root)
+        shipped = None if recorded is None else tuple(recorded)
+    except EksinfError as exc:
+        report.add("aws-objects", exc.message + (f" ({exc.hint})" if exc.hint else ""))
+    _lint_units(report, stack, units, spec, bindings, shipped)  # what ships: configs/
     if not sources:
         return report
     # Stale handwritten units: lint their sources as well, and add what only they break.
     second = Report()
-    _lint_units(second, stack, {**units, **{k: d for k, (_, d) in sources.items()}}, spec, bindings)
+    edited = {**units, **{k: d for k, (_, d) in sources.items()}}
+    _lint_units(second, stack, edited, spec, bindings, shipped)
     seen = {(f.check, f.message, f.places) for f in report.findings}
     renames = {f"configs/{key}.yaml": label for key, (label, _) in sources.items()}
     for finding in second.findings:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..model.awsobjects import AwsObject
 from ..model.configs import Resource
 
 
@@ -62,6 +63,8 @@ class Context:
     iam_dir: Path  # the stack's iam/ policies
     stack_name: Any  # the profile's stackName
     profile: dict[str, Any] = field(default_factory=dict)  # the profile's spec
+    # aws-objects.lock: every AWS-backed object the stack has shipped (None: no lock yet)
+    aws_objects: tuple[AwsObject, ...] | None = None
 
 
 CheckFn = Callable[[Report, Context], None]

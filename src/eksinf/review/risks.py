@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..model.awsobjects import aws_name
 from ..model.configs import ACK_GROUP_SUFFIX, SYNC_WAVE
 from ..model.placeholder import is_placeholder
 from .changes import CRD_KIND, ResourceChange
@@ -100,6 +101,26 @@ def _fields(change: ResourceChange, *ops: str) -> Iterator[FieldChange]:
 
 def _is(resource: Resource, group: str, *kinds: str) -> bool:
     return resource.group == group and resource.kind in kinds
+
+
+# ---- AWS resources deleted -------------------------------------------------------------------
+
+DELETION_POLICY = "services.k8s.aws/deletion-policy"
+
+
+@risk_class("aws-resource-deleted", "AWS resource deleted (an ACK object removed or renamed)")
+def _aws_resource_deleted(change: ResourceChange) -> Iterator[tuple[str, str]]:
+    """First of all classes: the one change no rollback undoes. A removed ACK object (a rename
+    removes the old one) is pruned by Argo CD, and ACK deletes the AWS resource behind it."""
+    r = change.resource
+    if change.op != "removed" or not r.group.endswith(ACK_GROUP_SUFFIX):
+        return
+    annotations = (r.doc.get("metadata") or {}).get("annotations") or {}
+    if annotations.get(DELETION_POLICY) == "retain":
+        return
+    named = aws_name(r.doc)
+    what = f"AWS {r.kind} {named}" if named else f"the AWS {r.kind} behind it"
+    yield "", f"ACK deletes {what} when {r.kind} {r.namespace}/{r.name} is pruned"
 
 
 # ---- IAM -------------------------------------------------------------------------------------
@@ -219,7 +240,6 @@ def _iam_widened(change: ResourceChange) -> Iterator[tuple[str, str]]:
 
 # ---- infrastructure deleted or replaced ------------------------------------------------------
 
-DELETION_POLICY = "services.k8s.aws/deletion-policy"
 # Fields that cannot change in place. EKS: ACK eks-controller generator.yaml `is_immutable`
 # (Cluster name; Nodegroup clusterName, name, nodeRole, diskSize, remoteAccess, subnets, amiType,
 # instanceTypes; their *Ref forms resolve to the same fields). EC2 and IAM: the API has no call
