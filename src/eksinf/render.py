@@ -22,7 +22,7 @@ from . import __version__, cache, inside, manifests
 from .atomic import write_file
 from .charts import ResolvedChart, read_lock, render_records_dir, resolve
 from .errors import CONTRACT, FAILURE, EksinfError
-from .helm import HelmEngine, RenderedChart, RenderOptions, default_engine
+from .helm import HelmEngine, RenderedChart, RenderOptions, default_engine, read_values
 from .manifests import ResolvedManifest
 from .model.configs import SYNC_WAVE
 from .model.digest import sha256_hex
@@ -174,9 +174,13 @@ def chart_values(stack: Stack, comp: Component, spec: ChartSpec) -> dict:
                 hint="Create the file or remove it from the chart's values list.",
                 exit_code=CONTRACT,
             )
-        docs = load_mapping_docs(path, label=label)  # Helm expands anchors in values files
-        for doc in docs:
-            values = merge_values(values, doc)
+        text = read_source_text(path, label, base=stack.root)
+        # strict first (syntax, duplicate keys, bounds, each with its position); Helm expands
+        # anchors in values files, so they are allowed
+        load_mapping_docs(path, text, label=label)
+        # then the values as Helm itself reads them (`create: n` is false for Helm, where
+        # Python's YAML 1.1 reader keeps "n"), documents merged as Helm merges them
+        values = merge_values(values, read_values(text, label))
     return values
 
 
