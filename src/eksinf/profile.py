@@ -413,7 +413,8 @@ def load_profile(stack: Stack, path: Path | None = None) -> Profile:
             hint="The stack's platform profile lives in render/platform-profile/profile.yaml.",
             exit_code=CONTRACT,
         )
-    docs = load_mapping_docs(path, label=label)
+    # a plain `y` or `0755` is refused: Kubernetes, YAML 1.2 and YAML 1.1 read it differently
+    docs = load_mapping_docs(path, label=label, ambiguous=False)
     if len(docs) != 1:
         raise EksinfError(
             f"{label}: expected one PlatformProfile document, found {len(docs)}",

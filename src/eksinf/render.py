@@ -144,8 +144,9 @@ def _copy_units(stack: Stack, comp: Component) -> list[Unit]:
     for path in source_files(stack, comp):
         label = str(path.relative_to(stack.root))
         text = read_source_text(path, label, base=stack.root)
-        # units refuse anchors: they do not survive flattening (docs/flattening.md)
-        docs = load_mapping_docs(path, text, label=label, aliases=False)
+        # units refuse anchors: they do not survive flattening (docs/flattening.md); and plain
+        # scalars YAML readers disagree on (`y`, `0755`): the author says which one is meant
+        docs = load_mapping_docs(path, text, label=label, aliases=False, ambiguous=False)
         units.append(Unit(comp.name, path.name, text, tuple(docs)))
     return units
 
@@ -443,7 +444,7 @@ def _helm_units(
                 reference_source,
             )
         )
-    return _with_handwritten(stack, comp, units, "chart"), renders
+    return units, renders
 
 
 def _manifest_units(
@@ -506,15 +507,16 @@ def _manifest_units(
                 tuple(excluded),
             )
         )
-    return _with_handwritten(stack, comp, units, "manifest"), renders
+    return units, renders
 
 
-def _with_handwritten(stack: Stack, comp: Component, units: list[Unit], source: str) -> list[Unit]:
+def _with_handwritten(
+    comp: Component, units: list[Unit], handwritten: list[Unit], source: str
+) -> list[Unit]:
     """The component's rendered units plus its handwritten ones, by file name. A handwritten
     file may not take a name reserved for rendered output (`<source>-controller.yaml`,
     `<source>-crds.yaml`)."""
     names = {u.filename for u in units}
-    handwritten = _copy_units(stack, comp)
     for unit in handwritten:
         if unit.filename in names:
             raise EksinfError(
@@ -604,6 +606,9 @@ def render_stack(
             for output in cached.outputs:
                 _report(output, progress)
             return cached
+    # hand-written units and values are parsed and checked before any chart is fetched, so a
+    # refused input leaves the chart cache as it was
+    handwritten = {comp.name: _copy_units(stack, comp) for comp in chosen}
     for comp in chosen:
         for spec in comp.charts:
             chart_values(stack, comp, spec)
@@ -611,7 +616,7 @@ def render_stack(
     outputs = []
     for comp in chosen:
         if comp.render == "copy":
-            output = ComponentOutput(comp, tuple(_copy_units(stack, comp)))
+            output = ComponentOutput(comp, tuple(handwritten[comp.name]))
         elif comp.render == "manifest":
             pinned = manifests.read_lock(stack)
             manifest_mirror = manifests.mirror_dir(mirror)
@@ -623,11 +628,13 @@ def render_stack(
                     for s in comp.manifests
                 },
             )
+            units = _with_handwritten(comp, units, handwritten[comp.name], "manifest")
             output = ComponentOutput(comp, tuple(units), manifests=tuple(made))
         else:
             resolved = {spec.name: resolve(stack, spec, mirror, lock) for spec in comp.charts}
             assert engine is not None  # need_helm: a helm component is being rendered
             units, renders = _helm_units(stack, comp, resolved, engine)
+            units = _with_handwritten(comp, units, handwritten[comp.name], "chart")
             output = ComponentOutput(comp, tuple(units), tuple(renders))
         outputs.append(output)
         _report(output, progress)

@@ -1,0 +1,177 @@
+"""Values and units are read as Helm and Kubernetes read them (issue 23, class 6).
+
+Kubernetes and Helm read YAML through sigs.k8s.io/yaml (go-yaml v2's scalar table): `y`, `n`,
+`on`, `off` are booleans, `0755` is octal, `1e3` is a number, `1:30` is text. eksinf reads
+machine-written YAML the same way, refuses in hand-written units and the profile a plain scalar
+that YAML readers disagree on, and never writes a string plainly that a reader would take for
+something else. Refusals leave the stack, a decoy folder and the cache byte-identical.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from safety import fingerprint
+
+from eksinf import kubeyaml
+from eksinf.errors import CONTRACT, EksinfError
+from eksinf.yamlio import dump_docs, load_docs, load_source
+
+PROFILE = "render/platform-profile/profile.yaml"
+
+
+@pytest.fixture(autouse=True)
+def _mirror(chart_mirror: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EKSINF_CHART_MIRROR", str(chart_mirror))
+
+
+@pytest.fixture
+def watched(stack_dir: Path, tmp_path: Path) -> list[Path]:
+    """The stack and a decoy folder beside it (a refused render may still have cached the parse
+    of other, valid inputs: derived data, so the cache is watched only where nothing is parsed
+    before the refusal)."""
+    decoy = tmp_path / "decoy"
+    decoy.mkdir()
+    (decoy / "keep.yaml").write_text("create: n\n")
+    return [tmp_path]
+
+
+# plain scalar -> what kubectl and helm read (checked against helm template in test_helm.py)
+KUBE = {
+    "y": True,
+    "n": False,
+    "on": True,
+    "Off": False,
+    "0755": 493,
+    "1e3": 1000.0,
+    "0o17": 15,
+    "0b101": 5,
+    "1_000": 1000,
+    "1:30": "1:30",
+    "2024-01-01": "2024-01-01",
+    "0x10": 16,
+    "08": 8.0,
+    "1e400": "1e400",
+    "text": "text",
+}
+
+
+def test_machine_yaml_is_read_as_kubernetes_reads_it():
+    text = "".join(f"k{i}: {plain}\n" for i, plain in enumerate(KUBE))
+    (doc,) = load_docs(text)
+    assert list(doc.values()) == list(KUBE.values())
+    assert [type(v) for v in doc.values()] == [type(v) for v in KUBE.values()]
+
+
+def test_the_writer_quotes_every_string_another_reader_would_not_read_as_text():
+    strings = [*KUBE, "yes", "NO", "1.5e3", "true", "~", "", "plain"]
+    text = dump_docs([{s: s for s in strings}])
+    for line in text.splitlines()[1:]:
+        key, _, value = line.partition(": ")
+        # quoted on both sides unless every reader reads the plain form back as the text
+        for part in (key, value):
+            if not part.startswith(("'", '"')):
+                assert kubeyaml.plain_is_text(part) and kubeyaml.yaml11_scalar(part) == part
+    assert "\n'y': 'y'\n" in text and "\nplain: plain\n" in text
+    assert load_docs(text) == [{s: s for s in strings}]
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("on: 1\ntrue: 2\n", 'x.yaml:2:1: duplicate key "true"'),
+        ("a:\n  0x10: a\n  16: b\n", "x.yaml:3:3: duplicate key \"16\" (both are the key '16')"),
+        ("a:\n  y: 1\n  Yes: 2\n", "x.yaml:3:3: duplicate key \"Yes\" (both are the key 'true')"),
+        ("'16': a\n0x10: b\n", "x.yaml:2:1: duplicate key \"0x10\" (both are the key '16')"),
+    ],
+    ids=["on-true", "hex", "y-yes", "quoted-number"],
+)
+def test_keys_equal_to_kubernetes_are_duplicates(text, where):
+    with pytest.raises(EksinfError) as err:
+        load_source(Path("x.yaml"), text)
+    assert err.value.exit_code == CONTRACT
+    assert where in err.value.message
+
+
+def test_a_plain_y_in_the_profile_is_refused_naming_file_line_and_field(
+    stack_dir, eksinf, tmp_path, watched
+):
+    path = stack_dir / PROFILE
+    text = path.read_text()
+    assert "  modelId: Qwen/Qwen2.5-7B-Instruct-AWQ\n" in text
+    path.write_text(text.replace("modelId: Qwen/Qwen2.5-7B-Instruct-AWQ", "modelId: y"))
+    line = path.read_text().splitlines().index("  modelId: y") + 1
+    watched = [*watched, Path(os.environ["EKSINF_CACHE_DIR"])]
+    before = fingerprint(*watched)
+    out = tmp_path / "out"
+    result = eksinf("links", "resolve", "--profile", PROFILE, "--out", str(out), cwd=stack_dir)
+    assert result.code == CONTRACT, result.err
+    assert f"{PROFILE}:{line}:12: spec.modelId: plain `y` means different things" in result.err
+    assert 'Kubernetes and Helm read true, YAML 1.2 readers "y"' in result.err
+    assert 'Quote it to mean the text ("y")' in result.err
+    assert fingerprint(*watched) == before
+    assert not out.exists()
+
+
+def test_a_quoted_profile_y_is_published_quoted(stack_dir, eksinf, tmp_path):
+    """Before, the link engine wrote "y" plain, and Kubernetes reads a plain y as true."""
+    path = stack_dir / PROFILE
+    text = path.read_text()
+    path.write_text(text.replace("  clusterName: inference-demo\n", '  clusterName: "y"\n', 1))
+    out = tmp_path / "out"
+    result = eksinf("links", "resolve", "--profile", PROFILE, "--out", str(out), cwd=stack_dir)
+    assert result.code == 0, result.err
+    cluster = (out / "eks-cluster" / "cluster.yaml").read_text()
+    assert "\n  name: 'y'\n" in cluster
+    (doc,) = load_docs(cluster)  # read as Kubernetes reads it
+    assert doc["spec"]["name"] == "y"
+
+
+@pytest.mark.parametrize(
+    ("plain", "how"),
+    [
+        ("0755", "Kubernetes and Helm read 493, YAML 1.2 readers 755"),
+        ("1e3", 'Kubernetes and Helm read 1000.0, YAML 1.1 readers "1e3"'),
+        ("1:30", 'Kubernetes and Helm read "1:30", YAML 1.1 readers 90'),
+        ("off", 'Kubernetes and Helm read false, YAML 1.2 readers "off"'),
+    ],
+)
+def test_render_refuses_an_ambiguous_scalar_in_a_handwritten_unit(
+    stack_dir, eksinf, watched, plain, how
+):
+    unit = stack_dir / "render" / "aws-network" / "odd.yaml"
+    unit.write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: odd\n  namespace: default\n"
+        f"data:\n  list:\n    - ok\n    - {plain}\n"
+    )
+    before = fingerprint(*watched)
+    result = eksinf("render", cwd=stack_dir)
+    assert result.code == CONTRACT, result.err
+    assert f"render/aws-network/odd.yaml:9:7: data.list[1]: plain `{plain}`" in result.err
+    assert how in result.err
+    assert fingerprint(*watched) == before
+
+
+def test_render_refuses_an_ambiguous_key_in_a_handwritten_unit(stack_dir, eksinf, watched):
+    unit = stack_dir / "render" / "aws-network" / "odd.yaml"
+    unit.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: odd\ndata:\n  on: x\n")
+    before = fingerprint(*watched)
+    result = eksinf("render", cwd=stack_dir)
+    assert result.code == CONTRACT, result.err
+    assert "render/aws-network/odd.yaml:6:3: data.on (the key): plain `on`" in result.err
+    assert fingerprint(*watched) == before
+
+
+def test_values_files_may_use_helm_readings_but_not_keys_helm_merges(stack_dir, eksinf, watched):
+    """A values file is read by Helm itself (test_helm.py), so `create: n` is allowed there
+    and means false; two keys Helm would fold into one are refused."""
+    values = sorted((stack_dir / "render").glob("*/values/*.yaml"))[0]
+    values.write_text(values.read_text() + "\neksinfProbe:\n  on: 1\n  'true': 2\n")
+    before = fingerprint(*watched)
+    result = eksinf("render", cwd=stack_dir)
+    assert result.code == CONTRACT, result.err
+    assert "duplicate key \"true\" (both are the key 'true')" in result.err
+    assert str(values.relative_to(stack_dir)) in result.err
+    assert fingerprint(*watched) == before
