@@ -175,3 +175,76 @@ def test_values_files_may_use_helm_readings_but_not_keys_helm_merges(stack_dir, 
     assert "duplicate key \"true\" (both are the key 'true')" in result.err
     assert str(values.relative_to(stack_dir)) in result.err
     assert fingerprint(*watched) == before
+
+
+# ---- names are checked whole and in ASCII ------------------------------------------------------
+
+NAME_CASES = {
+    # field, old line, new line, the refusal
+    "cluster-newline": (
+        "  clusterName: inference-demo\n",
+        '  clusterName: "inference-demo\\n"\n',
+        "spec.clusterName: 'inference-demo\\n' is not a valid EKS cluster name",
+    ),
+    "network-cyrillic": (  # the і is U+0456, a letter to Python's \\w
+        "  networkName: inference-demo-net\n",
+        "  networkName: іnference-demo-net\n",
+        "spec.networkName: 'іnference-demo-net' is not a valid tag value",
+    ),
+    "model-cyrillic": (
+        "  modelId: Qwen/Qwen2.5-7B-Instruct-AWQ\n",
+        "  modelId: Qwen/Qwen2.5-7B-Іnstruct-AWQ\n",
+        "spec.modelId: 'Qwen/Qwen2.5-7B-Іnstruct-AWQ' is not a Hugging Face model id",
+    ),
+    "role-accented": (
+        "  nodeRoleName: inference-demo-node-role\n",
+        "  nodeRoleName: inference-démo-node-role\n",
+        "spec.nodeRoleName: 'inference-démo-node-role' is not a valid IAM role name",
+    ),
+    "role-newline": (
+        "  karpenterRoleName: inference-demo-karpenter-controller\n",
+        '  karpenterRoleName: "inference-demo-karpenter-controller\\n"\n',
+        "spec.karpenterRoleName: 'inference-demo-karpenter-controller\\n' is not a valid IAM",
+    ),
+    "addon-version-newline": (  # a JSON Schema pattern: `$` must be the end of the string
+        "    eks-pod-identity-agent: v1.3.10-eksbuild.2\n",
+        '    eks-pod-identity-agent: "v1.3.10-eksbuild.2\\n"\n',
+        "spec.addonVersions.eks-pod-identity-agent: 'v1.3.10-eksbuild.2\\n' does not match",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NAME_CASES))
+def test_profile_names_are_checked_whole_and_in_ascii(stack_dir, eksinf, watched, case):
+    old, new, refusal = NAME_CASES[case]
+    path = stack_dir / PROFILE
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    before = fingerprint(*watched)
+    result = eksinf("lint", cwd=stack_dir)
+    assert result.code == CONTRACT, result.err
+    assert f"{PROFILE}: {refusal}" in result.out  # a lint finding
+    assert fingerprint(*watched) == before
+
+
+def test_a_component_name_with_a_trailing_newline_is_refused(stack_dir, eksinf, watched):
+    path = stack_dir / "components.yaml"
+    text = path.read_text()
+    assert "  - name: karpenter\n" in text
+    path.write_text(text.replace("  - name: karpenter\n", '  - name: "karpenter\\n"\n', 1))
+    before = fingerprint(*watched)
+    result = eksinf("lint", cwd=stack_dir)
+    assert result.code == CONTRACT, result.err
+    assert "components.yaml: components[6].name: 'karpenter\\n' does not match" in result.err
+    assert fingerprint(*watched) == before
+
+
+def test_kubernetes_names_are_checked_whole_and_in_ascii():
+    from eksinf.validate import meta
+
+    assert meta.dns1123_label("chat") is None
+    assert meta.dns1123_label("chat\n") is not None
+    assert meta.dns1123_subdomain("chat.example\n") is not None
+    assert meta.dns1123_label("сhat") is not None  # Cyrillic с
+    assert meta.dns1035_label("chat\n") is not None

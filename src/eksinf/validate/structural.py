@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from .. import paths
+from ..model.names import name_rule
 from ..model.placeholder import is_placeholder, scan
 
 INVALID, UNRESOLVED, NOT_EVALUATED = "invalid", "unresolved", "not-evaluated"
@@ -60,7 +61,7 @@ _TYPES: dict[str, Callable[[Any], bool]] = {
 }
 _PATTERNS: dict[str, re.Pattern] = {}
 _DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
-_HOSTNAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_HOSTNAME = name_rule(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _DURATION = re.compile(r"^([+-]?(\d+(\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h))+$|^0$")
 
 
