@@ -155,14 +155,21 @@ class LocalHub(Closing):
         self._depth = 1
         try:
             yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        else:
             checkpoint("hub.before-commit")
             self._db.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise
         finally:
             self._depth = 0
+
+    def _rollback(self) -> None:
+        """End a failed transaction. SQLite rolls some back itself (a full disk, an I/O error:
+        then ROLLBACK would fail with "no transaction is active"), and a COMMIT that fails
+        leaves it open; either way the error that got here is the one to report."""
+        if self._db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                sqlite3.Connection.execute(self._db, "ROLLBACK")
 
     def _migrate(self) -> None:
         has_meta = self._db.execute(
