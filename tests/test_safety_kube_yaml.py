@@ -248,3 +248,65 @@ def test_kubernetes_names_are_checked_whole_and_in_ascii():
     assert meta.dns1123_subdomain("chat.example\n") is not None
     assert meta.dns1123_label("сhat") is not None  # Cyrillic с
     assert meta.dns1035_label("chat\n") is not None
+
+
+# ---- unknown tags and documents that are not mappings, at every entry --------------------------
+
+BAD_DOCS = {
+    "binary-tag": ("  k: !!binary aGk=\n", "unknown YAML tag 'tag:yaml.org,2002:binary'"),
+    "custom-tag": ("  k: !vault secret/x\n", "unknown YAML tag '!vault'"),
+    "list-document": ("---\n- a\n- b\n", "is a list, not a mapping"),
+}
+ODD_UNIT = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: odd\n  namespace: default\ndata:\n"
+
+
+def hub_content(stack: Path) -> list[str]:
+    import sqlite3
+
+    db = stack / ".eksinf" / "hub.db"
+    if not db.exists():
+        return []
+    with sqlite3.connect(db) as conn:
+        return list(conn.iterdump())
+
+
+@pytest.mark.parametrize("case", sorted(BAD_DOCS))
+def test_unknown_tags_and_non_mappings_are_refused_at_every_entry(
+    stack_dir, eksinf, tmp_path, watched, case
+):
+    bad, refusal = BAD_DOCS[case]
+    text = ODD_UNIT + ("  k: v\n" + bad if bad.startswith("---") else bad)
+    assert eksinf("install", cwd=stack_dir).code == 0
+    hub_before = hub_content(stack_dir)
+
+    # render: a hand-written unit
+    (stack_dir / "render" / "aws-network" / "odd.yaml").write_text(text)
+    before = fingerprint(*watched)
+    result = eksinf("render", cwd=stack_dir)
+    assert result.code == CONTRACT, result.err
+    assert "render/aws-network/odd.yaml:" in result.err and refusal in result.err
+    assert fingerprint(*watched) == before
+    (stack_dir / "render" / "aws-network" / "odd.yaml").unlink()
+
+    # bundle, install: a committed unit; hub upload: a folder of units
+    (stack_dir / "configs" / "aws-network" / "odd.yaml").write_text(text)
+    upload = tmp_path / "upload"
+    upload.mkdir()
+    (upload / "odd.yaml").write_text(text)
+
+    # the hub is compared by content: an open connection's empty -wal/-shm are SQLite's own
+    def state() -> dict[str, str]:
+        return {k: v for k, v in fingerprint(*watched).items() if "/.eksinf/hub.db-" not in k}
+
+    before = state()
+    for args, where in (
+        (("bundle",), "configs/aws-network/odd.yaml:"),
+        (("install",), "configs/aws-network/odd.yaml:"),
+        (("hub", "upload", "aws-network", str(upload)), "odd.yaml:"),
+    ):
+        result = eksinf(*args, cwd=stack_dir)
+        assert result.code == CONTRACT, (args, result.err)
+        assert where in result.err and refusal in result.err, (args, result.err)
+        assert "Traceback" not in result.err
+    assert state() == before
+    assert hub_content(stack_dir) == hub_before

@@ -182,6 +182,23 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+# The tags of JSON-shaped YAML, all Kubernetes and Helm keep (sigs.k8s.io/yaml converts to JSON).
+# Any other (`!!binary`, `!!set`, `!!timestamp`, `!!python/object`, `!foo`) is refused, never
+# built into a Python object that the writer would publish as something else.
+_KNOWN_TAGS = frozenset(
+    "tag:yaml.org,2002:" + t for t in ("str", "int", "float", "bool", "null", "map", "seq", "merge")
+)
+
+
+def _unknown_tag(name: str, node: yaml.Node) -> EksinfError:
+    return EksinfError(
+        f"{_location(name, node.start_mark)}: unknown YAML tag {node.tag!r}",
+        hint="Remove the tag: units, values and profiles hold plain YAML (text, numbers, "
+        "booleans, null, mappings and lists); quote the value to keep it as text.",
+        exit_code=CONTRACT,
+    )
+
+
 def _bound(root: yaml.Node, name: str, aliases: bool, budget: list[int]) -> None:
     """Refuse a document that nests deeper than MAX_DEPTH, reuses a node (an alias) when
     `aliases` is False, refers to itself, or expands beyond the file's remaining node budget
@@ -217,6 +234,8 @@ def _bound(root: yaml.Node, name: str, aliases: bool, budget: list[int]) -> None
     def walk(node: yaml.Node, depth: int) -> tuple[int, int]:
         if depth > MAX_DEPTH:
             raise too_deep(node)
+        if node.tag not in _KNOWN_TAGS:
+            raise _unknown_tag(name, node)
         if type(node) is yaml.ScalarNode:
             if scalars is not None:
                 if id(node) in scalars:
@@ -439,6 +458,22 @@ def load_docs(text: str, label: str = "YAML input") -> list[Any]:
     """
     _check_text(text, label)
     return _through_cache(b"load_docs", text, lambda: _load_docs(text, label))
+
+
+def load_objects(text: str, label: str) -> list[dict]:
+    """`load_docs` for units (a bundle's, a hub upload's, configs/): every document must be a
+    mapping, a Kubernetes object. A list or a bare scalar is refused (exit 3) naming
+    `label:line:col`, never dropped: a dropped document is content that silently vanishes."""
+    docs = load_docs(text, label)
+    for index, doc in enumerate(docs):
+        if not isinstance(doc, dict):
+            raise EksinfError(
+                f"{_non_mapping_location(label, text)}: document {index + 1} is a "
+                f"{type(doc).__name__}, not a mapping",
+                hint="Each YAML document of a unit must be a Kubernetes object (a mapping).",
+                exit_code=CONTRACT,
+            )
+    return docs
 
 
 def _through_cache(kind: bytes, text: str, parse: Callable[[], list[Any]]) -> list[Any]:

@@ -23,7 +23,7 @@ from ..links import engine
 from ..model import placeholder
 from ..model.digest import oci_digest, sha256_hex
 from ..model.names import OWNER, OWNER_LABEL, apps_space, variant_space
-from ..yamlio import dump_docs, load_docs
+from ..yamlio import dump_docs, load_docs, load_objects
 from . import dbfile, functions, merge, where
 from .protocol import (
     APPS_SPACE_ANNOTATION,
@@ -571,8 +571,8 @@ class LocalHub(Closing):
             text = source.files[name].decode("utf-8")
             # parsed once here, bounded (an alias bomb is refused before it is stored and
             # walked by every later link and function)
-            docs = load_docs(text, f"{source.ref}/{name}")
-            if any(isinstance(d, dict) and d.get("kind") == "Secret" for d in docs):
+            docs = load_objects(text, f"{source.ref}/{name}")
+            if any(d.get("kind") == "Secret" for d in docs):
                 skipped_secrets.append(name)
                 continue
             slug = unit_slug(name)
