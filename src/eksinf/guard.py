@@ -313,7 +313,7 @@ def _tpl_hazards(output: ComponentOutput, stack: Stack) -> list[Finding]:
         if where is None:
             continue
         template, paths = where
-        values = chart_values(stack, output.component, render.spec)
+        values = chart_values(stack, output.component, render.spec, helm=False)
         for path, text in _value_strings(values):
             if "{{" not in text:
                 continue

@@ -162,7 +162,10 @@ def merge_values(base: dict, override: dict) -> dict:
     return out
 
 
-def chart_values(stack: Stack, comp: Component, spec: ChartSpec) -> dict:
+def chart_values(stack: Stack, comp: Component, spec: ChartSpec, *, helm: bool = True) -> dict:
+    """The chart's values, files merged in order. With `helm` (for rendering), each file as the
+    Helm engine reads it; without (the guard, which looks only at strings), as eksinf's reader
+    does, which takes plain scalars as Helm does and skips loading the engine."""
     values: dict = {}
     folder = source_dir(stack, comp)
     for rel in spec.values:
@@ -178,9 +181,13 @@ def chart_values(stack: Stack, comp: Component, spec: ChartSpec) -> dict:
         text = read_source_text(path, label, base=stack.root)
         # strict first (syntax, duplicate keys, bounds, each with its position); Helm expands
         # anchors in values files, so they are allowed
-        load_mapping_docs(path, text, label=label)
+        docs = load_mapping_docs(path, text, label=label)
+        if not helm:
+            for doc in docs:
+                values = merge_values(values, doc)
+            continue
         # then the values as Helm itself reads them (`create: n` is false for Helm, where
-        # Python's YAML 1.1 reader keeps "n"), documents merged as Helm merges them
+        # Python's YAML 1.1 reader kept "n"), documents merged as Helm merges them
         values = merge_values(values, read_values(text, label))
     return values
 
