@@ -310,3 +310,19 @@ def test_unknown_tags_and_non_mappings_are_refused_at_every_entry(
         assert "Traceback" not in result.err
     assert state() == before
     assert hub_content(stack_dir) == hub_before
+
+
+def test_units_from_configs_and_uploads_refuse_keys_kubernetes_would_merge(
+    stack_dir, eksinf, tmp_path
+):
+    """configs/ and `hub upload` folders are read by the fast reader; a unit written by hand
+    there gets the same duplicate-key rule as render/ (the last key silently won before)."""
+    unit = stack_dir / "configs" / "aws-network" / "odd.yaml"
+    unit.write_text(ODD_UNIT + "  on: a\n  'true': b\n")
+    result = eksinf("bundle", cwd=stack_dir)
+    assert result.code == CONTRACT, result.err
+    assert (
+        "configs/aws-network/odd.yaml:8:3: duplicate key 'true' (the key 'true', first "
+        "defined at configs/aws-network/odd.yaml:7:3)" in result.err
+    )
+    assert not (stack_dir / "bundles").exists()

@@ -445,7 +445,7 @@ def _non_mapping_location(name: str, text: str) -> str:
     return name
 
 
-def load_docs(text: str, label: str = "YAML input") -> list[Any]:
+def load_docs(text: str, label: str = "YAML input", *, unique_keys: bool = False) -> list[Any]:
     """Parse machine-written multi-document YAML; empty documents are dropped.
 
     Bounded like every read (MAX_TEXT, MAX_DEPTH, MAX_NODES with aliases expanded): this text may
@@ -455,16 +455,27 @@ def load_docs(text: str, label: str = "YAML input") -> list[Any]:
     strings and containers need none of the generic constructor's bookkeeping, which is most of
     the parse time for large CRDs. Other scalars (ints, bools, nulls, ...) and documents with
     merge keys go through the standard constructor.
+
+    With `unique_keys`, two keys of one mapping that Kubernetes would keep as one JSON key
+    (`a` twice, `on` and `true`, `16` and `0x10`) are refused naming both places.
     """
     _check_text(text, label)
-    return _through_cache(b"load_docs", text, lambda: _load_docs(text, label))
+    kind = b"load_docs unique" if unique_keys else b"load_docs"
+    return _through_cache(kind, text, lambda: _load_docs(text, label, unique_keys))
 
 
 def load_objects(text: str, label: str) -> list[dict]:
     """`load_docs` for units (a bundle's, a hub upload's, configs/): every document must be a
     mapping, a Kubernetes object. A list or a bare scalar is refused (exit 3) naming
     `label:line:col`, never dropped: a dropped document is content that silently vanishes."""
-    docs = load_docs(text, label)
+    try:
+        docs = load_docs(text, label, unique_keys=True)
+    except yaml.MarkedYAMLError as exc:
+        raise EksinfError(
+            f"{_location(label, exc.problem_mark)}: YAML syntax error: {exc.problem}",
+            hint="Fix the YAML syntax at that position.",
+            exit_code=CONTRACT,
+        ) from exc
     for index, doc in enumerate(docs):
         if not isinstance(doc, dict):
             raise EksinfError(
@@ -493,12 +504,12 @@ def _through_cache(kind: bytes, text: str, parse: Callable[[], list[Any]]) -> li
     return docs
 
 
-def _load_docs(text: str, label: str) -> list[Any]:
+def _load_docs(text: str, label: str, unique_keys: bool = False) -> list[Any]:
     with _gc_paused():
-        return _load_machine_docs(text, label)
+        return _load_machine_docs(text, label, unique_keys)
 
 
-def _load_machine_docs(text: str, label: str) -> list[Any]:
+def _load_machine_docs(text: str, label: str, unique_keys: bool = False) -> list[Any]:
     loader = _Loader(text)
     budget = [MAX_NODES]
     try:
@@ -509,7 +520,7 @@ def _load_machine_docs(text: str, label: str) -> list[Any]:
                 break
             _bound(node, label, True, budget)
             try:
-                doc = _build(node, loader, {})
+                doc = _build(node, loader, {}, label if unique_keys else None)
             except _NeedsConstructor:
                 doc = loader.construct_document(node)
             if doc is not None:
@@ -523,7 +534,9 @@ class _NeedsConstructor(Exception):
     pass
 
 
-def _build(node: yaml.Node, loader: _Loader, built: dict[int, Any]) -> Any:
+def _build(node: yaml.Node, loader: _Loader, built: dict[int, Any], unique: str | None) -> Any:
+    """The document under `node`; with `unique` (the label), a mapping whose keys collide as
+    JSON keys is refused."""
     if isinstance(node, yaml.ScalarNode):
         return node.value if node.tag == _STR else loader.construct_object(node)
     if id(node) in built:  # an alias: the same object, as the standard constructor gives
@@ -531,15 +544,35 @@ def _build(node: yaml.Node, loader: _Loader, built: dict[int, Any]) -> Any:
     if isinstance(node, yaml.MappingNode):
         mapping: dict = {}
         built[id(node)] = mapping
+        plain = True
         for key, value in node.value:
             if key.tag == _MERGE:
                 raise _NeedsConstructor
-            mapping[_build(key, loader, built)] = _build(value, loader, built)
+            built_key = _build(key, loader, built, unique)
+            plain = plain and type(built_key) is str
+            mapping[built_key] = _build(value, loader, built, unique)
+        # only a lost key or a non-string one can collide: the common case costs one compare
+        if unique is not None and (len(mapping) != len(node.value) or not plain):
+            _refuse_colliding_keys(node, loader, unique)
         return mapping
     sequence: list = []
     built[id(node)] = sequence
-    sequence.extend(_build(item, loader, built) for item in node.value)
+    sequence.extend(_build(item, loader, built, unique) for item in node.value)
     return sequence
+
+
+def _refuse_colliding_keys(node: yaml.MappingNode, loader: _Loader, label: str) -> None:
+    seen: dict[str, yaml.Node] = {}
+    for key, _ in node.value:
+        name = kubeyaml.json_key(_build(key, loader, {}, None))
+        first = seen.setdefault(name, key)
+        if first is not key:
+            raise EksinfError(
+                f"{_location(label, key.start_mark)}: duplicate key {key.value!r} (the key "
+                f"{name!r}, first defined at {_location(label, first.start_mark)})",
+                hint="Remove one of the two keys: Kubernetes keeps only one of them.",
+                exit_code=CONTRACT,
+            )
 
 
 _MAP = "tag:yaml.org,2002:map"
