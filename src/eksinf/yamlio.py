@@ -145,7 +145,7 @@ class _StrictLoader(_Loader):
             if first is not None:
                 same = "" if first.value == key_node.value else f" (both are the key {key!r})"
                 raise _DuplicateKey(
-                    context=f'first defined as "{first.value}"',
+                    context="first defined",
                     context_mark=first.start_mark,
                     problem=f'duplicate key "{key_node.value}"{same}',
                     problem_mark=key_node.start_mark,
@@ -464,7 +464,7 @@ def load_docs(text: str, label: str = "YAML input", *, unique_keys: bool = False
     return _through_cache(kind, text, lambda: _load_docs(text, label, unique_keys))
 
 
-def load_objects(text: str, label: str) -> list[dict]:
+def load_objects(text: str, label: str, hint: str = "Fix the YAML at that position.") -> list[dict]:
     """`load_docs` for units (a bundle's, a hub upload's, configs/): every document must be a
     mapping, a Kubernetes object. A list or a bare scalar is refused (exit 3) naming
     `label:line:col`, never dropped: a dropped document is content that silently vanishes."""
@@ -472,8 +472,8 @@ def load_objects(text: str, label: str) -> list[dict]:
         docs = load_docs(text, label, unique_keys=True)
     except yaml.MarkedYAMLError as exc:
         raise EksinfError(
-            f"{_location(label, exc.problem_mark)}: YAML syntax error: {exc.problem}",
-            hint="Fix the YAML syntax at that position.",
+            f"{_location(label, exc.problem_mark)}: not valid YAML ({exc.problem})",
+            hint=hint,
             exit_code=CONTRACT,
         ) from exc
     for index, doc in enumerate(docs):
