@@ -130,3 +130,26 @@ def test_corrupt_is_said_only_when_sqlite_finds_it(tmp_path, stack_dir, eksinf):
     assert f"hub database {db} is corrupt or truncated" in result.err
     assert "SQLite's quick_check: database disk image is malformed" in result.err
     assert fingerprint(tmp_path) == before  # checked on a copy: no -wal/-shm left beside it
+
+
+def test_a_new_hub_the_disk_cannot_hold_leaves_nothing_behind(tmp_path, monkeypatch):
+    """Creating the hub needs room for its schema; a full disk then fails it as disk full and
+    removes the file it had just created, which the next run would otherwise refuse as an empty
+    file that is not a hub."""
+    from eksinf.hub.protocol import Unavailable
+
+    real_connect = dbfile.connect
+
+    def full_disk(path: Path) -> dbfile.Connection:
+        db = real_connect(path)
+        db.execute("PRAGMA max_page_count = 1")
+        return db
+
+    path = tmp_path / "hub" / "hub.db"
+    monkeypatch.setattr(dbfile, "connect", full_disk)
+    with pytest.raises(Unavailable, match="disk full: the hub database"):
+        LocalHub(path)
+    assert sorted(p.name for p in path.parent.iterdir()) == []
+    monkeypatch.setattr(dbfile, "connect", real_connect)
+    LocalHub(path).close()  # space again: a new hub
+    assert path.stat().st_size > 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import sqlite3
 import uuid
@@ -129,13 +130,24 @@ class LocalHub(Closing):
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        created = not os.path.lexists(self.path)
         self._db = dbfile.connect(self.path)  # failures are exit 4 naming the file
-        self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA foreign_keys=ON")
-        self._depth = 0
-        self._migrate()
+        try:
+            self._db.row_factory = sqlite3.Row
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._depth = 0
+            self._migrate()
+        except BaseException:
+            self._db.close()
+            if created:
+                # A hub this call created and could not set up (a full disk) holds nothing:
+                # left behind, it would be an empty file the next run refuses as not a hub.
+                for leftover in ("", "-wal", "-shm"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(f"{self.path}{leftover}")
+            raise
 
     def close(self) -> None:
         self._db.close()
