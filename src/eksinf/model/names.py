@@ -100,10 +100,11 @@ def name_rule(regex: str) -> NameRule:
     return NameRule(re.compile(regex, re.ASCII))
 
 
-@functools.lru_cache(maxsize=256)
-def _schema_pattern(pattern: str) -> re.Pattern[str]:
-    # JSON Schema patterns are searched (unanchored) and written `^...$`; `$` must mean the end
-    # of the string, as in ECMA-262 and Go, not "before a final newline" as in Python
+@functools.lru_cache(maxsize=1024)
+def schema_pattern(pattern: str) -> re.Pattern[str]:
+    """A JSON Schema or OpenAPI `pattern` as Go's regexp (the API server's) and ECMA-262 read
+    it, for `search`: a final `$` is the end of the string, not "before a final newline" as in
+    Python, and `\\d`, `\\w`, `\\s` are ASCII classes."""
     if pattern.endswith("$") and not pattern.endswith("\\$"):
         pattern = pattern[:-1] + r"\Z"
     return re.compile(pattern, re.ASCII)
@@ -114,7 +115,7 @@ def _ascii_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> 
 
     if not validator.is_type(instance, "string"):
         return
-    if not instance.isascii() or not _schema_pattern(pattern).search(instance):
+    if not instance.isascii() or not schema_pattern(pattern).search(instance):
         yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
