@@ -128,3 +128,79 @@ def test_version_names_the_binary_engine(eksinf, monkeypatch, helm_binary):
     monkeypatch.setenv("EKSINF_HELM", helm_binary)
     info = json.loads(eksinf("version", "--json").out)
     assert info["engine"].startswith("helm v4.")
+
+
+TYPES = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: types
+data:
+{{- range $k, $v := .Values }}
+  {{ $k }}: {{ printf "%T %v" $v $v | quote }}
+{{- end }}
+{{- if .Values.create }}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: made
+{{- end }}
+"""
+
+# plain scalars Python's YAML 1.1 reader and Helm's read differently (n, 1e3, 0o17, 1:30) or
+# alike (on, yes, 0755), in two documents as Helm allows
+AMBIGUOUS_VALUES = """\
+create: n
+switch: on
+mode: 0755
+big: 1e3
+answer: yes
+octal: 0o17
+clock: 1:30
+---
+later: Y
+"""
+
+
+def test_values_reach_the_engine_as_helm_reads_them(
+    tmp_path, registry, eksinf, monkeypatch, helm_binary
+):
+    """`helm template -f values.yaml` on the chart is the reference: eksinf renders the same
+    objects with either engine, so `create: n` makes no ServiceAccount (Python's YAML 1.1
+    reader, which eksinf used before, read "n" as a string, which is true)."""
+    import subprocess
+
+    import yaml
+
+    from eksinf.render import read_tree
+
+    chart = ChartSource("typed", templates={"all.yaml": TYPES})
+    root = publish_stack(tmp_path, registry, [("typed", chart)], values={"typed": AMBIGUOUS_VALUES})
+    (tmp_path / "typed.tgz").write_bytes(chart.package())
+    done = subprocess.run(
+        [helm_binary, "template", "typed", str(tmp_path / "typed.tgz"), "--namespace", "apps",
+         "-f", str(root / "render" / "apps" / "values" / "typed.yaml")],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "HELM_CACHE_HOME": str(tmp_path / "h"),
+             "HELM_CONFIG_HOME": str(tmp_path / "h"), "HELM_DATA_HOME": str(tmp_path / "h")},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    helm_docs = [d for d in yaml.safe_load_all(done.stdout) if d]
+    assert [d["kind"] for d in helm_docs] == ["ConfigMap"]  # no ServiceAccount: n is false
+    assert helm_docs[0]["data"] == {
+        "answer": "bool true",
+        "big": "float64 1000",
+        "clock": "string 1:30",
+        "create": "bool false",
+        "later": "bool true",
+        "mode": "float64 493",
+        "octal": "float64 15",
+        "switch": "bool true",
+    }
+    for engine in (None, helm_binary):
+        out = tmp_path / f"out-{bool(engine)}"
+        render_with(eksinf, root, out, monkeypatch, engine)
+        unit = read_tree(out)["apps/typed-controller.yaml"]
+        docs = [d for d in yaml.safe_load_all(unit) if d]
+        assert [(d["kind"], d["data"]) for d in docs] == [("ConfigMap", helm_docs[0]["data"])]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from . import inside
 from .errors import CONTRACT, EksinfError
-from .render import ComponentOutput, RenderResult, output_digests, resource_id
+from .render import ComponentOutput, RenderResult, chart_values, output_digests, resource_id
 from .stack import ALLOW_FILE, Stack
 from .yamlio import load_source
 
@@ -53,6 +53,13 @@ HAZARDS: dict[str, tuple[str, str]] = {
         "was packaged); this CRD will not be installed",
         "install the CRDs from their own chart or component, or pin an archive with real CRDs",
     ),
+    "tpl-value": (
+        "a chart value holds a template action, and the chart passes the value through tpl, so "
+        "the action runs at render: lookup and DNS return nothing offline, time, random and "
+        "crypto functions give other output on every render",
+        "write the value out literally in the values file (generate secrets and certificates "
+        "out of band)",
+    ),
     "capabilities-branch": (
         "a template branches on .Capabilities, which reflects the pinned render version, not "
         "the cluster",
@@ -64,6 +71,33 @@ _COMMENT = re.compile(r"\{\{-?\s*/\*.*?\*/\s*-?\}\}", re.DOTALL)
 _ACTION = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
 _LOOKUP = re.compile(r"(^|[\s(|])lookup\s")
 _BRANCH = re.compile(r"^-?\s*(if|else\s+if|with)\b.*\.Capabilities\b", re.DOTALL)
+_TPL = re.compile(r"(?:^|[\s(|])tpl\s")
+# a helper that renders a value with tpl (Bitnami's common.tplvalues.render and its copies)
+_TPL_HELPER = re.compile(r"include\s+\"[^\"]*tpl[^\"]*\"")
+_VALUES_REF = re.compile(r"\.Values((?:\.[A-Za-z_][A-Za-z0-9_]*)*)")
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|`[^`]*`')
+# what a value's action may not reach when tpl evaluates it at render time, by kind
+_TPL_FUNCTIONS = {
+    "lookup": ("lookup", "getHostByName"),
+    "time": (
+        "now", "date", "dateInZone", "date_in_zone", "dateModify", "mustDateModify",
+        "date_modify", "ago", "unixEpoch", "htmlDate", "htmlDateInZone",
+    ),
+    "random": (
+        "randAlphaNum", "randAlpha", "randNumeric", "randAscii", "randInt", "randBytes",
+        "uuidv4", "shuffle",
+    ),
+    "crypto": (
+        "genCA", "genCAWithKey", "genPrivateKey", "genSelfSignedCert",
+        "genSelfSignedCertWithKey", "genSignedCert", "genSignedCertWithKey", "derivePassword",
+        "htpasswd", "bcrypt", "encryptAES", "decryptAES", "buildCustomCert",
+    ),
+}  # fmt: skip
+_CALL = re.compile(
+    r"(?<![.$\w])("
+    + "|".join(sorted((f for fs in _TPL_FUNCTIONS.values() for f in fs), key=len, reverse=True))
+    + r")(?![\w.])"
+)
 _HOOK_ANNOTATION = "helm.sh/hook"
 _ARGO_HOOK = "argocd.argoproj.io/hook"
 
@@ -226,6 +260,85 @@ def _template_hazards(output: ComponentOutput) -> list[Finding]:
     return found
 
 
+def _tpl_paths(templates: tuple[tuple[str, str], ...]) -> tuple[str, set[str] | None] | None:
+    """Where a chart evaluates values with tpl: (the first template doing so, the `.Values`
+    paths its tpl actions name, or None when one of them renders a variable, whose value may
+    be any value). None when the chart never calls tpl."""
+    first = ""
+    paths: set[str] | None = set()
+    for path, source in templates:
+        text = _COMMENT.sub("", source)
+        for match in _ACTION.finditer(text):
+            action = match.group(1)
+            if not (_TPL.search(action) or _TPL_HELPER.search(action)):
+                continue
+            if not first:
+                line = text.count("\n", 0, match.start()) + 1
+                first = f"{path}:{line}"
+            refs = [m.group(1).lstrip(".") for m in _VALUES_REF.finditer(action)]
+            if not refs or (paths is not None and "" in refs):
+                paths = None  # `tpl $x $` or `tpl (toYaml .Values) .`: any value
+            elif paths is not None:
+                paths.update(refs)
+    return (first, paths) if first else None
+
+
+def _value_strings(node: object, path: str = "") -> list[tuple[str, str]]:
+    """(dotted path, text) of every string in a values tree, keys included."""
+    out: list[tuple[str, str]] = []
+    stack: list[tuple[object, str]] = [(node, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            out.append((where, item))
+        elif isinstance(item, dict):
+            for key, value in item.items():
+                sub = f"{where}.{key}" if where else str(key)
+                stack.append((value, sub))
+                if isinstance(key, str) and "{{" in key:
+                    out.append((sub, key))
+        elif isinstance(item, list):
+            stack.extend((value, f"{where}.{i}") for i, value in enumerate(item))
+    return sorted(out)
+
+
+def _tpl_hazards(output: ComponentOutput, stack: Stack) -> list[Finding]:
+    """Values whose template actions reach lookup, time, random or crypto functions, in a
+    chart that passes values through tpl. The render's determinism check cannot see these:
+    lookup is empty on both renders, and `now | date "2006-01-02"` agrees within a day."""
+    found = []
+    name = output.component.name
+    for render in output.charts:
+        where = _tpl_paths(render.first.templates)
+        if where is None:
+            continue
+        template, paths = where
+        values = chart_values(stack, output.component, render.spec, helm=False)
+        for path, text in _value_strings(values):
+            if "{{" not in text:
+                continue
+            if paths is not None and not any(
+                path == p or path.startswith(p + ".") or p.startswith(path + ".") for p in paths
+            ):
+                continue
+            calls = sorted(
+                {
+                    call
+                    for action in _ACTION.finditer(_COMMENT.sub("", text))
+                    for call in _CALL.findall(_STRING.sub('""', action.group(1)))
+                }
+            )
+            if calls:
+                kinds = sorted(k for k, fs in _TPL_FUNCTIONS.items() if set(fs) & set(calls))
+                detail = (
+                    f"{text!r} calls {', '.join(calls)} ({', '.join(kinds)}), evaluated by "
+                    f"tpl in {template}"
+                )
+                resource = f"{render.spec.name} values .{path}"
+                found.append(Finding(name, template, resource, "tpl-value", detail))
+    return found
+
+
 def _dedupe(findings: list[Finding]) -> list[Finding]:
     seen: set[tuple] = set()
     out = []
@@ -242,7 +355,9 @@ def check(result: RenderResult) -> GuardReport:
     findings: list[Finding] = []
     unused: list[AllowEntry] = []
     for output in result.outputs:
-        raw = _dedupe(_doc_hazards(output) + _template_hazards(output))
+        raw = _dedupe(
+            _doc_hazards(output) + _template_hazards(output) + _tpl_hazards(output, result.stack)
+        )
         allows = load_allows(result.stack, output.component.name)
         used: set[AllowEntry] = set()
         for finding in raw:

@@ -151,6 +151,48 @@ class SdkEngine:
         )
 
 
+_VALUES_CHART = b"apiVersion: v2\nname: values\nversion: 0.0.0\n"
+
+
+@functools.lru_cache(maxsize=256)
+def _helm_reading(text: str) -> str:
+    """Helm's own reading of a values file, as JSON: the text becomes the values.yaml of a
+    throw-away chart, and the engine's chart loader reads it with the reader `helm -f` uses
+    (sigs.k8s.io/yaml over go-yaml v2: `n` and `off` are false, `0755` is 493, `1e3` is 1000,
+    `1:30` is a string; documents of one file merged). The SDK takes values as JSON only, so
+    this is the one way to hand it a values file."""
+    import helm_python
+    from helm_python import _native
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
+        for name, data in (("values/Chart.yaml", _VALUES_CHART), ("values/values.yaml", text)):
+            raw = data if isinstance(data, bytes) else data.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(raw)
+            tar.addfile(info, io.BytesIO(raw))
+    with helm_python.Chart.load_archive(buf.getvalue()) as chart:
+        return str(_native.call_string("helm_chart_values", chart._raw()))
+
+
+def read_values(text: str, label: str) -> dict[str, Any]:
+    """A values file's content as Helm reads it (see `_helm_reading`). Callers check the text
+    strictly first (yamlio.load_mapping_docs: syntax, duplicate keys, bounds, positions); what
+    Helm still refuses here (a value JSON cannot hold, such as `.inf`) is an input error."""
+    from helm_python.errors import HelmError
+
+    try:
+        values = json.loads(_helm_reading(text))
+    except HelmError as exc:
+        raise EksinfError(
+            f"{label}: Helm cannot read these values: {exc}",
+            hint="Helm converts values to JSON: write the value so JSON can hold it "
+            "(quote it to keep it as text).",
+            exit_code=CONTRACT,
+        ) from exc
+    return values if isinstance(values, dict) else {}
+
+
 def chart_templates(archive: bytes) -> tuple[tuple[str, str], ...]:
     """Every template source of a chart archive and of its subcharts, for the guard.
 

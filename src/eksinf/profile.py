@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import cache as derived
 from .errors import CONTRACT, EksinfError
-from .model.names import DISCOVERY_KEY
+from .model.names import DISCOVERY_KEY, RULES_VERSION, name_rule, schema_validator
 from .model.quantity import whole_gib
 from .stack import Stack
 from .yamlio import load_mapping_docs
@@ -35,20 +35,20 @@ UNIT_FILE = "profile.yaml"
 STACK_TAG_KEY = "eksinf.dev/stack"
 
 # AWS naming rules (as documented for each API).
-_STACK_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")  # a DNS label: also a K8s name
-_CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")  # eks:CreateCluster name
-ROLE_NAME = re.compile(r"^[\w+=,.@-]{1,64}$")  # iam:CreateRole RoleName (lint uses it too)
-_TAG_VALUE = re.compile(r"^[\w .:/=+@-]{1,256}$")  # EC2 tag value characters
-_REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
+_STACK_NAME = name_rule(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")  # a DNS label: also a K8s name
+_CLUSTER_NAME = name_rule(r"[0-9A-Za-z][A-Za-z0-9_-]{0,99}")  # eks:CreateCluster name
+ROLE_NAME = name_rule(r"[\w+=,.@-]{1,64}")  # iam:CreateRole RoleName (lint uses it too)
+_TAG_VALUE = name_rule(r"[\w .:/=+@-]{1,256}")  # EC2 tag value characters
+_REGION = name_rule(r"[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d")
 # Karpenter AMI alias, pinned: al2023@vYYYYMMDD or bottlerocket@vX.Y.Z. `latest` would drift GPU
 # nodes to a new AMI (and recycle them under running models), so it is refused here.
-_AMI_ALIAS = re.compile(r"^(al2023@v\d{8}|bottlerocket@v\d+\.\d+\.\d+)$")
-_MODEL_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # Hugging Face org/name
+_AMI_ALIAS = name_rule(r"al2023@v\d{8}|bottlerocket@v\d+\.\d+\.\d+")
+_MODEL_ID = name_rule(r"[A-Za-z0-9][\w.-]*/[\w.-]+")  # Hugging Face org/name
 # sagemaker:CreateCluster ClusterName (botocore's sagemaker model, shape ClusterName, max 63)
-_HYPERPOD_CLUSTER = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
-_ML_TYPE = re.compile(r"^ml\.([a-z0-9-]+\.[a-z0-9]+)$")  # ml.<EC2 type>, e.g. ml.g5.2xlarge
+_HYPERPOD_CLUSTER = name_rule(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
+_ML_TYPE = name_rule(r"ml\.([a-z0-9-]+\.[a-z0-9]+)")  # ml.<EC2 type>, e.g. ml.g5.2xlarge
 # s3://<bucket>[/<prefix>]; bucket names per the S3 naming rules (3-63, lowercase, digits, . -)
-_S3_URI = re.compile(r"^s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(/[^,=]*)?$")
+_S3_URI = name_rule(r"s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(/[^,=\x00-\x20\x7f]*)?")
 
 
 @dataclass(frozen=True)
@@ -117,12 +117,12 @@ def _check_shape(label: str, doc: dict) -> None:
     repr names types and key order), so a later run skips jsonschema and its import."""
     schema = _schema_text().encode()
     shown = repr(doc).encode()
-    if derived.passed("profile.schema", schema, shown):
+    if derived.passed("profile.schema", RULES_VERSION, schema, shown):
         return
-    import jsonschema  # ~45 ms to import: only when this document was not checked before
+    # ~45 ms to import jsonschema: only when this document was not checked before
 
     errors = sorted(
-        jsonschema.Draft202012Validator(json.loads(schema)).iter_errors(doc),
+        schema_validator(json.loads(schema)).iter_errors(doc),
         key=lambda e: (list(map(str, e.absolute_path)), e.message),
     )
     if errors:
@@ -133,7 +133,7 @@ def _check_shape(label: str, doc: dict) -> None:
             first.message,
             "See docs/address-plan.md for the profile fields and their format.",
         )
-    derived.record_pass("profile.schema", schema, shown)
+    derived.record_pass("profile.schema", RULES_VERSION, schema, shown)
 
 
 def check_profile(doc: Any, label: str) -> Profile:
@@ -242,7 +242,7 @@ def _check_region(label: str, spec: dict) -> None:
         )
     zones = spec["availabilityZones"]
     for index, zone in enumerate(zones):
-        if not re.fullmatch(re.escape(region) + r"[a-z]", zone):
+        if not name_rule(re.escape(region) + r"[a-z]").match(zone):
             raise _fail(
                 label,
                 f"spec.availabilityZones.{index}",
@@ -413,7 +413,8 @@ def load_profile(stack: Stack, path: Path | None = None) -> Profile:
             hint="The stack's platform profile lives in render/platform-profile/profile.yaml.",
             exit_code=CONTRACT,
         )
-    docs = load_mapping_docs(path, label=label)
+    # a plain `y` or `0755` is refused: Kubernetes, YAML 1.2 and YAML 1.1 read it differently
+    docs = load_mapping_docs(path, label=label, ambiguous=False)
     if len(docs) != 1:
         raise EksinfError(
             f"{label}: expected one PlatformProfile document, found {len(docs)}",

@@ -22,7 +22,7 @@ from . import __version__, cache, inside, manifests
 from .atomic import write_file
 from .charts import ResolvedChart, read_lock, render_records_dir, resolve
 from .errors import CONTRACT, FAILURE, EksinfError
-from .helm import HelmEngine, RenderedChart, RenderOptions, default_engine
+from .helm import HelmEngine, RenderedChart, RenderOptions, default_engine, read_values
 from .manifests import ResolvedManifest
 from .model import awsobjects
 from .model.configs import SYNC_WAVE, Resource
@@ -145,8 +145,9 @@ def _copy_units(stack: Stack, comp: Component) -> list[Unit]:
     for path in source_files(stack, comp):
         label = str(path.relative_to(stack.root))
         text = read_source_text(path, label, base=stack.root)
-        # units refuse anchors: they do not survive flattening (docs/flattening.md)
-        docs = load_mapping_docs(path, text, label=label, aliases=False)
+        # units refuse anchors: they do not survive flattening (docs/flattening.md); and plain
+        # scalars YAML readers disagree on (`y`, `0755`): the author says which one is meant
+        docs = load_mapping_docs(path, text, label=label, aliases=False, ambiguous=False)
         units.append(Unit(comp.name, path.name, text, tuple(docs)))
     return units
 
@@ -162,7 +163,10 @@ def merge_values(base: dict, override: dict) -> dict:
     return out
 
 
-def chart_values(stack: Stack, comp: Component, spec: ChartSpec) -> dict:
+def chart_values(stack: Stack, comp: Component, spec: ChartSpec, *, helm: bool = True) -> dict:
+    """The chart's values, files merged in order. With `helm` (for rendering), each file as the
+    Helm engine reads it; without (the guard, which looks only at strings), as eksinf's reader
+    does, which takes plain scalars as Helm does and skips loading the engine."""
     values: dict = {}
     folder = source_dir(stack, comp)
     for rel in spec.values:
@@ -175,9 +179,17 @@ def chart_values(stack: Stack, comp: Component, spec: ChartSpec) -> dict:
                 hint="Create the file or remove it from the chart's values list.",
                 exit_code=CONTRACT,
             )
-        docs = load_mapping_docs(path, label=label)  # Helm expands anchors in values files
-        for doc in docs:
-            values = merge_values(values, doc)
+        text = read_source_text(path, label, base=stack.root)
+        # strict first (syntax, duplicate keys, bounds, each with its position); Helm expands
+        # anchors in values files, so they are allowed
+        docs = load_mapping_docs(path, text, label=label)
+        if not helm:
+            for doc in docs:
+                values = merge_values(values, doc)
+            continue
+        # then the values as Helm itself reads them (`create: n` is false for Helm, where
+        # Python's YAML 1.1 reader kept "n"), documents merged as Helm merges them
+        values = merge_values(values, read_values(text, label))
     return values
 
 
@@ -440,7 +452,7 @@ def _helm_units(
                 reference_source,
             )
         )
-    return _with_handwritten(stack, comp, units, "chart"), renders
+    return units, renders
 
 
 def _manifest_units(
@@ -503,15 +515,16 @@ def _manifest_units(
                 tuple(excluded),
             )
         )
-    return _with_handwritten(stack, comp, units, "manifest"), renders
+    return units, renders
 
 
-def _with_handwritten(stack: Stack, comp: Component, units: list[Unit], source: str) -> list[Unit]:
+def _with_handwritten(
+    comp: Component, units: list[Unit], handwritten: list[Unit], source: str
+) -> list[Unit]:
     """The component's rendered units plus its handwritten ones, by file name. A handwritten
     file may not take a name reserved for rendered output (`<source>-controller.yaml`,
     `<source>-crds.yaml`)."""
     names = {u.filename for u in units}
-    handwritten = _copy_units(stack, comp)
     for unit in handwritten:
         if unit.filename in names:
             raise EksinfError(
@@ -601,6 +614,9 @@ def render_stack(
             for output in cached.outputs:
                 _report(output, progress)
             return cached
+    # hand-written units and values are parsed and checked before any chart is fetched, so a
+    # refused input leaves the chart cache as it was
+    handwritten = {comp.name: _copy_units(stack, comp) for comp in chosen}
     for comp in chosen:
         for spec in comp.charts:
             chart_values(stack, comp, spec)
@@ -608,7 +624,7 @@ def render_stack(
     outputs = []
     for comp in chosen:
         if comp.render == "copy":
-            output = ComponentOutput(comp, tuple(_copy_units(stack, comp)))
+            output = ComponentOutput(comp, tuple(handwritten[comp.name]))
         elif comp.render == "manifest":
             pinned = manifests.read_lock(stack)
             manifest_mirror = manifests.mirror_dir(mirror)
@@ -620,11 +636,13 @@ def render_stack(
                     for s in comp.manifests
                 },
             )
+            units = _with_handwritten(comp, units, handwritten[comp.name], "manifest")
             output = ComponentOutput(comp, tuple(units), manifests=tuple(made))
         else:
             resolved = {spec.name: resolve(stack, spec, mirror, lock) for spec in comp.charts}
             assert engine is not None  # need_helm: a helm component is being rendered
             units, renders = _helm_units(stack, comp, resolved, engine)
+            units = _with_handwritten(comp, units, handwritten[comp.name], "chart")
             output = ComponentOutput(comp, tuple(units), tuple(renders))
         outputs.append(output)
         _report(output, progress)

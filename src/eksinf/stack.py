@@ -16,6 +16,7 @@ from typing import Any
 
 from . import cache
 from .errors import CONTRACT, USAGE, EksinfError
+from .model.names import RULES_VERSION, schema_validator
 from .model.targets import KINDS
 from .yamlio import load_source, read_source_text
 
@@ -223,12 +224,9 @@ def load_stack(root: Path | None = None) -> Stack:
         )
     data = docs[0]
     schema = _schema_text()
-    if not cache.passed("components.schema", schema.encode(), text.encode()):
-        import jsonschema  # ~40 ms to import: only when this text was not checked before
-
-        errors = sorted(
-            jsonschema.Draft202012Validator(json.loads(schema)).iter_errors(data), key=str
-        )
+    if not cache.passed("components.schema", RULES_VERSION, schema.encode(), text.encode()):
+        # ~40 ms to import jsonschema: only when this text was not checked before
+        errors = sorted(schema_validator(json.loads(schema)).iter_errors(data), key=str)
         if errors:
             first = errors[0]
             raise EksinfError(
@@ -236,7 +234,7 @@ def load_stack(root: Path | None = None) -> Stack:
                 hint="See docs/stack-format.md for the components.yaml format.",
                 exit_code=CONTRACT,
             )
-        cache.record_pass("components.schema", schema.encode(), text.encode())
+        cache.record_pass("components.schema", RULES_VERSION, schema.encode(), text.encode())
     lines = _component_lines(text)
     components = [
         _component(item, versions, lines.get(item["name"], 0)) for item in data["components"]

@@ -1,6 +1,7 @@
 """YAML in and out.
 
-Two readers over one parser (libyaml, YAML 1.1 like Helm's own parser, timestamps kept as text):
+Two readers over one parser (libyaml; plain scalars read as Kubernetes and Helm read them,
+kubeyaml.kube_scalar, so timestamps stay text):
 - `load_source` parses files people write (values, handwritten resources, components.yaml)
   strictly: tabs in indentation, duplicate keys and syntax errors are errors naming
   `file:line:col`;
@@ -24,7 +25,9 @@ units refuse anchors and aliases outright: they do not survive flattening (docs/
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
+import json
 import marshal
 import os
 import re
@@ -35,7 +38,7 @@ from typing import Any
 
 import yaml
 
-from . import cache, inside
+from . import cache, inside, kubeyaml
 from .errors import CONTRACT, EksinfError
 
 _TAB_INDENT = re.compile(r"^[ ]*\t", re.MULTILINE)
@@ -47,7 +50,7 @@ MAX_NODES = 1_000_000  # the largest real unit file has ~10 000 nodes
 CACHED_TEXT = 2 << 10  # below this a parse or dump costs less than a cache lookup
 # what a cached entry depends on besides its input: this module's output, the YAML library, and
 # the interpreter (marshal's format)
-_CACHE_FORMAT = f"yamlio-1 pyyaml-{yaml.__version__} {sys.version}".encode()
+_CACHE_FORMAT = f"yamlio-2 pyyaml-{yaml.__version__} {sys.version}".encode()
 
 
 def _location(path: str, mark: Any) -> str:
@@ -75,15 +78,52 @@ class _MemoResolver:
         return tag
 
 
-# libyaml loader that keeps timestamps as strings: a date in a label must not turn into a datetime.
+_STR = "tag:yaml.org,2002:str"
+_MERGE = "tag:yaml.org,2002:merge"
+_NULL = "tag:yaml.org,2002:null"
+_BOOL = "tag:yaml.org,2002:bool"
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+
+
 class _Loader(_MemoResolver, yaml.CSafeLoader):
+    """libyaml, with plain scalars read as Kubernetes reads them (kubeyaml.kube_scalar): `n` is
+    false, `1e3` is 1000, `1:30` and dates stay text (a date in a label must not turn into a
+    datetime)."""
+
     _resolved = {}
 
+    def resolve(self, kind: type, value: Any, implicit: Any) -> str:
+        if kind is yaml.ScalarNode and implicit[0]:
+            return _kube_tag(value)
+        return super().resolve(kind, value, implicit)
 
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.CSafeLoader.yaml_implicit_resolvers.items()
-}
+
+@functools.lru_cache(maxsize=65536)
+def _kube_tag(text: str) -> str:
+    if text == kubeyaml.MERGE:
+        return _MERGE
+    value = kubeyaml.kube_scalar(text)
+    if value is None:
+        return _NULL
+    return {bool: _BOOL, int: _INT, float: _FLOAT}.get(type(value), _STR)
+
+
+def _construct_kube(loader: _Loader, node: yaml.ScalarNode) -> Any:
+    """A bool, int or float scalar (plain, or with its tag written out) as Kubernetes reads it."""
+    value = kubeyaml.kube_scalar(loader.construct_scalar(node))
+    if node.tag == _FLOAT and type(value) is int:
+        return float(value)
+    want = {_BOOL: bool, _INT: int, _FLOAT: float}[node.tag]
+    if type(value) is not want:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"{node.value!r} is not a {node.tag.rsplit(':', 1)[-1]}", node.start_mark
+        )
+    return value
+
+
+for _tag in (_BOOL, _INT, _FLOAT):
+    _Loader.add_constructor(_tag, _construct_kube)
 
 
 class _DuplicateKey(yaml.MarkedYAMLError):
@@ -94,19 +134,20 @@ class _StrictLoader(_Loader):
     """Refuses duplicate keys, which YAML parsers otherwise resolve silently (last one wins)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
-        seen: dict[tuple[str, str], yaml.Node] = {}
+        # Keys are compared as Kubernetes and Helm keep them, JSON object keys: `on` and `true`,
+        # or `0x10` and `16`, are one key there (and in a Python dict), and only one survives.
+        seen: dict[str, yaml.Node] = {}
         for key_node, _ in node.value:
-            if (
-                not isinstance(key_node, yaml.ScalarNode)
-                or key_node.tag == "tag:yaml.org,2002:merge"
-            ):
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE:
                 continue
-            key = (key_node.tag, key_node.value)
-            if key in seen:
+            key = kubeyaml.json_key(self.construct_object(key_node))
+            first = seen.get(key)
+            if first is not None:
+                same = "" if first.value == key_node.value else f" (both are the key {key!r})"
                 raise _DuplicateKey(
                     context="first defined",
-                    context_mark=seen[key].start_mark,
-                    problem=f'duplicate key "{key_node.value}"',
+                    context_mark=first.start_mark,
+                    problem=f'duplicate key "{key_node.value}"{same}',
                     problem_mark=key_node.start_mark,
                 )
             seen[key] = key_node
@@ -139,6 +180,23 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+# The tags of JSON-shaped YAML, all Kubernetes and Helm keep (sigs.k8s.io/yaml converts to JSON).
+# Any other (`!!binary`, `!!set`, `!!timestamp`, `!!python/object`, `!foo`) is refused, never
+# built into a Python object that the writer would publish as something else.
+_KNOWN_TAGS = frozenset(
+    "tag:yaml.org,2002:" + t for t in ("str", "int", "float", "bool", "null", "map", "seq", "merge")
+)
+
+
+def _unknown_tag(name: str, node: yaml.Node) -> EksinfError:
+    return EksinfError(
+        f"{_location(name, node.start_mark)}: unknown YAML tag {node.tag!r}",
+        hint="Remove the tag: units, values and profiles hold plain YAML (text, numbers, "
+        "booleans, null, mappings and lists); quote the value to keep it as text.",
+        exit_code=CONTRACT,
+    )
 
 
 def _bound(root: yaml.Node, name: str, aliases: bool, budget: list[int]) -> None:
@@ -176,6 +234,8 @@ def _bound(root: yaml.Node, name: str, aliases: bool, budget: list[int]) -> None
     def walk(node: yaml.Node, depth: int) -> tuple[int, int]:
         if depth > MAX_DEPTH:
             raise too_deep(node)
+        if node.tag not in _KNOWN_TAGS:
+            raise _unknown_tag(name, node)
         if type(node) is yaml.ScalarNode:
             if scalars is not None:
                 if id(node) in scalars:
@@ -222,6 +282,38 @@ def _bound(root: yaml.Node, name: str, aliases: bool, budget: list[int]) -> None
     budget[0] -= walk(root, 1)[0]
 
 
+def _refuse_ambiguous(root: yaml.Node, name: str) -> None:
+    """Refuse a plain scalar (value or key) whose meaning depends on the YAML reader: eksinf
+    would otherwise pick one meaning silently, and a reviewer may read another."""
+    stack: list[tuple[yaml.Node, str]] = [(root, "")]
+    while stack:
+        node, field = stack.pop()
+        if isinstance(node, yaml.ScalarNode):
+            if not node.style and node.tag == _kube_tag(node.value):
+                how = kubeyaml.ambiguity(node.value)
+                if how is not None:
+                    raise _ambiguous(name, node, field, how)
+        elif isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                sub = f"{field}.{key.value}" if field else str(key.value)
+                stack.append((value, sub))
+                if isinstance(key, yaml.ScalarNode):
+                    stack.append((key, f"{sub} (the key)"))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, f"{field}[{i}]") for i, item in enumerate(node.value))
+
+
+def _ambiguous(name: str, node: yaml.ScalarNode, field: str, how: str) -> EksinfError:
+    kube = kubeyaml.shown(kubeyaml.kube_scalar(node.value))
+    return EksinfError(
+        f"{_location(name, node.start_mark)}: {field or 'document'}: plain `{node.value}` "
+        f"means different things to different YAML readers ({how})",
+        hint=f"Quote it to mean the text ({json.dumps(node.value)}), or write {kube} for what "
+        "Kubernetes reads; eksinf never picks a meaning for you here.",
+        exit_code=CONTRACT,
+    )
+
+
 def read_source_text(
     path: Path, label: str | None = None, *, folder: Path | None = None, base: Path | None = None
 ) -> str:
@@ -249,13 +341,20 @@ def read_source_text(
 
 
 def load_source(
-    path: Path, text: str | None = None, *, label: str | None = None, aliases: bool = True
+    path: Path,
+    text: str | None = None,
+    *,
+    label: str | None = None,
+    aliases: bool = True,
+    ambiguous: bool = True,
 ) -> list[Any]:
     """Parse a hand-written YAML file strictly; return its non-empty documents.
 
-    Raises EksinfError (exit 3) naming `file:line:col` for tabs, duplicate keys, syntax errors,
-    documents over the size, depth or node bounds (aliases expanded), and - when `aliases` is
-    False, as for units - any anchor used by an alias.
+    Raises EksinfError (exit 3) naming `file:line:col` for tabs, duplicate keys (as Kubernetes
+    compares them), syntax errors, documents over the size, depth or node bounds (aliases
+    expanded), when `aliases` is False (as for units) any anchor used by an alias, and when
+    `ambiguous` is False (units, the profile) any plain scalar that Kubernetes, YAML 1.2 and
+    YAML 1.1 readers read differently (`y`, `on`, `0755`, `1e3`, `1:30`: kubeyaml.ambiguity).
     """
     name = label or str(path)
     if text is None:
@@ -270,16 +369,17 @@ def load_source(
             hint="YAML indentation must use spaces; replace the tab with spaces.",
             exit_code=CONTRACT,
         )
-    kind = b"load_source aliases" if aliases else b"load_source no-aliases"
-    return _through_cache(kind, text, lambda: _load_source(text, name, aliases))
+    kind = b"load_source" + (b" aliases" if aliases else b" no-aliases")
+    kind += b" ambiguous" if ambiguous else b" unambiguous"
+    return _through_cache(kind, text, lambda: _load_source(text, name, aliases, ambiguous))
 
 
-def _load_source(text: str, name: str, aliases: bool) -> list[Any]:
+def _load_source(text: str, name: str, aliases: bool, ambiguous: bool) -> list[Any]:
     with _gc_paused():
-        return _load_source_docs(text, name, aliases)
+        return _load_source_docs(text, name, aliases, ambiguous)
 
 
-def _load_source_docs(text: str, name: str, aliases: bool) -> list[Any]:
+def _load_source_docs(text: str, name: str, aliases: bool, ambiguous: bool) -> list[Any]:
     loader = _StrictLoader(text)
     budget = [MAX_NODES]
     try:
@@ -288,6 +388,8 @@ def _load_source_docs(text: str, name: str, aliases: bool) -> list[Any]:
             node = loader.get_node()
             if node is not None:
                 _bound(node, name, aliases, budget)
+                if not ambiguous:
+                    _refuse_ambiguous(node, name)
             docs.append(loader.construct_document(node))
     except _DuplicateKey as exc:
         raise EksinfError(
@@ -310,13 +412,18 @@ def _load_source_docs(text: str, name: str, aliases: bool) -> list[Any]:
 
 
 def load_mapping_docs(
-    path: Path, text: str | None = None, *, label: str | None = None, aliases: bool = True
+    path: Path,
+    text: str | None = None,
+    *,
+    label: str | None = None,
+    aliases: bool = True,
+    ambiguous: bool = True,
 ) -> list[dict]:
     """Like `load_source`, but every document must be a mapping (a Kubernetes-style object)."""
     name = label or str(path)
     if text is None:
         text = read_source_text(path, name)
-    docs = load_source(path, text, label=label, aliases=aliases)
+    docs = load_source(path, text, label=label, aliases=aliases, ambiguous=ambiguous)
     for index, doc in enumerate(docs):
         if not isinstance(doc, dict):
             raise EksinfError(
@@ -338,7 +445,7 @@ def _non_mapping_location(name: str, text: str) -> str:
     return name
 
 
-def load_docs(text: str, label: str = "YAML input") -> list[Any]:
+def load_docs(text: str, label: str = "YAML input", *, unique_keys: bool = False) -> list[Any]:
     """Parse machine-written multi-document YAML; empty documents are dropped.
 
     Bounded like every read (MAX_TEXT, MAX_DEPTH, MAX_NODES with aliases expanded): this text may
@@ -348,9 +455,36 @@ def load_docs(text: str, label: str = "YAML input") -> list[Any]:
     strings and containers need none of the generic constructor's bookkeeping, which is most of
     the parse time for large CRDs. Other scalars (ints, bools, nulls, ...) and documents with
     merge keys go through the standard constructor.
+
+    With `unique_keys`, two keys of one mapping that Kubernetes would keep as one JSON key
+    (`a` twice, `on` and `true`, `16` and `0x10`) are refused naming both places.
     """
     _check_text(text, label)
-    return _through_cache(b"load_docs", text, lambda: _load_docs(text, label))
+    kind = b"load_docs unique" if unique_keys else b"load_docs"
+    return _through_cache(kind, text, lambda: _load_docs(text, label, unique_keys))
+
+
+def load_objects(text: str, label: str, hint: str = "Fix the YAML at that position.") -> list[dict]:
+    """`load_docs` for units (a bundle's, a hub upload's, configs/): every document must be a
+    mapping, a Kubernetes object. A list or a bare scalar is refused (exit 3) naming
+    `label:line:col`, never dropped: a dropped document is content that silently vanishes."""
+    try:
+        docs = load_docs(text, label, unique_keys=True)
+    except yaml.MarkedYAMLError as exc:
+        raise EksinfError(
+            f"{_location(label, exc.problem_mark)}: not valid YAML ({exc.problem})",
+            hint=hint,
+            exit_code=CONTRACT,
+        ) from exc
+    for index, doc in enumerate(docs):
+        if not isinstance(doc, dict):
+            raise EksinfError(
+                f"{_non_mapping_location(label, text)}: document {index + 1} is a "
+                f"{type(doc).__name__}, not a mapping",
+                hint="Each YAML document of a unit must be a Kubernetes object (a mapping).",
+                exit_code=CONTRACT,
+            )
+    return docs
 
 
 def _through_cache(kind: bytes, text: str, parse: Callable[[], list[Any]]) -> list[Any]:
@@ -370,12 +504,12 @@ def _through_cache(kind: bytes, text: str, parse: Callable[[], list[Any]]) -> li
     return docs
 
 
-def _load_docs(text: str, label: str) -> list[Any]:
+def _load_docs(text: str, label: str, unique_keys: bool = False) -> list[Any]:
     with _gc_paused():
-        return _load_machine_docs(text, label)
+        return _load_machine_docs(text, label, unique_keys)
 
 
-def _load_machine_docs(text: str, label: str) -> list[Any]:
+def _load_machine_docs(text: str, label: str, unique_keys: bool = False) -> list[Any]:
     loader = _Loader(text)
     budget = [MAX_NODES]
     try:
@@ -386,7 +520,7 @@ def _load_machine_docs(text: str, label: str) -> list[Any]:
                 break
             _bound(node, label, True, budget)
             try:
-                doc = _build(node, loader, {})
+                doc = _build(node, loader, {}, label if unique_keys else None)
             except _NeedsConstructor:
                 doc = loader.construct_document(node)
             if doc is not None:
@@ -400,11 +534,9 @@ class _NeedsConstructor(Exception):
     pass
 
 
-_STR = "tag:yaml.org,2002:str"
-_MERGE = "tag:yaml.org,2002:merge"
-
-
-def _build(node: yaml.Node, loader: _Loader, built: dict[int, Any]) -> Any:
+def _build(node: yaml.Node, loader: _Loader, built: dict[int, Any], unique: str | None) -> Any:
+    """The document under `node`; with `unique` (the label), a mapping whose keys collide as
+    JSON keys is refused."""
     if isinstance(node, yaml.ScalarNode):
         return node.value if node.tag == _STR else loader.construct_object(node)
     if id(node) in built:  # an alias: the same object, as the standard constructor gives
@@ -412,15 +544,35 @@ def _build(node: yaml.Node, loader: _Loader, built: dict[int, Any]) -> Any:
     if isinstance(node, yaml.MappingNode):
         mapping: dict = {}
         built[id(node)] = mapping
+        plain = True
         for key, value in node.value:
             if key.tag == _MERGE:
                 raise _NeedsConstructor
-            mapping[_build(key, loader, built)] = _build(value, loader, built)
+            built_key = _build(key, loader, built, unique)
+            plain = plain and type(built_key) is str
+            mapping[built_key] = _build(value, loader, built, unique)
+        # only a lost key or a non-string one can collide: the common case costs one compare
+        if unique is not None and (len(mapping) != len(node.value) or not plain):
+            _refuse_colliding_keys(node, loader, unique)
         return mapping
     sequence: list = []
     built[id(node)] = sequence
-    sequence.extend(_build(item, loader, built) for item in node.value)
+    sequence.extend(_build(item, loader, built, unique) for item in node.value)
     return sequence
+
+
+def _refuse_colliding_keys(node: yaml.MappingNode, loader: _Loader, label: str) -> None:
+    seen: dict[str, yaml.Node] = {}
+    for key, _ in node.value:
+        name = kubeyaml.json_key(_build(key, loader, {}, None))
+        first = seen.setdefault(name, key)
+        if first is not key:
+            raise EksinfError(
+                f"{_location(label, key.start_mark)}: duplicate key {key.value!r} (the key "
+                f"{name!r}, first defined at {_location(label, first.start_mark)})",
+                hint="Remove one of the two keys: Kubernetes keeps only one of them.",
+                exit_code=CONTRACT,
+            )
 
 
 _MAP = "tag:yaml.org,2002:map"
@@ -432,7 +584,23 @@ class _Shared(Exception):
     anchor and aliases after, which the fast path below does not."""
 
 
-class _Dumper(_MemoResolver, yaml.CSafeDumper):
+_QUOTED = "tag:eksinf.dev,2026:quoted"
+
+
+class QuoteAmbiguous:
+    """The emitter writes a string plain only when resolving the plain form gives str back.
+    Its resolver is YAML 1.1's; a string Kubernetes or a YAML 1.2 reader would read as something
+    else (`y`, `1e3`, `0o17`, `0b1`, `1_000`) gets another answer here, so it is quoted: a
+    profile value "y" must not reach the cluster as true."""
+
+    def resolve(self, kind: type, value: Any, implicit: Any) -> str:
+        tag: str = super().resolve(kind, value, implicit)  # type: ignore[misc]
+        if tag == _STR and implicit[0] and not kubeyaml.plain_is_text(value):
+            return _QUOTED
+        return tag
+
+
+class _Dumper(_MemoResolver, QuoteAmbiguous, yaml.CSafeDumper):
     _resolved = {}
 
     def represent(self, data: Any) -> None:

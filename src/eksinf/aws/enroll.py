@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 
 from ..argo import application_schema
@@ -29,7 +28,7 @@ from ..kube.client import (
     resource_path,
     write_kubeconfig,
 )
-from ..model.names import apps_space, kubeconfig_path
+from ..model.names import apps_space, kubeconfig_path, schema_validator
 from ..yamlio import load_docs
 from .scope import StackScope
 from .session import AwsSession
@@ -73,7 +72,7 @@ def repo_creds_secret(
 
 def check_application(doc: dict[str, Any]) -> None:
     errors = sorted(
-        jsonschema.Draft202012Validator(application_schema()).iter_errors(doc),
+        schema_validator(application_schema()).iter_errors(doc),
         key=lambda e: list(map(str, e.absolute_path)),
     )
     if errors:

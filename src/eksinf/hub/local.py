@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import sqlite3
 import uuid
@@ -23,7 +24,7 @@ from ..links import engine
 from ..model import placeholder
 from ..model.digest import oci_digest, sha256_hex
 from ..model.names import OWNER, OWNER_LABEL, apps_space, variant_space
-from ..yamlio import dump_docs, load_docs
+from ..yamlio import dump_docs, load_docs, load_objects
 from . import dbfile, functions, merge, where
 from .protocol import (
     APPS_SPACE_ANNOTATION,
@@ -129,13 +130,24 @@ class LocalHub(Closing):
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        created = not os.path.lexists(self.path)
         self._db = dbfile.connect(self.path)  # failures are exit 4 naming the file
-        self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA foreign_keys=ON")
-        self._depth = 0
-        self._migrate()
+        try:
+            self._db.row_factory = sqlite3.Row
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._depth = 0
+            self._migrate()
+        except BaseException:
+            self._db.close()
+            if created:
+                # A hub this call created and could not set up (a full disk) holds nothing:
+                # left behind, it would be an empty file the next run refuses as not a hub.
+                for leftover in ("", "-wal", "-shm"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(f"{self.path}{leftover}")
+            raise
 
     def close(self) -> None:
         self._db.close()
@@ -155,14 +167,21 @@ class LocalHub(Closing):
         self._depth = 1
         try:
             yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        else:
             checkpoint("hub.before-commit")
             self._db.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise
         finally:
             self._depth = 0
+
+    def _rollback(self) -> None:
+        """End a failed transaction. SQLite rolls some back itself (a full disk, an I/O error:
+        then ROLLBACK would fail with "no transaction is active"), and a COMMIT that fails
+        leaves it open; either way the error that got here is the one to report."""
+        if self._db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                sqlite3.Connection.execute(self._db, "ROLLBACK")
 
     def _migrate(self) -> None:
         has_meta = self._db.execute(
@@ -564,8 +583,8 @@ class LocalHub(Closing):
             text = source.files[name].decode("utf-8")
             # parsed once here, bounded (an alias bomb is refused before it is stored and
             # walked by every later link and function)
-            docs = load_docs(text, f"{source.ref}/{name}")
-            if any(isinstance(d, dict) and d.get("kind") == "Secret" for d in docs):
+            docs = load_objects(text, f"{source.ref}/{name}")
+            if any(d.get("kind") == "Secret" for d in docs):
                 skipped_secrets.append(name)
                 continue
             slug = unit_slug(name)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 from .. import inside, paths
 from ..model import iam
 from ..model.configs import Resource, of_kind
-from ..model.names import PROFILE_COMPONENT
+from ..model.names import PROFILE_COMPONENT, name_rule
 from ..model.placeholder import PLACEHOLDER
 from ..profile import ROLE_NAME, UNIT_FILE
 from .core import Context, Report, check
@@ -331,7 +330,7 @@ POD_IDENTITY_ADDON = "eks-pod-identity-agent"  # the EKS add-on name, exact
 
 
 # Instance profile names: iam:CreateInstanceProfile InstanceProfileName.
-_PROFILE_NAME = re.compile(r"^[\w+=,.@-]{1,128}$")
+_PROFILE_NAME = name_rule(r"[\w+=,.@-]{1,128}")
 
 
 def _cluster_of(r: Resource) -> tuple[Any, Any]:

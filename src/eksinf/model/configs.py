@@ -13,11 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .. import inside, paths
-from ..errors import CONTRACT, EksinfError
-from ..yamlio import load_docs, read_source_text
+from ..yamlio import load_objects, read_source_text
 from .resources import api_group, pod_spec, resource_label
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
@@ -134,18 +131,12 @@ def tag_path(spec: dict[str, Any], key: str) -> str:
 
 def parse_unit(component: str, file: str, text: str) -> ConfigUnit:
     """Parse one unit's text; a YAML error names `configs/<component>/<file>:line:col`."""
-    try:
-        docs = load_docs(text, f"configs/{component}/{file}")
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
-        raise EksinfError(
-            f"configs/{component}/{file}{where}: not valid YAML "
-            f"({getattr(exc, 'problem', None) or exc})",
-            hint="configs/ is written by `eksinf render`; re-render instead of editing it.",
-            exit_code=CONTRACT,
-        ) from exc
-    return ConfigUnit(component, file, text, tuple(d for d in docs if isinstance(d, dict)))
+    docs = load_objects(
+        text,
+        f"configs/{component}/{file}",
+        hint="configs/ is written by `eksinf render`; re-render instead of editing it.",
+    )
+    return ConfigUnit(component, file, text, tuple(docs))
 
 
 def read_component(configs: Path, component: str) -> list[ConfigUnit]:

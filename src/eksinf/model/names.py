@@ -6,7 +6,12 @@ rename is one edit and a reader can find the rule by its name.
 
 from __future__ import annotations
 
+import functools
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 BASE = "base"  # the variant every component's units are installed into first
 PROFILE_COMPONENT = "platform-profile"
@@ -64,3 +69,63 @@ def owner_labels(**extra: str) -> dict[str, str]:
 def kubeconfig_path(stack_root: Path, cluster: str) -> Path:
     """Where enroll keeps the kubeconfig of an enrolled cluster (`mgmt` for the management one)."""
     return stack_root / STATE_DIR / "clusters" / f"{cluster}.kubeconfig"
+
+
+# ---- the character rules of names that reach AWS or Kubernetes ---------------------------------
+
+
+# Part of the key of a recorded schema pass (cache.passed): a pass recorded under laxer rules
+# must not skip these.
+RULES_VERSION = b"name rules 2: ASCII, whole string"
+
+
+@dataclass(frozen=True)
+class NameRule:
+    """A name rule matched against the whole string, in ASCII. A rule written `^...$` and
+    applied with `re.match` also accepts a trailing newline (`$` matches before one), and `\\w`
+    or `\\d` accept look-alike letters and digits from other scripts (`іnference`, Cyrillic і):
+    both would pass every local check and reach an AWS or Kubernetes name. Every such rule is
+    built with `name_rule`, so no caller can apply it the lax way."""
+
+    pattern: re.Pattern[str]
+
+    def match(self, value: object) -> re.Match[str] | None:
+        if not isinstance(value, str) or not value.isascii():
+            return None
+        return self.pattern.fullmatch(value)
+
+
+def name_rule(regex: str) -> NameRule:
+    """A NameRule from a regex written without anchors (the whole string is matched)."""
+    return NameRule(re.compile(regex, re.ASCII))
+
+
+@functools.lru_cache(maxsize=1024)
+def schema_pattern(pattern: str) -> re.Pattern[str]:
+    """A JSON Schema or OpenAPI `pattern` as Go's regexp (the API server's) and ECMA-262 read
+    it, for `search`: a final `$` is the end of the string, not "before a final newline" as in
+    Python, and `\\d`, `\\w`, `\\s` are ASCII classes."""
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        pattern = pattern[:-1] + r"\Z"
+    return re.compile(pattern, re.ASCII)
+
+
+def _ascii_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
+    import jsonschema
+
+    if not validator.is_type(instance, "string"):
+        return
+    if not instance.isascii() or not schema_pattern(pattern).search(instance):
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def schema_validator(schema: dict[str, Any]) -> Any:
+    """A JSON Schema (2020-12) validator whose `pattern` keyword follows NameRule: ASCII only,
+    and `$` is the end of the string. eksinf's own schemas (components.yaml, the profile, Argo
+    CD Applications) hold names that become AWS and Kubernetes names."""
+    import jsonschema
+
+    strict = jsonschema.validators.extend(
+        jsonschema.Draft202012Validator, {"pattern": _ascii_pattern}
+    )
+    return strict(schema)

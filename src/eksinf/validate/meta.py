@@ -10,15 +10,16 @@ custom resources included, are DNS-1123 subdomains).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
-_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_QUALIFIED = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+from ..model.names import name_rule
+
+_LABEL = name_rule(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_SUBDOMAIN = name_rule(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_DNS1035 = name_rule(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+_QUALIFIED = name_rule(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_LABEL_VALUE = name_rule(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 ANNOTATIONS_MAX = 256 * 1024
 RBAC_KINDS = ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
 

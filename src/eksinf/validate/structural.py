@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from .. import paths
+from ..model.names import name_rule, schema_pattern
 from ..model.placeholder import is_placeholder, scan
 
 INVALID, UNRESOLVED, NOT_EVALUATED = "invalid", "unresolved", "not-evaluated"
@@ -58,9 +59,8 @@ _TYPES: dict[str, Callable[[Any], bool]] = {
     "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
     "boolean": lambda v: isinstance(v, bool),
 }
-_PATTERNS: dict[str, re.Pattern] = {}
 _DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
-_HOSTNAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_HOSTNAME = name_rule(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _DURATION = re.compile(r"^([+-]?(\d+(\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h))+$|^0$")
 
 
@@ -99,13 +99,6 @@ _FORMATS: dict[str, Callable[[Any], bool]] = {
     ),
     "hostname": lambda v: not isinstance(v, str) or (len(v) <= 253 and bool(_HOSTNAME.match(v))),
 }
-
-
-def _pattern(text: str) -> re.Pattern:
-    compiled = _PATTERNS.get(text)
-    if compiled is None:
-        compiled = _PATTERNS[text] = re.compile(text)
-    return compiled
 
 
 def _key(path: tuple) -> str:
@@ -201,7 +194,7 @@ class _Checker:
                 bad(f"maxLength: {schema['maxLength']}", f"is {length} characters long")
             if "minLength" in schema and length < schema["minLength"]:
                 bad(f"minLength: {schema['minLength']}", f"is {length} characters long")
-            if "pattern" in schema and not _pattern(schema["pattern"]).search(value):
+            if "pattern" in schema and not schema_pattern(schema["pattern"]).search(value):
                 bad(f"pattern: {schema['pattern']}", "does not match the pattern")
         if _TYPES["number"](value):
             if "maximum" in schema:
