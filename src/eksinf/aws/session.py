@@ -258,5 +258,12 @@ def paginate(client: Any, operation: str, key: str, **kwargs: Any) -> list[Any]:
 
 
 def tags_of(resource: dict[str, Any]) -> dict[str, str]:
-    """EC2/IAM `[{Key, Value}]` tags as a dict (EKS already uses a map)."""
-    return {t["Key"]: t.get("Value", "") for t in resource.get("Tags") or []}
+    """EC2/IAM `[{Key, Value}]` tags as a dict (EKS already uses a map). EC2 network interfaces
+    answer theirs as `TagSet`, everything else as `Tags`. An entry without a string Key is not a
+    tag anyone can match on, so it is skipped rather than trusted."""
+    found = resource.get("Tags") or resource.get("TagSet") or []
+    return {
+        t["Key"]: str(t.get("Value", ""))
+        for t in (found if isinstance(found, list) else [])
+        if isinstance(t, dict) and isinstance(t.get("Key"), str)
+    }

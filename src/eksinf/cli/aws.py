@@ -796,6 +796,10 @@ def teardown_cmd(
                 typer.echo(
                     f"now blocking a VPC delete: {', '.join(current['blockers']) or 'nothing'}"
                 )
+                for item in current["notTheStacks"]:
+                    typer.echo(
+                        f"left: not the stack's: {item['kind']} {item['id']} ({item['why']})"
+                    )
             typer.echo("This destroys real AWS infrastructure.")
         nothing_changed()
         return
@@ -823,6 +827,8 @@ def teardown_cmd(
         emit_json({"changed": True, "planes": [o.as_json() for o in outcomes], "clean": clean})
     else:
         for final in finals:
+            for item in final.not_ours:
+                typer.echo(f"left: not the stack's: {item.line}")
             if not final.clean:
                 typer.echo("left: " + ", ".join(final.billing + final.blockers))
                 continue
