@@ -162,9 +162,13 @@ def status_cmd(
     live = pricing.fetch_rates(
         session,
         scope.region,
-        [i["InstanceType"] for i in raw.instances if i.get("InstanceLifecycle") != "spot"],
         [
-            (i["InstanceType"], i.get("Placement", {}).get("AvailabilityZone", ""))
+            status_mod.instance_type(i)
+            for i in raw.instances
+            if i.get("InstanceLifecycle") != "spot"
+        ],
+        [
+            (status_mod.instance_type(i), status_mod.zone_of(i))
             for i in raw.instances
             if i.get("InstanceLifecycle") == "spot"
         ],
