@@ -505,3 +505,27 @@ DUMP_OPTIONS: dict[str, Any] = {
 def _dump_docs(docs: list[Any]) -> str:
     with _gc_paused():
         return yaml.dump_all(docs, Dumper=_Dumper, **DUMP_OPTIONS)
+
+
+def load_input_docs(data: bytes, label: str) -> list[Any]:
+    """`load_docs` of a file handed to eksinf (a bundle's, a pull's or a folder's unit): text
+    that is not UTF-8 or not valid YAML (an unknown tag included) is an input error naming
+    `label:line:col`, never a traceback."""
+    try:
+        return load_docs(data.decode("utf-8"), label)
+    except UnicodeDecodeError as exc:
+        raise EksinfError(
+            f"{label}: not UTF-8 text (byte {exc.start})",
+            hint="Units are UTF-8 YAML.",
+            exit_code=CONTRACT,
+        ) from exc
+    except yaml.MarkedYAMLError as exc:
+        raise EksinfError(
+            f"{_location(label, exc.problem_mark)}: not valid YAML ({exc.problem})",
+            hint="Fix the YAML at that position (tags other than YAML's own are not read).",
+            exit_code=CONTRACT,
+        ) from exc
+    except yaml.YAMLError as exc:
+        raise EksinfError(
+            f"{label}: not valid YAML ({str(exc).splitlines()[0]})", exit_code=CONTRACT
+        ) from exc

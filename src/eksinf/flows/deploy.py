@@ -43,7 +43,7 @@ from ..model.placeholder import PLACEHOLDER
 from ..model.targets import TargetKind, cluster_by_name, kind_of
 from ..outdir import MARKER
 from ..stack import Stack
-from ..yamlio import dump_docs, load_docs
+from ..yamlio import dump_docs, load_docs, load_input_docs
 
 if TYPE_CHECKING:
     from ..validate.release import ReleaseGate
@@ -172,6 +172,10 @@ def install(
                 CONTRACT,
             )
         chosen[comp.name] = src
+    for src in chosen.values():  # a unit that does not parse stops the install before any upload
+        for name, data in sorted(src.files.items()):
+            if name.endswith((".yaml", ".yml")):
+                load_input_docs(data, f"{src.ref}/{name}")
     if PROFILE_COMPONENT in chosen:
         _check_profile_source(chosen[PROFILE_COMPONENT])
     for comp in stack.components:
@@ -235,7 +239,7 @@ def _checked_profile(doc: dict, where: str) -> dict:
 def _check_profile_source(src: UploadSource) -> None:
     """The profile an install would load into the hub must pass lint's profile checks."""
     for name, data in sorted(src.files.items()):
-        for doc in load_docs(data.decode("utf-8"), f"{src.ref}/{name}"):
+        for doc in load_input_docs(data, f"{src.ref}/{name}"):
             if isinstance(doc, dict) and doc.get("kind") == PROFILE_KIND:
                 _checked_profile(doc, f"{src.ref}/{name}")
 

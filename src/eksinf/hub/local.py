@@ -23,7 +23,7 @@ from ..links import engine
 from ..model import placeholder
 from ..model.digest import oci_digest, sha256_hex
 from ..model.names import OWNER, OWNER_LABEL, apps_space, variant_space
-from ..yamlio import dump_docs, load_docs
+from ..yamlio import dump_docs, load_docs, load_input_docs
 from . import dbfile, functions, merge, where
 from .protocol import (
     APPS_SPACE_ANNOTATION,
@@ -561,10 +561,10 @@ class LocalHub(Closing):
         for name in sorted(source.files):
             if not name.endswith((".yaml", ".yml")):
                 continue
-            text = source.files[name].decode("utf-8")
             # parsed once here, bounded (an alias bomb is refused before it is stored and
             # walked by every later link and function)
-            docs = load_docs(text, f"{source.ref}/{name}")
+            docs = load_input_docs(source.files[name], f"{source.ref}/{name}")
+            text = source.files[name].decode("utf-8")
             if any(isinstance(d, dict) and d.get("kind") == "Secret" for d in docs):
                 skipped_secrets.append(name)
                 continue
