@@ -33,7 +33,7 @@ import urllib3
 
 from . import __version__
 from .atomic import write_file
-from .errors import ENVIRONMENT, FAILURE, USAGE, EksinfError
+from .errors import ENVIRONMENT, FAILURE, USAGE, EksinfError, shell_command
 from .model.digest import oci_digest
 from .net import is_loopback
 
@@ -861,7 +861,8 @@ def pull(ref: str, *, expect_digest: str | None = None) -> Pulled:
     if manifest is None:
         raise EksinfError(
             f"{source} not found",
-            hint=f"List what exists with `eksinf tags {source.base}`, or push it first.",
+            hint=f"List what exists with `{shell_command('eksinf', 'tags', source.base)}`, "
+            "or push it first.",
             exit_code=FAILURE,
         )
     manifest_digest = oci_digest(manifest)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from ..errors import ENVIRONMENT, USAGE, EksinfError
+from ..errors import ENVIRONMENT, USAGE, EksinfError, shell_command
 from ..model.names import apps_space, kubeconfig_path
 from ..model.targets import DEFAULT_KIND, HYPERPOD_EKS, KIND_HELP, target_kind
 from .common import JSON_OPTION, emit_json, print_table, progress, state
@@ -449,7 +449,10 @@ def creds_create_user_cmd(
     restarted = creds_mod.write_secret(kube, ack_namespace(ctx), made.creds, f"iam-user/{name}")
     _report_restart(restarted)
     typer.echo(f"user {made.arn} key {made.access_key_id} written to the controllers")
-    progress(f"remove later with: eksinf creds delete-user --user-name {name} --yes")
+    progress(
+        "remove later with: "
+        + shell_command("eksinf", "creds", "delete-user", "--user-name", name, "--yes")
+    )
 
 
 @creds_app.command("delete-user")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import bundle, inside, links, oci
-from ..errors import CONTRACT, USAGE, EksinfError
+from ..errors import CONTRACT, USAGE, EksinfError, shell_command
 from ..faults import checkpoint
 from ..hub.protocol import (
     AlreadyExists,
@@ -249,8 +249,11 @@ def checked_profile_doc(hub: Hub, variant: str) -> dict:
     if not hub.space_exists(space):
         raise NotFound(
             f"no profile variant {space}",
-            f"Create it with: eksinf hub create-variant {variant} {base_space(PROFILE_COMPONENT)} "
-            "(publishing would otherwise be refused by vet-placeholders).",
+            "Create it with: "
+            + shell_command(
+                "eksinf", "hub", "create-variant", variant, base_space(PROFILE_COMPONENT)
+            )
+            + " (publishing would otherwise be refused by vet-placeholders).",
             CONTRACT,
         )
     for doc in load_docs(hub.unit_data(space, PROFILE_UNIT), f"{space}/{PROFILE_UNIT}"):
@@ -432,8 +435,10 @@ def deploy(
     if plane == "hub":
         raise EksinfError(
             "the hub plane is never deployed: the platform profile is linked, not applied",
-            f"Create its variant with: eksinf hub create-variant {variant} "
-            f"{base_space(PROFILE_COMPONENT)}",
+            "Create its variant with: "
+            + shell_command(
+                "eksinf", "hub", "create-variant", variant, base_space(PROFILE_COMPONENT)
+            ),
             USAGE,
         )
     if "/" not in target:

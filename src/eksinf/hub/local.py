@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import argo
-from ..errors import CONTRACT, FAILURE, USAGE, EksinfError
+from ..errors import CONTRACT, FAILURE, USAGE, EksinfError, shell_command
 from ..faults import checkpoint
 from ..links import engine
 from ..model import placeholder
@@ -207,7 +207,7 @@ class LocalHub(Closing):
         if row is None:
             raise NotFound(
                 f"unit {space}/{slug} not found",
-                f"List units with `eksinf hub units --space {space}`.",
+                f"List units with `{shell_command('eksinf', 'hub', 'units', '--space', space)}`.",
             )
         return row
 
@@ -443,8 +443,9 @@ class LocalHub(Closing):
                 held = ", ".join(f"{n} {t}" for t, n in counts.items() if n)
                 raise HubError(
                     f"space {slug} is not empty ({held})",
-                    f"Delete it with its contents: `--recursive` (eksinf hub delete {slug} "
-                    "--recursive --yes).",
+                    "Delete it with its contents: `--recursive` ("
+                    + shell_command("eksinf", "hub", "delete", slug, "--recursive", "--yes")
+                    + ").",
                     CONTRACT,
                 )
             # Contents first, in foreign-key order: nothing ever points at a deleted row.
@@ -654,7 +655,11 @@ class LocalHub(Closing):
             head_before = unit["head"]
             if self._write(unit, result.text, description):
                 updated.append(slug)
-                reverts.append(f"eksinf hub restore {space} {slug} --revision {head_before}")
+                reverts.append(
+                    shell_command(
+                        "eksinf", "hub", "restore", space, slug, "--revision", head_before
+                    )
+                )
             else:
                 unchanged.append(slug)
             db.execute("UPDATE units SET upload_base=? WHERE id=?", (text, unit["id"]))
@@ -662,7 +667,11 @@ class LocalHub(Closing):
             if slug in planned or unit["data"] == "":
                 continue
             if prune:
-                reverts.append(f"eksinf hub restore {space} {slug} --revision {unit['head']}")
+                reverts.append(
+                    shell_command(
+                        "eksinf", "hub", "restore", space, slug, "--revision", unit["head"]
+                    )
+                )
                 self._write(unit, "", f"{description}: emptied (file gone)")
                 db.execute("UPDATE units SET upload_base='' WHERE id=?", (unit["id"],))
                 emptied.append(slug)
