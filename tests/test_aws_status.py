@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from aws_stubs import PriceListFake, assert_botocore_shape, recorded
+from aws_stubs import PriceListFake, assert_botocore_shape, odd_answers, recorded
 
 from eksinf.aws import pricing
 from eksinf.aws.scope import StackScope
@@ -420,18 +420,6 @@ def test_a_cache_that_is_not_json_is_read_again(eksinf, stack_dir, scope, price_
     result = eksinf("status", "--json", cwd=stack_dir)
     assert result.code == 0, result.err
     assert strict_json(result.out)["instances"][0]["hourly"] == 0.8048
-
-
-def odd_answers(monkeypatch, operation: str, change) -> None:
-    """moto's answer to `operation`, changed by `change(parsed)` after botocore parsed it: what
-    a proxy or a stand-in endpoint could send, and AWS never does. moto cannot be made to."""
-    from aws_stubs import route_client
-
-    def wrap(real):
-        real.meta.events.register(f"after-call.ec2.{operation}", lambda parsed, **_: change(parsed))
-        return real
-
-    route_client(monkeypatch, "ec2", wrap)
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from aws_stubs import FakeKubeApi, IamAsOnAws, iam_caller_as_on_aws
+from aws_stubs import FakeKubeApi, IamAsOnAws, iam_caller_as_on_aws, odd_answers
 from safety import fingerprint
 
 from eksinf.aws import creds as creds_mod
@@ -258,6 +258,49 @@ def test_ownership_is_exact_and_shared_is_not_owned(scope):
     assert not td.cluster_owned(
         {f"kubernetes.io/cluster/{scope.cluster}-blue": "owned"}, scope, (td.EKS_CLUSTER_NAME_TAG,)
     )
+
+
+def test_odd_aws_answers_are_one_line_errors_and_never_guessed(
+    eksinf, stack_dir, scope, aws_env, monkeypatch
+):
+    """Issue 23 class 8: a NAT gateway answered without its id is an environment error (exit 4,
+    one line), in the plan's current state and in the run; interfaces and groups answered
+    without an id or with odd tags are skipped or left, never deleted."""
+    seeded = seed_orphans(scope)
+    ec2 = session_for(scope).client("ec2")
+    ours = seeded["vpcs"][0]
+    subnet = ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [ours]}])["Subnets"][0]
+    eip = ec2.allocate_address(Domain="vpc")["AllocationId"]
+    ec2.create_nat_gateway(SubnetId=subnet["SubnetId"], AllocationId=eip)
+
+    def no_nat_id(parsed) -> None:
+        for nat in parsed.get("NatGateways", []):
+            nat.pop("NatGatewayId", None)
+
+    def odd_interfaces(parsed) -> None:
+        for eni in parsed.get("NetworkInterfaces", []):
+            eni["TagSet"] = [{"Value": "no key"}, "junk"]
+
+    odd_answers(monkeypatch, "DescribeNatGateways", no_nat_id)
+    odd_answers(monkeypatch, "DescribeNetworkInterfaces", odd_interfaces)
+    before = snapshot(scope)  # read as the command reads it
+    plan = eksinf("teardown", "--plane", "mgmt", cwd=stack_dir)
+    assert plan.code == 0 and "Traceback" not in plan.err
+    why = "AWS answered ec2 describe-nat-gateways with NatGatewayId missing"
+    assert f"current state UNKNOWN: {why}" in plan.err
+    assert snapshot(scope) == before  # the plan changes nothing
+    done = eksinf("teardown", "--plane", "mgmt", "--yes", cwd=stack_dir)
+    assert done.code == 4 and "Traceback" not in done.err
+    (line,) = [x for x in done.err.splitlines() if x.startswith("eksinf: ")]
+    assert why in line
+    # Unreadable tags tie nothing to the stack: the VPC CNI interface (its tag unreadable now)
+    # is left with the other team's and cluster -blue's; only EKS's described one went.
+    cni_eni, eks_eni, _ = seeded["swept"]
+    team_eni, blue_eni = seeded["listed"][:2]
+    after = {
+        e["NetworkInterfaceId"] for e in ec2.describe_network_interfaces()["NetworkInterfaces"]
+    }
+    assert {cni_eni, team_eni, blue_eni} <= after and eks_eni not in after
 
 
 def test_running_stack_instance_is_billing_and_not_clean(eksinf, stack_dir, scope, aws_env):

@@ -149,7 +149,7 @@ def stack_vpc_ids(session: AwsSession, scope: StackScope) -> list[str]:
         vpcs = paginate(
             session.client("ec2"), "describe_vpcs", "Vpcs", Filters=scope.stack_filter()
         )
-    return sorted(v["VpcId"] for v in vpcs)
+    return sorted(answer_field(v, "VpcId", "ec2 describe-vpcs") for v in vpcs)
 
 
 def stack_nat_gateways(session: AwsSession, scope: StackScope) -> list[dict]:
@@ -166,7 +166,7 @@ def stack_nat_gateways(session: AwsSession, scope: StackScope) -> list[dict]:
             for nat in paginate(
                 ec2, "describe_nat_gateways", "NatGateways", Filter=[*filters, state]
             ):
-                found[nat["NatGatewayId"]] = nat
+                found[answer_field(nat, "NatGatewayId", "ec2 describe-nat-gateways")] = nat
     return [found[k] for k in sorted(found)]
 
 

@@ -31,6 +31,7 @@ from .scope import StackScope
 from .session import (
     AWS_FAILURES,
     AwsSession,
+    answer_field,
     aws_errors,
     error_code,
     paginate,
@@ -232,14 +233,17 @@ def orphans(session: AwsSession, scope: StackScope, vpcs: list[str]) -> Orphans:
 
 def idle_eips(session: AwsSession, scope: StackScope) -> list[dict[str, Any]]:
     with aws_errors("listing Elastic IPs (ec2 describe-addresses)"):
-        addresses = session.client("ec2").describe_addresses()["Addresses"]
+        addresses = session.client("ec2").describe_addresses().get("Addresses") or []
     return [
         {
             "allocationId": a.get("AllocationId"),
             "publicIp": a.get("PublicIp"),
             "stack": tags_of(a).get(scope.tag_key) == scope.stack,
         }
-        for a in sorted(addresses, key=lambda a: a.get("AllocationId", ""))
+        for a in sorted(
+            (a for a in addresses if isinstance(a, dict)),
+            key=lambda a: str(a.get("AllocationId", "")),
+        )
         if not a.get("AssociationId")
     ]
 
@@ -300,7 +304,9 @@ def simulation_arn(session: AwsSession) -> str | None:
     if len(parts) == 6 and parts[2] == "sts" and parts[5].startswith("assumed-role/"):
         role = parts[5].split("/")[1]
         with aws_errors(f"reading the caller's role {role} (iam get-role)"):
-            return str(session.client("iam").get_role(RoleName=role)["Role"]["Arn"])
+            return answer_field(
+                session.client("iam").get_role(RoleName=role), "Role.Arn", "iam get-role"
+            )
     if len(parts) == 6 and parts[2] == "iam" and parts[5].startswith(("user/", "role/")):
         return caller.arn
     raise EksinfError(
@@ -309,6 +315,10 @@ def simulation_arn(session: AwsSession) -> str | None:
         hint="Run teardown as an IAM user or an assumed role (e.g. an SSO permission set).",
         exit_code=CONTRACT,
     )
+
+
+SIMULATE = "iam simulate-principal-policy"
+LIST_PROFILES = "iam list-instance-profiles-for-role"
 
 
 def denied_actions(session: AwsSession, actions: list[str]) -> dict[str, str]:
@@ -325,11 +335,12 @@ def denied_actions(session: AwsSession, actions: list[str]) -> dict[str, str]:
                 PolicySourceArn=arn, ActionNames=actions, **marker
             )
             for result in answer.get("EvaluationResults", []):
-                if result["EvalDecision"] != "allowed":
-                    denied[result["EvalActionName"]] = result["EvalDecision"]
+                decision = answer_field(result, "EvalDecision", SIMULATE)
+                if decision != "allowed":
+                    denied[answer_field(result, "EvalActionName", SIMULATE)] = decision
             if not answer.get("IsTruncated"):
                 break
-            marker = {"Marker": answer["Marker"]}
+            marker = {"Marker": answer_field(answer, "Marker", SIMULATE)}
     return dict(sorted(denied.items()))
 
 
@@ -480,12 +491,14 @@ def node_role_profiles(session: AwsSession, scope: StackScope) -> list[dict[str,
             if not str(profile.get("Path", "")).startswith(karpenter_profile_path(scope)):
                 tags = tags_of(
                     iam.list_instance_profile_tags(
-                        InstanceProfileName=profile["InstanceProfileName"]
+                        InstanceProfileName=answer_field(
+                            profile, "InstanceProfileName", LIST_PROFILES
+                        )
                     )
                 )
             if is_karpenter_profile(profile, tags, scope):
                 found.append(profile)
-    return sorted(found, key=lambda p: p["InstanceProfileName"])
+    return sorted(found, key=lambda p: answer_field(p, "InstanceProfileName", LIST_PROFILES))
 
 
 def release_instance_profiles(session: AwsSession, scope: StackScope) -> list[str]:
@@ -494,11 +507,11 @@ def release_instance_profiles(session: AwsSession, scope: StackScope) -> list[st
     iam = session.client("iam")
     released = []
     for profile in node_role_profiles(session, scope):
-        name = profile["InstanceProfileName"]
+        name = answer_field(profile, "InstanceProfileName", LIST_PROFILES)
         with aws_errors(f"releasing instance profile {name} (iam)"):
             for role in profile.get("Roles", []):
                 iam.remove_role_from_instance_profile(
-                    InstanceProfileName=name, RoleName=role["RoleName"]
+                    InstanceProfileName=name, RoleName=answer_field(role, "RoleName", LIST_PROFILES)
                 )
             iam.delete_instance_profile(InstanceProfileName=name)
         released.append(name)
