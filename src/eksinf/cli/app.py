@@ -152,8 +152,8 @@ _FILE_SYSTEM_HINTS = {
     "folder on a writable one.",
     errno.ENOSPC: "The disk is full: free space, then re-run (nothing half-written is kept).",
     errno.EDQUOT: "The disk quota is used up: free space, then re-run.",
-    errno.EACCES: "This user may not write there: fix the folder's permissions, or run where "
-    "you can write.",
+    errno.EACCES: "This user may not read or write there: fix the permissions, or run where "
+    "you can.",
     errno.EPERM: "This user may not change it: fix the permissions, or run where you can write.",
 }
 
