@@ -21,21 +21,18 @@ import json
 import os
 import re
 import tempfile
-import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlparse
 
 import requests
-import urllib3
 
 from . import __version__
 from .atomic import write_file
 from .errors import ENVIRONMENT, FAILURE, USAGE, EksinfError, shell_command
 from .model.digest import oci_digest
-from .net import is_loopback
+from .net import Deadline, chunks, is_loopback, read_body, too_large
 
 ARTIFACT_TYPE = "application/vnd.eksinf.bundle.v1"
 LAYER_MEDIA_TYPE = "application/vnd.oci.image.layer.v1.tar+gzip"
@@ -50,9 +47,8 @@ CREATED = "org.opencontainers.image.created"
 PINNED_CREATED = "1970-01-01T00:00:00Z"  # a real timestamp would make every push a new digest
 MUTABLE_TAGS = frozenset({"latest"})
 DEFAULT_TAG = "latest"
-TIMEOUT = 30  # seconds one connect or one network read may take
 # One push, pull or tag listing against one repository finishes within this, however slowly a
-# registry trickles its answers (each read is also cut to what is left of it).
+# registry trickles its answers (each read within net.READ_TIMEOUT, cut to what is left).
 DEADLINE = 600.0
 # Every read from the network is bounded: manifests (and tag lists, and the layout's index) at
 # 4 MiB, what registries themselves accept for a manifest (OCI distribution spec); a token answer
@@ -63,7 +59,6 @@ MAX_TOKEN = 1 << 20
 MAX_BLOB = 512 << 20
 MAX_DOCKER_CONFIG = 1 << 20
 ERROR_SHOWN = 200  # bytes of a registry's error body quoted in a message
-CHUNK = 64 << 10
 
 _TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -354,64 +349,26 @@ class RegistryStore:
         self.session = _session(ref.location)
         self.credentials = registry_credentials(ref.location)
         self.token: str | None = None
-        self.deadline = time.monotonic() + DEADLINE
+        self.deadline = Deadline.start(DEADLINE)
 
-    # ---- bounded HTTP ----
+    # ---- bounded HTTP (net.Deadline, net.read_body) ----
+
+    @property
+    def _who(self) -> str:
+        return f"registry {self.ref.location}"
 
     def _timeout(self) -> float:
-        """What is left of the deadline, cut to one read's TIMEOUT; an error once it is spent."""
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise EksinfError(
-                f"registry {self.ref.location}: no answer within the {int(DEADLINE)} s "
-                "deadline for one operation",
-                hint=f"Check the network to {self.ref.location} and the registry, then retry.",
-                exit_code=ENVIRONMENT,
-            )
-        return min(TIMEOUT, left)
-
-    def _chunks(self, response: requests.Response) -> Iterator[bytes]:
-        """The body, one network read at a time (read1: a trickling server cannot hold one
-        call), checking the deadline before each."""
-        try:
-            while True:
-                self._timeout()
-                chunk = response.raw.read1(CHUNK, decode_content=True)
-                if not chunk:
-                    return
-                yield chunk
-        except (urllib3.exceptions.HTTPError, requests.RequestException, OSError) as exc:
-            raise self._unreachable(exc) from exc
-        finally:
-            response.close()
+        return self.deadline.timeout(self._who)
 
     def _read(self, response: requests.Response, limit: int, what: str) -> bytes:
-        """The whole body, refused once it passes `limit` bytes."""
-        declared = response.headers.get("Content-Length", "")
-        if declared.isdigit() and int(declared) > limit:
-            response.close()
-            raise self._too_large(what, limit)
-        body = bytearray()
-        for chunk in self._chunks(response):
-            body += chunk
-            if len(body) > limit:
-                raise self._too_large(what, limit)
-        return bytes(body)
-
-    def _too_large(self, what: str, limit: int) -> EksinfError:
-        return EksinfError(
-            f"registry {self.ref.location}: {what} is larger than {limit} bytes",
-            hint="eksinf bounds every read from a registry; this answer is not an eksinf "
-            "bundle's (check the reference and the registry).",
-            exit_code=FAILURE,
-        )
+        return read_body(response, limit, self.deadline, f"{self._who}: {what}")
 
     def _json(self, response: requests.Response, limit: int, what: str) -> Any:
         try:
             return json.loads(self._read(response, limit, what))
         except (ValueError, RecursionError) as exc:
             raise EksinfError(
-                f"registry {self.ref.location}: {what} is not JSON ({type(exc).__name__})",
+                f"{self._who}: {what} is not JSON ({type(exc).__name__})",
                 hint="Check that the reference names an OCI registry.",
                 exit_code=FAILURE,
             ) from exc
@@ -497,7 +454,7 @@ class RegistryStore:
                 exit_code=ENVIRONMENT,
             )
         shown = b""
-        for chunk in self._chunks(response):  # only the start of the body, however long
+        for chunk in chunks(response, self.deadline, self._who):  # the start of it only
             shown += chunk
             if len(shown) >= ERROR_SHOWN:
                 response.close()
@@ -569,14 +526,14 @@ class RegistryStore:
         declared = response.headers.get("Content-Length", "")
         if declared.isdigit() and int(declared) > size:
             response.close()
-            raise self._too_large(what, size)
+            raise too_large(f"{self._who}: {what}", size)
         hasher = hashlib.sha256()
         received = 0
         with tempfile.TemporaryFile(prefix="eksinf-blob-") as spool:
-            for chunk in self._chunks(response):
+            for chunk in chunks(response, self.deadline, self._who):
                 received += len(chunk)
                 if received > size:
-                    raise self._too_large(f"{what} (declared {size} bytes)", size)
+                    raise too_large(f"{self._who}: {what}", size)
                 hasher.update(chunk)
                 spool.write(chunk)
             if received != size or f"sha256:{hasher.hexdigest()}" != digest:
