@@ -485,3 +485,17 @@ def test_odd_price_list_items_are_no_rate(scope):
             dim["pricePerUnit"]["USD"] = "NaN"
     assert pricing.parse_on_demand([json.dumps(nan)], "g6.xlarge") is None
     assert pricing.parse_on_demand([json.dumps({"terms": []})], "g6.xlarge") is None
+
+
+def test_the_json_emitter_never_prints_nan(eksinf, stack_dir, scope, aws_env, monkeypatch):
+    """The last line of defence: were a non-finite number ever to reach --json (the sources
+    above keep them out), the CLI's one emitter refuses it, and stdout stays strict JSON."""
+    from eksinf.aws import status as status_mod
+
+    real = status_mod.to_json
+    monkeypatch.setattr(status_mod, "to_json", lambda s: {**real(s), "poison": float("nan")})
+    result = eksinf("status", "--json", cwd=stack_dir)
+    assert result.code == 1 and "Traceback" not in result.err
+    body = strict_json(result.out)
+    assert body["exit"] == 1 and "not finite" in body["error"]
+    assert "NaN" not in result.out
