@@ -279,7 +279,12 @@ def http_repo(tmp_path: Path):
     root.mkdir()
     handler = functools.partial(SimpleHTTPRequestHandler, directory=str(root))
     handler.log_message = lambda *_args: None  # type: ignore[attr-defined]
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+
+    class Server(ThreadingHTTPServer):
+        def handle_error(self, request, client_address) -> None:
+            pass  # a client that hung up early (eksinf refusing an oversized body): no noise
+
+    server = Server(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield root, f"http://127.0.0.1:{server.server_address[1]}/charts"
