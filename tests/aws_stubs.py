@@ -34,6 +34,9 @@
    That one call is served from recorded-shape answers in tests/fixtures/pricing/ (request
    checked against botocore's input shape, answer against its output shape); every other call
    goes to moto, ec2:DescribeSpotPriceHistory included.
+7. `odd_answers`: what a proxy or a stand-in endpoint could answer and AWS never does (a field
+   missing, of another type, a price of NaN), which moto cannot be made to send: moto's real
+   answer, changed by the test after botocore parsed it (botocore's `after-call` event).
 """
 
 from __future__ import annotations
@@ -664,3 +667,19 @@ def iam_caller_as_on_aws(monkeypatch: Any, region: str = "us-west-2") -> IamAsOn
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", key["AccessKeyId"])
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", key["SecretAccessKey"])
     return IamAsOnAws().install(monkeypatch)
+
+
+# ---- 7. answers AWS never sends ------------------------------------------------------------
+
+
+def odd_answers(monkeypatch: Any, operation: str, change: Any, service: str = "ec2") -> None:
+    """moto's answer to `operation`, changed in place by `change(parsed)` once botocore parsed
+    it, for every `service` client the session factory makes."""
+
+    def wrap(real: Any) -> Any:
+        real.meta.events.register(
+            f"after-call.{service}.{operation}", lambda parsed, **_: change(parsed)
+        )
+        return real
+
+    route_client(monkeypatch, service, wrap)

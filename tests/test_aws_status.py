@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from aws_stubs import PriceListFake, assert_botocore_shape, recorded
+from aws_stubs import PriceListFake, assert_botocore_shape, odd_answers, recorded
 
 from eksinf.aws import pricing
 from eksinf.aws.scope import StackScope
@@ -330,3 +330,172 @@ def test_recorded_answers_parse_to_the_rates_they_hold():
         "g6.xlarge@us-west-2a": 0.3512,
         "g6.xlarge@us-west-2b": 0.2987,
     }
+
+
+# ---- no tracebacks, no NaN (issue 23, class 8) -------------------------------------------------
+
+
+def strict_json(text: str):
+    """JSON as a strict parser reads it: NaN and infinities are refused."""
+
+    def refuse(constant: str):
+        raise AssertionError(f"{constant} in --json output")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def no_traceback(result) -> None:
+    assert "Traceback" not in result.err + result.out
+
+
+def spot_instance(scope: StackScope) -> None:
+    session_for(scope).client("ec2").run_instances(
+        ImageId="ami-12345678",
+        InstanceType="g6.xlarge",
+        MinCount=1,
+        MaxCount=1,
+        InstanceMarketOptions={"MarketType": "spot"},
+        Placement={"AvailabilityZone": f"{scope.region}a"},
+        TagSpecifications=[
+            {"ResourceType": "instance", "Tags": [{"Key": STACK_TAG_KEY, "Value": scope.stack}]}
+        ],
+    )
+
+
+@pytest.mark.parametrize(
+    ("entry", "why"),
+    [
+        ({"usd": float("nan"), "readAt": "NOW"}, "price nan is not a positive finite number"),
+        ({"usd": -3.5, "readAt": "NOW"}, "price -3.5 is not a positive finite number"),
+        ({"usd": float("inf"), "readAt": "NOW"}, "price inf is not a positive finite number"),
+        ({"usd": "0.8", "readAt": "NOW"}, "price '0.8' is not a positive finite number"),
+        ({"usd": 9.99, "readAt": "2999-01-01T00:00:00+00:00"}, "in the future"),
+        ({"usd": 9.99, "readAt": "2026-01-01T00:00:00"}, "is not an ISO time with a zone"),
+        ({"usd": 9.99}, "time read None is not an ISO time"),
+        ([1, 2], "not an object"),
+    ],
+)
+def test_a_corrupt_price_cache_entry_is_refused_named_and_read_again(
+    eksinf, stack_dir, scope, price_list, aws_env, entry, why
+):
+    from datetime import UTC, datetime
+
+    from safety import fingerprint
+
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    if isinstance(entry, dict) and entry.get("readAt") == "NOW":
+        entry = {**entry, "readAt": now}
+    run(session_for(scope).client("ec2"), "g6.xlarge", {STACK_TAG_KEY: scope.stack})
+    spot_instance(scope)
+    spot_key = f"g6.xlarge@{scope.region}a"
+    path = pricing.cache_file(scope.region)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"onDemand": {"g6.xlarge": entry}, "spot": {spot_key: entry}}))
+    stack_before = fingerprint(stack_dir)
+
+    result = eksinf("status", "--json", cwd=stack_dir)
+    assert result.code == 0, result.err
+    no_traceback(result)
+    report = strict_json(result.out)
+    rows = {r["lifecycle"]: r for r in report["instances"]}
+    assert (rows["on-demand"]["hourly"], rows["on-demand"]["priceSource"]) == (0.8048, "price-list")
+    assert rows["spot"]["priceSource"] == "spot-history"  # moto's spot history, read again
+    assert len(price_list.calls) == 1
+    for key in ("g6.xlarge", spot_key):
+        (line,) = [x for x in result.err.splitlines() if f"price cache {path}: {key} refused" in x]
+        assert why in line and line.endswith("; read again")
+    cached = strict_json(path.read_text())  # rewritten with the fresh, finite answers
+    assert cached["onDemand"]["g6.xlarge"]["usd"] == 0.8048
+    assert cached["spot"][spot_key]["usd"] == 0.00001
+    text = eksinf("status", cwd=stack_dir)  # now trusted: no refusal, no new call
+    assert text.code == 0 and "refused" not in text.err and len(price_list.calls) == 1
+    assert fingerprint(stack_dir) == stack_before
+
+
+def test_a_cache_that_is_not_json_is_read_again(eksinf, stack_dir, scope, price_list, aws_env):
+    run(session_for(scope).client("ec2"), "g6.xlarge", {STACK_TAG_KEY: scope.stack})
+    path = pricing.cache_file(scope.region)
+    path.parent.mkdir(parents=True)
+    path.write_text('{"onDemand": NaN, "spot": [')
+    result = eksinf("status", "--json", cwd=stack_dir)
+    assert result.code == 0, result.err
+    assert strict_json(result.out)["instances"][0]["hourly"] == 0.8048
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        (lambda inst: inst.pop("State"), "with State.Name missing"),
+        (lambda inst: inst.update(State={"Name": 7}), "with State.Name 7, not a name"),
+        (lambda inst: inst.update(State="running"), "with State.Name missing"),
+        (lambda inst: inst.pop("InstanceType"), "with InstanceType missing"),
+        (lambda inst: inst.pop("InstanceId"), "with InstanceId missing"),
+    ],
+)
+def test_odd_instance_answers_are_one_line_errors(
+    eksinf, stack_dir, scope, aws_env, monkeypatch, change, why
+):
+    run(session_for(scope).client("ec2"), "g6.xlarge", {STACK_TAG_KEY: scope.stack})
+
+    def apply(parsed) -> None:
+        for reservation in parsed.get("Reservations", []):
+            for inst in reservation.get("Instances", []):
+                change(inst)
+
+    odd_answers(monkeypatch, "DescribeInstances", apply)
+    for args in (("status",), ("status", "--json")):
+        result = eksinf(*args, cwd=stack_dir)
+        no_traceback(result)
+        assert result.code == 4, result.err
+        errors = [line for line in result.err.splitlines() if line.startswith("eksinf: ")]
+        assert len(errors) == 1  # the reason: in that line, or (cost UNKNOWN) in the report
+        assert f"AWS answered ec2 describe-instances {why}" in errors[0] + result.out
+    body = strict_json(result.out)
+    assert body.get("exit") == 4 or body["cost"] == "UNKNOWN"
+
+
+@pytest.mark.parametrize("price", ["NaN", "-1", "Infinity", "abc", None])
+def test_odd_spot_prices_are_unknown_never_nan(
+    eksinf, stack_dir, scope, aws_env, monkeypatch, price
+):
+    spot_instance(scope)
+
+    def apply(parsed) -> None:
+        for entry in parsed.get("SpotPriceHistory", []):
+            if price is None:
+                entry.pop("SpotPrice", None)
+            else:
+                entry["SpotPrice"] = price
+
+    odd_answers(monkeypatch, "DescribeSpotPriceHistory", apply)
+    result = eksinf("status", "--json", cwd=stack_dir)
+    assert result.code == 0, result.err
+    no_traceback(result)
+    (row,) = strict_json(result.out)["instances"]
+    assert (row["hourly"], row["priceSource"]) == (None, "unknown")
+
+
+def test_odd_price_list_items_are_no_rate(scope):
+    """GetProducts' PriceList holds JSON strings; anything else in it holds no rate."""
+    good = recorded(f"get-products-g6.xlarge-{scope.region}.json")["PriceList"]
+    assert pricing.parse_on_demand(["{not json", "[]", "7", *good], "g6.xlarge") == 0.8048
+    nan = json.loads(good[0])
+    for term in nan["terms"]["OnDemand"].values():
+        for dim in term["priceDimensions"].values():
+            dim["pricePerUnit"]["USD"] = "NaN"
+    assert pricing.parse_on_demand([json.dumps(nan)], "g6.xlarge") is None
+    assert pricing.parse_on_demand([json.dumps({"terms": []})], "g6.xlarge") is None
+
+
+def test_the_json_emitter_never_prints_nan(eksinf, stack_dir, scope, aws_env, monkeypatch):
+    """The last line of defence: were a non-finite number ever to reach --json (the sources
+    above keep them out), the CLI's one emitter refuses it, and stdout stays strict JSON."""
+    from eksinf.aws import status as status_mod
+
+    real = status_mod.to_json
+    monkeypatch.setattr(status_mod, "to_json", lambda s: {**real(s), "poison": float("nan")})
+    result = eksinf("status", "--json", cwd=stack_dir)
+    assert result.code == 1 and "Traceback" not in result.err
+    body = strict_json(result.out)
+    assert body["exit"] == 1 and "not finite" in body["error"]
+    assert "NaN" not in result.out

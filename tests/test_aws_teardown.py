@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from aws_stubs import FakeKubeApi, IamAsOnAws, iam_caller_as_on_aws, ref_path
+from aws_stubs import FakeKubeApi, IamAsOnAws, iam_caller_as_on_aws, odd_answers, ref_path
+from safety import fingerprint
 
 from eksinf.aws import creds as creds_mod
 from eksinf.aws import teardown as td
@@ -46,20 +47,43 @@ def seed_vpc(ec2, cidr: str, tags: dict[str, str]) -> tuple[str, str]:
     return vpc_id, subnet["Subnet"]["SubnetId"]
 
 
+def tag_spec(kind: str, tags: dict[str, str]) -> list[dict]:
+    return [{"ResourceType": kind, "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}]
+
+
 def seed_orphans(scope: StackScope) -> dict[str, list[str]]:
-    """Our VPC with a detached ENI and the EKS cluster SG, plus things that must survive."""
+    """Our VPC with the stack's detached ENIs and its cluster's EKS security group, plus things
+    that must survive: in our VPC another cluster `<cluster>-blue` (whose group EKS names with our
+    cluster's name as a prefix), another team's detached interface and a hand-made group; and
+    another stack's VPC. Tags are the ones EKS and the VPC CNI set (moto accepts the `aws:` key,
+    which on AWS only EKS itself can set)."""
     session = session_for(scope)
     ec2, iam = session.client("ec2"), session.client("iam")
     ours, subnet = seed_vpc(ec2, "10.42.0.0/16", {STACK_TAG_KEY: scope.stack})
     theirs, their_subnet = seed_vpc(ec2, "10.43.0.0/16", {STACK_TAG_KEY: "other-stack"})
-    eni = ec2.create_network_interface(SubnetId=subnet)["NetworkInterface"]["NetworkInterfaceId"]
-    their_eni = ec2.create_network_interface(SubnetId=their_subnet)["NetworkInterface"][
-        "NetworkInterfaceId"
-    ]
-    prefix = td.cluster_sg_prefix(scope)
-    sg = ec2.create_security_group(GroupName=f"{prefix}abc", Description="eks", VpcId=ours)
-    hand = ec2.create_security_group(GroupName="hand-made", Description="x", VpcId=ours)
-    their_sg = ec2.create_security_group(GroupName=f"{prefix}zzz", Description="x", VpcId=theirs)
+
+    def eni(subnet_id: str, description: str = "", **tags: str) -> str:
+        extra = {"TagSpecifications": tag_spec("network-interface", tags)} if tags else {}
+        made = ec2.create_network_interface(SubnetId=subnet_id, Description=description, **extra)
+        return made["NetworkInterface"]["NetworkInterfaceId"]
+
+    def group(name: str, vpc: str, cluster: str | None = None) -> str:
+        tags = {f"kubernetes.io/cluster/{cluster}": "owned", td.EKS_CLUSTER_NAME_TAG: cluster}
+        extra = {"TagSpecifications": tag_spec("security-group", tags)} if cluster else {}
+        return ec2.create_security_group(GroupName=name, Description="x", VpcId=vpc, **extra)[
+            "GroupId"
+        ]
+
+    blue = f"{scope.cluster}-blue"
+    cni_eni = eni(subnet, "aws-K8S-i-0abc", **{"cluster.k8s.amazonaws.com/name": scope.cluster})
+    eks_eni = eni(subnet, f"Amazon EKS {scope.cluster}")
+    team_eni = eni(subnet, "team-b cache")
+    blue_eni = eni(subnet, f"Amazon EKS {blue}")
+    sg = group(f"eks-cluster-sg-{scope.cluster}-abc", ours, scope.cluster)
+    blue_sg = group(f"eks-cluster-sg-{blue}-123", ours, blue)
+    hand = group("hand-made", ours)
+    their_eni = eni(their_subnet)
+    their_sg = group(f"eks-cluster-sg-{scope.cluster}-zzz", theirs, scope.cluster)
     iam.create_role(RoleName=scope.node_role, AssumeRolePolicyDocument="{}")
     iam.create_instance_profile(
         InstanceProfileName=f"{scope.cluster}_1234",
@@ -70,8 +94,9 @@ def seed_orphans(scope: StackScope) -> dict[str, list[str]]:
     )
     iam.create_instance_profile(InstanceProfileName="someone-elses")
     return {
-        "swept": [eni, sg["GroupId"]],
-        "kept": [their_eni, hand["GroupId"], their_sg["GroupId"]],
+        "swept": [cni_eni, eks_eni, sg],
+        "kept": [team_eni, blue_eni, blue_sg, hand, their_eni, their_sg],
+        "listed": [team_eni, blue_eni, blue_sg, hand],
         "vpcs": [ours, theirs],
     }
 
@@ -96,7 +121,8 @@ def test_without_yes_prints_the_plan_and_changes_nothing(eksinf, stack_dir, scop
     result = eksinf("teardown", cwd=stack_dir)
     assert result.code == 0, result.err
     assert "nothing changed; re-run with --yes" in result.err
-    assert "delete" in result.out and f"eks-cluster-sg-{scope.cluster}-*" in result.out
+    assert "delete" in result.out and f"{td.EKS_CLUSTER_NAME_TAG}={scope.cluster}" in result.out
+    assert "(never by name)" in result.out
     assert "now blocking a VPC delete: detached ENI eni-" in result.out
     assert snapshot(scope) == before
     as_json = eksinf("teardown", "--plane", "mgmt", "--json", cwd=stack_dir)
@@ -125,6 +151,156 @@ def test_mgmt_sweeps_only_the_stack_vpc_and_ends_clean(eksinf, stack_dir, scope,
         for p in session_for(scope).client("iam").list_instance_profiles()["InstanceProfiles"]
     ]
     assert profiles == ["someone-elses"]
+
+
+def test_teardown_reaches_only_the_stack(eksinf, stack_dir, scope, aws_env, tmp_path):
+    """Issue 23 class 4: cluster `<cluster>-blue` (its EKS security group is named with ours as a
+    prefix) and another team's detached interface in the stack's VPC survive and are listed as
+    left, with id and why, in the plan and in the result; the stack's own are deleted. The
+    stack and a decoy folder are byte-identical afterwards."""
+    seeded = seed_orphans(scope)
+    decoy = tmp_path / "decoy"
+    decoy.mkdir()
+    (decoy / "keep.txt").write_text("mine\n")
+    files = fingerprint(stack_dir, decoy)
+    ec2 = session_for(scope).client("ec2")
+    kept_before = {
+        "enis": ec2.describe_network_interfaces(NetworkInterfaceIds=seeded["kept"][:2])[
+            "NetworkInterfaces"
+        ],
+        "sgs": ec2.describe_security_groups(GroupIds=[seeded["kept"][2]])["SecurityGroups"],
+    }
+    blue = f"{scope.cluster}-blue"
+    team_eni, blue_eni, blue_sg, hand = seeded["listed"]
+
+    plan = eksinf("teardown", "--plane", "mgmt", cwd=stack_dir)
+    assert plan.code == 0, plan.err
+    left = [line for line in plan.out.splitlines() if line.startswith("left: not the stack's: ")]
+    assert left == [
+        f"left: not the stack's: ENI {e} ({why})"
+        for e, why in sorted(
+            [
+                (
+                    team_eni,
+                    f"nothing ties it to stack {scope.stack} or cluster {scope.cluster}; "
+                    "description team-b cache; requester AIDAIT2UOQQY3AUEMOTO",
+                ),
+                (
+                    blue_eni,
+                    f"nothing ties it to stack {scope.stack} or cluster {scope.cluster}; "
+                    f"description Amazon EKS {blue}; requester AIDAIT2UOQQY3AUEMOTO",
+                ),
+            ]
+        )
+    ] + [
+        f"left: not the stack's: security group {g} ({why})"
+        for g, why in sorted(
+            [
+                (blue_sg, f"tagged kubernetes.io/cluster/{blue}=owned"),
+                (
+                    hand,
+                    f"nothing ties it to stack {scope.stack} or cluster {scope.cluster}; "
+                    "description x",
+                ),
+            ]
+        )
+    ]
+    swept_line = next(x for x in plan.out.splitlines() if x.startswith("now blocking"))
+    assert all(item in swept_line for item in seeded["swept"])
+    assert not any(item in swept_line for item in seeded["kept"])
+
+    result = eksinf("teardown", "--plane", "mgmt", "--yes", "--json", cwd=stack_dir)
+    assert result.code == 0, result.err
+    final = json.loads(result.out)["planes"][0]["final"]
+    assert final["clean"] and final["blockers"] == []
+    assert sorted(n["id"] for n in final["notTheStacks"]) == sorted(seeded["listed"])
+    assert {n["id"]: n["why"] for n in final["notTheStacks"]}[blue_sg] == (
+        f"tagged kubernetes.io/cluster/{blue}=owned"
+    )
+    enis = {e["NetworkInterfaceId"] for e in ec2.describe_network_interfaces()["NetworkInterfaces"]}
+    sgs = {g["GroupId"] for g in ec2.describe_security_groups()["SecurityGroups"]}
+    assert not (set(seeded["swept"]) & (enis | sgs))
+    assert set(seeded["kept"]) <= (enis | sgs)
+    assert kept_before == {
+        "enis": ec2.describe_network_interfaces(NetworkInterfaceIds=seeded["kept"][:2])[
+            "NetworkInterfaces"
+        ],
+        "sgs": ec2.describe_security_groups(GroupIds=[seeded["kept"][2]])["SecurityGroups"],
+    }
+    text = eksinf("teardown", "--plane", "mgmt", "--yes", cwd=stack_dir)
+    assert text.code == 0, text.err
+    assert f"left: not the stack's: security group {blue_sg} (tagged" in text.out
+    assert f"left: not the stack's: ENI {team_eni} (nothing ties it" in text.out
+    assert fingerprint(stack_dir, decoy) == files
+
+
+def test_ownership_is_exact_and_shared_is_not_owned(scope):
+    """The rules themselves, on answers in EC2's shape (TagSet for interfaces, Tags for groups)."""
+
+    def tags(**kv: str) -> list[dict[str, str]]:
+        return [{"Key": k, "Value": v} for k, v in kv.items()]
+
+    ours = {"TagSet": tags(**{"cluster.k8s.amazonaws.com/name": scope.cluster})}
+    assert td.is_stack_eni(ours, scope)
+    assert td.is_stack_eni({"Description": f"Amazon EKS {scope.cluster}"}, scope)
+    assert not td.is_stack_eni({"Description": f"Amazon EKS {scope.cluster}-blue"}, scope)
+    assert not td.is_stack_eni({"Description": f"Amazon EKS {scope.cluster}\n"}, scope)
+    shared = {"TagSet": tags(**{scope.cluster_tag: "shared"})}
+    assert not td.is_stack_eni(shared, scope)
+    other_stack = {
+        "TagSet": tags(**{STACK_TAG_KEY: "other", "cluster.k8s.amazonaws.com/name": scope.cluster})
+    }
+    assert not td.is_stack_eni(other_stack, scope)
+    assert td.not_ours_why(other_stack, scope) == f"tagged {STACK_TAG_KEY}=other"
+    odd = {"TagSet": [{"Value": "no key"}, "junk"], "Description": "a\nb"}
+    assert not td.is_stack_eni(odd, scope)
+    assert "description 'a\\nb'" in td.not_ours_why(odd, scope)
+    assert not td.cluster_owned(
+        {f"kubernetes.io/cluster/{scope.cluster}-blue": "owned"}, scope, (td.EKS_CLUSTER_NAME_TAG,)
+    )
+
+
+def test_odd_aws_answers_are_one_line_errors_and_never_guessed(
+    eksinf, stack_dir, scope, aws_env, monkeypatch
+):
+    """Issue 23 class 8: a NAT gateway answered without its id is an environment error (exit 4,
+    one line), in the plan's current state and in the run; interfaces and groups answered
+    without an id or with odd tags are skipped or left, never deleted."""
+    seeded = seed_orphans(scope)
+    ec2 = session_for(scope).client("ec2")
+    ours = seeded["vpcs"][0]
+    subnet = ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [ours]}])["Subnets"][0]
+    eip = ec2.allocate_address(Domain="vpc")["AllocationId"]
+    ec2.create_nat_gateway(SubnetId=subnet["SubnetId"], AllocationId=eip)
+
+    def no_nat_id(parsed) -> None:
+        for nat in parsed.get("NatGateways", []):
+            nat.pop("NatGatewayId", None)
+
+    def odd_interfaces(parsed) -> None:
+        for eni in parsed.get("NetworkInterfaces", []):
+            eni["TagSet"] = [{"Value": "no key"}, "junk"]
+
+    odd_answers(monkeypatch, "DescribeNatGateways", no_nat_id)
+    odd_answers(monkeypatch, "DescribeNetworkInterfaces", odd_interfaces)
+    before = snapshot(scope)  # read as the command reads it
+    plan = eksinf("teardown", "--plane", "mgmt", cwd=stack_dir)
+    assert plan.code == 0 and "Traceback" not in plan.err
+    why = "AWS answered ec2 describe-nat-gateways with NatGatewayId missing"
+    assert f"current state UNKNOWN: {why}" in plan.err
+    assert snapshot(scope) == before  # the plan changes nothing
+    done = eksinf("teardown", "--plane", "mgmt", "--yes", cwd=stack_dir)
+    assert done.code == 4 and "Traceback" not in done.err
+    (line,) = [x for x in done.err.splitlines() if x.startswith("eksinf: ")]
+    assert why in line
+    # Unreadable tags tie nothing to the stack: the VPC CNI interface (its tag unreadable now)
+    # is left with the other team's and cluster -blue's; only EKS's described one went.
+    cni_eni, eks_eni, _ = seeded["swept"]
+    team_eni, blue_eni = seeded["listed"][:2]
+    after = {
+        e["NetworkInterfaceId"] for e in ec2.describe_network_interfaces()["NetworkInterfaces"]
+    }
+    assert {cni_eni, team_eni, blue_eni} <= after and eks_eni not in after
 
 
 def test_running_stack_instance_is_billing_and_not_clean(eksinf, stack_dir, scope, aws_env):
@@ -503,9 +679,13 @@ def test_stalled_ack_deletion_sweeps_the_stack_vpc_orphans(stack_dir, scope, mgm
         sleep=sleep,
         clock=lambda: float(next(ticks)),
     )
-    eni, sg = seeded["swept"]
+    *enis, sg = seeded["swept"]
     # Karpenter's profile holds the node role (whose Role object would stall the same way).
-    assert swept == [f"instance profile {scope.cluster}_1234", f"ENI {eni}", f"security group {sg}"]
+    assert swept == [
+        f"instance profile {scope.cluster}_1234",
+        *[f"ENI {eni}" for eni in sorted(enis)],
+        f"security group {sg}",
+    ]
     assert len(polls_before_sweep) == 6  # no sweep while the count was still moving/fresh
     left = {e["NetworkInterfaceId"] for e in ec2.describe_network_interfaces()["NetworkInterfaces"]}
     left |= {g["GroupId"] for g in ec2.describe_security_groups()["SecurityGroups"]}

@@ -279,7 +279,12 @@ def http_repo(tmp_path: Path):
     root.mkdir()
     handler = functools.partial(SimpleHTTPRequestHandler, directory=str(root))
     handler.log_message = lambda *_args: None  # type: ignore[attr-defined]
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+
+    class Server(ThreadingHTTPServer):
+        def handle_error(self, request, client_address) -> None:
+            pass  # a client that hung up early (eksinf refusing an oversized body): no noise
+
+    server = Server(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield root, f"http://127.0.0.1:{server.server_address[1]}/charts"
@@ -362,3 +367,27 @@ def test_engine_template_list_equals_the_archive_walk(stack_dir, chart_mirror):
             opts = RenderOptions(spec.release, spec.namespace, stack.kube_version)
             rendered = engine.render(archive, chart_values(stack, comp, spec), opts)
             assert rendered.templates == chart_templates(archive), spec.chart
+
+
+def test_an_http_index_over_the_yaml_bound_is_refused_unread(tmp_path, http_repo, cache, eksinf):
+    """Issue 23 class 5: every network read is bounded; an index.yaml larger than any YAML
+    eksinf reads (16 MiB) is refused from its Content-Length, before its body is read."""
+    served, url = http_repo
+    (served / "charts").mkdir()
+    (served / "charts" / "index.yaml").write_bytes(b"#" * (16 * 1024 * 1024 + 1))
+    chart = ChartSource("big", templates={"cm.yaml": CONFIGMAP})
+    root = write_stack(tmp_path / "stack", [("app", chart, url)])
+    result = eksinf("charts", "lock", cwd=root)
+    assert result.code == ENVIRONMENT and "Traceback" not in result.err
+    assert f"{url}/index.yaml is larger than 16777216 bytes" in result.err
+
+
+def test_an_http_index_of_an_odd_shape_names_the_chart(tmp_path, http_repo, cache, eksinf):
+    served, url = http_repo
+    (served / "charts").mkdir()
+    (served / "charts" / "index.yaml").write_text("entries: [1, 2]\n")
+    chart = ChartSource("odd", templates={"cm.yaml": CONFIGMAP})
+    root = write_stack(tmp_path / "stack", [("app", chart, url)])
+    result = eksinf("charts", "lock", cwd=root)
+    assert result.code == ENVIRONMENT and "Traceback" not in result.err
+    assert f"odd 0.1.0 is not in {url}/index.yaml" in result.err

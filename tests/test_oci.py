@@ -375,3 +375,286 @@ def test_cli_version_tag_is_immutable(eksinf, stack_dir, registry):
     assert json.loads(second.out)["exit"] == FAILURE  # --json: one error object on stdout
     latest = pull(f"{base}/gpu-runtime")
     assert latest.manifest_digest == json.loads(first.out)["pushed"][0]["manifestDigest"]
+
+
+# ---- a registry that answers what docker-registry never would (issue 23, classes 5 and 8) -----
+# The real docker-registry cannot be made to send oversized, trickling or malformed answers, or a
+# plain-HTTP token realm on another host: `Hostile` is a stand-in HTTP server on 127.0.0.1 that
+# answers each path as a test says, in the distribution API's shape, and records what it was sent.
+
+LAYER_DIGEST = oci_digest(BLOB)
+
+
+def manifest_with(**layer_fields) -> bytes:
+    layer = {"mediaType": LAYER_MEDIA_TYPE, "digest": LAYER_DIGEST, "size": len(BLOB)}
+    layer.update(layer_fields)
+    return json.dumps({"schemaVersion": 2, "layers": [layer]}).encode()
+
+
+class Hostile:
+    def __init__(self) -> None:
+        import contextlib
+        import http.server
+        import threading
+
+        self.routes: dict[str, object] = {}
+        self.seen: list[tuple[str, dict[str, str]]] = []
+        hostile = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0]
+                hostile.seen.append((path, dict(self.headers)))
+                answer = hostile.routes.get(path, (404, {}, b"{}"))
+                if callable(answer):
+                    answer(self)
+                    return
+                status, headers, body = answer
+                self.send_response(status)
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                if "Content-Length" not in headers and headers.get("close") != "1":
+                    self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                with contextlib.suppress(OSError):  # the client stops reading where it must
+                    self.wfile.write(body)
+
+            do_HEAD = do_GET
+
+        class Server(http.server.ThreadingHTTPServer):
+            def handle_error(self, request, client_address) -> None:
+                pass  # a client that hung up: what these tests cause on purpose
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.host = f"127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def hostile(no_credentials):
+    server = Hostile()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def untouched(stack_dir, tmp_path):
+    """The stack (with its hub and cache folders, if any) and a decoy folder, byte-compared
+    after the test; the --out folder must never appear."""
+    from safety import fingerprint
+
+    decoy = tmp_path / "decoy"
+    decoy.mkdir()
+    (decoy / "keep.yaml").write_text("mine: 1\n")
+    before = fingerprint(stack_dir, decoy)
+    yield tmp_path / "out"
+    assert fingerprint(stack_dir, decoy) == before
+    assert not (tmp_path / "out").exists()
+
+
+def one_line_error(result, code: int) -> str:
+    """The CLI failed with `code`, with one `eksinf:` line (plus at most a hint), no traceback."""
+    assert result.code == code, (result.code, result.err)
+    assert "Traceback" not in result.err + result.out
+    lines = [line for line in result.err.splitlines() if not line.startswith("  hint: ")]
+    assert len(lines) == 1 and lines[0].startswith("eksinf: "), result.err
+    return lines[0]
+
+
+def test_a_plain_http_token_realm_on_another_host_gets_no_credentials(
+    eksinf, hostile, monkeypatch, stack_dir, untouched
+):
+    monkeypatch.setenv("EKSINF_REGISTRY_USERNAME", "ci")
+    monkeypatch.setenv("EKSINF_REGISTRY_PASSWORD", "s3cr3t")
+    challenge = {"WWW-Authenticate": 'Bearer realm="http://auth.example.invalid/token",service="r"'}
+    hostile.routes["/v2/x/tags/list"] = (401, challenge, b"{}")
+    line = one_line_error(eksinf("tags", f"{hostile.host}/x", cwd=stack_dir), ENVIRONMENT)
+    assert "http://auth.example.invalid/token: plain HTTP to another machine" in line
+    assert all("Authorization" not in headers for _, headers in hostile.seen)
+
+
+def test_a_loopback_token_realm_is_used(eksinf, hostile, monkeypatch, stack_dir):
+    monkeypatch.setenv("EKSINF_REGISTRY_USERNAME", "ci")
+    monkeypatch.setenv("EKSINF_REGISTRY_PASSWORD", "s3cr3t")
+
+    def tags(handler) -> None:
+        ok = handler.headers.get("Authorization") == "Bearer t0k"
+        body = b'{"tags": ["b", "a"]}' if ok else b"{}"
+        handler.send_response(200 if ok else 401)
+        realm = f'Bearer realm="http://{hostile.host}/token",service="r"'
+        handler.send_header("WWW-Authenticate", realm)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    hostile.routes["/v2/x/tags/list"] = tags
+    hostile.routes["/token"] = (200, {}, b'{"token": "t0k"}')
+    result = eksinf("tags", f"{hostile.host}/x", "--json", cwd=stack_dir)
+    assert result.code == 0, result.err
+    assert json.loads(result.out) == ["a", "b"]
+    (token_headers,) = [h for path, h in hostile.seen if path == "/token"]
+    assert token_headers["Authorization"] == "Basic " + base64.b64encode(b"ci:s3cr3t").decode()
+
+
+@pytest.mark.parametrize("close_delimited", [False, True])
+def test_a_manifest_over_4_mib_is_refused(eksinf, hostile, close_delimited, untouched):
+    headers = {"close": "1"} if close_delimited else {}
+    hostile.routes["/v2/x/manifests/latest"] = (200, headers, b" " * (4 * 1024 * 1024 + 1))
+    line = one_line_error(eksinf("pull", f"{hostile.host}/x", "--out", str(untouched)), FAILURE)
+    assert f"manifest {hostile.host}/x:latest is larger than 4194304 bytes" in line
+
+
+@pytest.mark.parametrize(
+    ("blob", "why"),
+    [
+        (BLOB + b"x" * 100_000, f"is larger than {len(BLOB)} bytes"),
+        (BLOB[:-1], "does not match its digest"),
+        (bytes(len(BLOB)), "does not match its digest"),
+    ],
+)
+def test_a_blob_is_read_only_up_to_its_declared_size(eksinf, hostile, blob, why, untouched):
+    hostile.routes["/v2/x/manifests/latest"] = (200, {}, manifest_with())
+    hostile.routes[f"/v2/x/blobs/{LAYER_DIGEST}"] = (200, {"close": "1"}, blob)
+    line = one_line_error(eksinf("pull", f"{hostile.host}/x", "--out", str(untouched)), FAILURE)
+    assert why in line
+
+
+def test_a_trickling_registry_meets_the_deadline(eksinf, hostile, monkeypatch, untouched):
+    import time as clock
+
+    monkeypatch.setattr("eksinf.oci.DEADLINE", 1.0)
+
+    def trickle(handler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Length", "1000")
+        handler.end_headers()
+        for _ in range(40):  # 8 s at most, whatever the client does
+            try:
+                handler.wfile.write(b" ")
+                handler.wfile.flush()
+            except OSError:
+                return
+            clock.sleep(0.2)
+
+    hostile.routes["/v2/x/manifests/latest"] = trickle
+    line = one_line_error(eksinf("pull", f"{hostile.host}/x", "--out", str(untouched)), ENVIRONMENT)
+    assert "no answer within the 1 s deadline" in line
+
+
+@pytest.mark.parametrize(
+    ("manifest", "why"),
+    [
+        (b"<html>", "manifest is not JSON"),
+        (b"[1, 2]", "manifest is a JSON list, not an object"),
+        (json.dumps({"layers": "x"}).encode(), "expected exactly one layer, found none"),
+        (json.dumps({"layers": ["x"]}).encode(), "the layer is a JSON str"),
+        (manifest_with(digest=5), "layer digest 5 is not sha256:<64 hex>"),
+        (manifest_with(digest="sha256:../../etc/passwd"), "is not sha256:<64 hex>"),
+        (manifest_with(size="big"), "layer size 'big' is not a whole number"),
+        (manifest_with(size=True), "layer size True is not a whole number"),
+        (manifest_with(size=1e300), "is not a whole number"),
+        (manifest_with(size=-1), "layer size -1"),
+        (manifest_with(annotations=[]), "layer annotations are not a map"),
+        (
+            json.dumps(
+                {"layers": json.loads(manifest_with())["layers"], "annotations": [1]}
+            ).encode(),
+            "manifest annotations are not a map of strings",
+        ),
+    ],
+)
+def test_malformed_manifests_are_one_line_errors(eksinf, hostile, manifest, why, untouched):
+    hostile.routes["/v2/x/manifests/latest"] = (200, {}, manifest)
+    hostile.routes[f"/v2/x/blobs/{LAYER_DIGEST}"] = (200, {}, BLOB)
+    line = one_line_error(eksinf("pull", f"{hostile.host}/x", "--out", str(untouched)), FAILURE)
+    assert why in line
+    assert not [path for path, _ in hostile.seen if "/blobs/" in path]  # refused before
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        (b"<html>not json</html>", "is not JSON"),
+        (b'{"tags": [1, 2]}', 'is not {"tags": [strings]}'),
+        (b'{"tags": "latest"}', 'is not {"tags": [strings]}'),
+        (b"[]", 'is not {"tags": [strings]}'),
+    ],
+)
+def test_malformed_tag_lists_are_one_line_errors(eksinf, hostile, body, why, stack_dir, untouched):
+    hostile.routes["/v2/x/tags/list"] = (200, {}, body)
+    line = one_line_error(eksinf("tags", f"{hostile.host}/x", cwd=stack_dir), FAILURE)
+    assert why in line
+    as_json = eksinf("tags", f"{hostile.host}/x", "--json", cwd=stack_dir)
+    assert json.loads(as_json.out)["exit"] == FAILURE and why in json.loads(as_json.out)["error"]
+
+
+def test_a_registry_error_body_is_quoted_short_and_on_one_line(eksinf, hostile, stack_dir):
+    hostile.routes["/v2/x/tags/list"] = (500, {"close": "1"}, b"boom\nline two " * 100_000)
+    line = one_line_error(eksinf("tags", f"{hostile.host}/x", cwd=stack_dir), FAILURE)
+    assert "HTTP 500 boom line two" in line and len(line) < 400
+
+
+@pytest.mark.parametrize(
+    ("config", "why"),
+    [
+        ("{not json", "not valid JSON"),
+        ("[]", "a JSON list, not an object"),
+        ('{"auths": []}', "field auths is not an object"),
+        ('{"auths": {"HOST": {"auth": "!!!"}}}', "auths.HOST.auth is not base64 of user:password"),
+        ('{"auths": {"HOST": {"auth": "bm9jb2xvbg=="}}}', "auths.HOST.auth is not base64"),
+        ('{"auths": {"HOST": {"username": 5}}}', "auths.HOST.username and .password must be"),
+    ],
+)
+def test_a_malformed_docker_config_is_a_one_line_error(
+    eksinf, hostile, monkeypatch, tmp_path, config, why, stack_dir, untouched
+):
+    folder = tmp_path / "docker"
+    folder.mkdir()
+    (folder / "config.json").write_text(config.replace("HOST", hostile.host))
+    monkeypatch.setenv("DOCKER_CONFIG", str(folder))
+    line = one_line_error(eksinf("tags", f"{hostile.host}/x", cwd=stack_dir), ENVIRONMENT)
+    assert f"{folder / 'config.json'}: " in line and why.replace("HOST", hostile.host) in line
+    assert hostile.seen == []  # refused before anything was sent
+
+
+@pytest.mark.parametrize(
+    "digest", ["sha256:../../../../etc/passwd", "sha256:" + "A" * 64, "md5:abc", 7, None]
+)
+def test_layout_digests_are_checked_before_any_path_is_built(
+    eksinf, tmp_path, digest, stack_dir, untouched
+):
+    layout = tmp_path / "layout"
+    do_push(f"oci-layout:{layout}")
+    index = json.loads((layout / "index.json").read_text())
+    for entry in index["manifests"]:
+        entry["digest"] = digest
+    (layout / "index.json").write_text(json.dumps(index))
+    line = one_line_error(
+        eksinf("pull", f"oci-layout:{layout}", "--out", str(untouched), cwd=stack_dir), FAILURE
+    )
+    assert f"digest {digest!r} is not sha256:<64 hex>" in line
+
+
+def test_a_layout_manifest_naming_a_traversing_layer_is_refused(
+    eksinf, tmp_path, stack_dir, untouched
+):
+    layout = tmp_path / "layout"
+    do_push(f"oci-layout:{layout}")
+    evil = manifest_with(digest="sha256:../../../../../../etc/passwd")
+    (layout / "blobs" / "sha256" / oci_digest(evil).split(":")[1]).write_bytes(evil)
+    index = json.loads((layout / "index.json").read_text())
+    for entry in index["manifests"]:
+        entry["digest"] = oci_digest(evil)
+    (layout / "index.json").write_text(json.dumps(index))
+    line = one_line_error(
+        eksinf("pull", f"oci-layout:{layout}", "--out", str(untouched), cwd=stack_dir), FAILURE
+    )
+    assert "layer digest 'sha256:../../../../../../etc/passwd' is not sha256:<64 hex>" in line

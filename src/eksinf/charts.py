@@ -21,12 +21,13 @@ from . import cache
 from .atomic import write_file
 from .errors import CONTRACT, ENVIRONMENT, EksinfError
 from .model.digest import sha256_hex
-from .net import is_loopback
+from .net import Deadline, is_loopback, read_body
 from .stack import ChartSpec, Stack
-from .yamlio import dump_docs, load_docs, load_source
+from .yamlio import MAX_TEXT, dump_docs, load_docs, load_source
 
 MIRROR_ENV = "EKSINF_CHART_MIRROR"
 MAX_CHART_BYTES = 64 << 20  # unpacked; the largest real chart here is a few MiB
+FETCH_DEADLINE = 600.0  # seconds for one chart's index and archive from an HTTP repository
 LOCK_HEADER = (
     "# Written by `eksinf charts lock`. Pins each chart archive and upstream manifest by sha256.\n"
 )
@@ -273,20 +274,33 @@ def _fetch_http(spec: ChartSpec) -> bytes:
     parsed = urlparse(repo)
     if parsed.scheme == "http" and not is_loopback(parsed.hostname or ""):
         raise EksinfError(f"refusing plain HTTP to {parsed.hostname}", exit_code=ENVIRONMENT)
+    deadline = Deadline.start(FETCH_DEADLINE)
+    index_url = urljoin(repo, "index.yaml")
     try:
-        index_resp = requests.get(urljoin(repo, "index.yaml"), timeout=20)
-        index_resp.raise_for_status()
-        index = load_source(Path("index.yaml"), index_resp.text, label=f"{repo}index.yaml")[0]
-        versions = index.get("entries", {}).get(spec.chart, [])
-        match = next((v for v in versions if str(v.get("version")) == spec.version), None)
-        if match is None or not match.get("urls"):
+        with requests.get(index_url, timeout=deadline.timeout(index_url), stream=True) as got:
+            got.raise_for_status()
+            text = read_body(got, MAX_TEXT, deadline, index_url).decode("utf-8", "replace")
+        index = load_source(Path("index.yaml"), text, label=f"{repo}index.yaml")[0]
+        entries = index.get("entries") if isinstance(index, dict) else None
+        versions = entries.get(spec.chart) if isinstance(entries, dict) else None
+        match = next(
+            (
+                v
+                for v in (versions if isinstance(versions, list) else [])
+                if isinstance(v, dict) and str(v.get("version")) == spec.version
+            ),
+            None,
+        )
+        urls = match.get("urls") if match is not None else None
+        if not isinstance(urls, list) or not urls or not isinstance(urls[0], str):
             raise EksinfError(f"{spec.chart} {spec.version} is not in {repo}index.yaml")
-        url = urljoin(repo, match["urls"][0])
+        url = urljoin(repo, urls[0])
         if urlparse(url).scheme == "http" and not is_loopback(urlparse(url).hostname or ""):
             raise EksinfError(f"refusing plain HTTP to {url}")
-        archive = requests.get(url, timeout=60)
-        archive.raise_for_status()
-        return archive.content
+        with requests.get(url, timeout=deadline.timeout(url), stream=True) as archive:
+            archive.raise_for_status()
+            # gzip never makes an archive larger than what it unpacks to by more than headers
+            return read_body(archive, MAX_CHART_BYTES, deadline, url)
     except requests.RequestException as exc:
         raise EksinfError(f"{type(exc).__name__}: {exc}", exit_code=ENVIRONMENT) from exc
 

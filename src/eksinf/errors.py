@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 # Exit codes (see docs/cli.md): scripts branch on these, so they never change meaning.
 OK = 0
 FAILURE = 1  # a failure or drift
@@ -21,3 +23,10 @@ class EksinfError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+
+def shell_command(*words: object) -> str:
+    """A command a hint tells the user to run, each word quoted for a POSIX shell: a value
+    from input (a name, an ARN, a folder) may hold a space or a quote, and a pasted fix must
+    run exactly what it names, never split or run something else. Plain words stay as written."""
+    return " ".join(shlex.quote(str(word)) for word in words)

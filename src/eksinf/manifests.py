@@ -14,10 +14,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from .charts import cache_dir, mirror_copy, read_lock_section, resolve_pinned, write_lock_section
+from .charts import (
+    FETCH_DEADLINE,
+    cache_dir,
+    mirror_copy,
+    read_lock_section,
+    resolve_pinned,
+    write_lock_section,
+)
 from .charts import mirror_dir as chart_mirror_dir
 from .errors import CONTRACT, ENVIRONMENT, EksinfError
 from .model.digest import sha256_hex
+from .net import Deadline, read_body
 from .stack import ManifestSpec, Stack
 
 MIRROR_ENV = "EKSINF_MANIFEST_MIRROR"
@@ -108,10 +116,11 @@ def fetch(spec: ManifestSpec, mirror: Path | None) -> tuple[bytes, str]:
     import requests
 
     host = urlparse(spec.url).hostname or ""
+    deadline = Deadline.start(FETCH_DEADLINE)
     try:
-        with requests.get(spec.url, timeout=30, stream=True) as resp:
+        with requests.get(spec.url, timeout=deadline.timeout(spec.url), stream=True) as resp:
             resp.raise_for_status()
-            data = resp.raw.read(MAX_BYTES + 1, decode_content=True)
+            data = read_body(resp, MAX_BYTES, deadline, f"manifest {spec.url}")
     except requests.RequestException as exc:
         where = f" and {spec.mirror_file} is not in the mirror {mirror}" if mirror else ""
         raise EksinfError(
@@ -120,10 +129,6 @@ def fetch(spec: ManifestSpec, mirror: Path | None) -> tuple[bytes, str]:
             hint=f"Offline, put {spec.mirror_file} in a directory and set {MIRROR_ENV} to it.",
             exit_code=ENVIRONMENT,
         ) from exc
-    if len(data) > MAX_BYTES:
-        raise EksinfError(
-            f"manifest {spec.url} is larger than {MAX_BYTES} bytes", exit_code=ENVIRONMENT
-        )
     return data, spec.url
 
 

@@ -14,21 +14,25 @@ pushing different content under an existing immutable tag is refused.
 from __future__ import annotations
 
 import base64
+import binascii
 import fcntl
+import hashlib
 import json
 import os
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import urlparse
 
 import requests
 
 from . import __version__
 from .atomic import write_file
-from .errors import ENVIRONMENT, FAILURE, USAGE, EksinfError
+from .errors import ENVIRONMENT, FAILURE, USAGE, EksinfError, shell_command
 from .model.digest import oci_digest
-from .net import is_loopback
+from .net import Deadline, chunks, is_loopback, read_body, too_large
 
 ARTIFACT_TYPE = "application/vnd.eksinf.bundle.v1"
 LAYER_MEDIA_TYPE = "application/vnd.oci.image.layer.v1.tar+gzip"
@@ -43,7 +47,18 @@ CREATED = "org.opencontainers.image.created"
 PINNED_CREATED = "1970-01-01T00:00:00Z"  # a real timestamp would make every push a new digest
 MUTABLE_TAGS = frozenset({"latest"})
 DEFAULT_TAG = "latest"
-TIMEOUT = 30
+# One push, pull or tag listing against one repository finishes within this, however slowly a
+# registry trickles its answers (each read within net.READ_TIMEOUT, cut to what is left).
+DEADLINE = 600.0
+# Every read from the network is bounded: manifests (and tag lists, and the layout's index) at
+# 4 MiB, what registries themselves accept for a manifest (OCI distribution spec); a token answer
+# at 1 MiB; a blob at its declared size, and never above MAX_BLOB. A bundle unpacks to at most
+# 256 MiB (bundle.MAX_TOTAL), so its gzip never comes near 512 MiB.
+MAX_MANIFEST = 4 << 20
+MAX_TOKEN = 1 << 20
+MAX_BLOB = 512 << 20
+MAX_DOCKER_CONFIG = 1 << 20
+ERROR_SHOWN = 200  # bytes of a registry's error body quoted in a message
 
 _TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -164,26 +179,63 @@ def build_manifest(blob: bytes, title: str, annotations: dict[str, str]) -> byte
     )
 
 
-def bundle_layer(manifest: bytes, where: str) -> dict[str, Any]:
-    """The single bundle layer of a manifest, or a clear error naming what is wrong."""
+def _not_a_bundle(where: str, why: str) -> EksinfError:
+    return EksinfError(
+        f"{where}: {why}",
+        hint="This is not an eksinf bundle (was it pushed by another tool, or damaged?).",
+        exit_code=FAILURE,
+    )
+
+
+def manifest_annotations(manifest: bytes, where: str) -> dict[str, str]:
+    """The manifest's annotations, which must be a string-to-string map when present."""
+    data = _manifest_object(manifest, where)
+    annotations = data.get("annotations", {})
+    if not isinstance(annotations, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in annotations.items()
+    ):
+        raise _not_a_bundle(where, "manifest annotations are not a map of strings")
+    return annotations
+
+
+def _manifest_object(manifest: bytes, where: str) -> dict[str, Any]:
     try:
         data = json.loads(manifest)
-    except ValueError as exc:
-        raise EksinfError(f"{where}: manifest is not JSON ({exc})", exit_code=FAILURE) from exc
-    layers = data.get("layers") if isinstance(data, dict) else None
+    except (ValueError, RecursionError) as exc:
+        raise _not_a_bundle(where, f"manifest is not JSON ({type(exc).__name__})") from exc
+    if not isinstance(data, dict):
+        raise _not_a_bundle(where, f"manifest is a JSON {type(data).__name__}, not an object")
+    return data
+
+
+def bundle_layer(manifest: bytes, where: str) -> dict[str, Any]:
+    """The single bundle layer of a manifest, checked field by field (its digest is a
+    sha256:<64 hex>, its size a whole number of bytes up to MAX_BLOB, its title a string), or a
+    clear error naming what is wrong. Nothing builds a URL or a path from an unchecked field."""
+    layers = _manifest_object(manifest, where).get("layers")
     if not isinstance(layers, list) or len(layers) != 1:
-        raise EksinfError(
-            f"{where}: expected exactly one layer, found "
-            f"{len(layers) if isinstance(layers, list) else 'none'}",
-            hint="This is not an eksinf bundle (was it pushed by another tool?).",
-            exit_code=FAILURE,
+        raise _not_a_bundle(
+            where,
+            "expected exactly one layer, found "
+            + (str(len(layers)) if isinstance(layers, list) else "none"),
         )
     layer = layers[0]
+    if not isinstance(layer, dict):
+        raise _not_a_bundle(where, f"the layer is a JSON {type(layer).__name__}, not an object")
     if layer.get("mediaType") != LAYER_MEDIA_TYPE:
-        raise EksinfError(
-            f"{where}: layer media type is {layer.get('mediaType')!r}, not {LAYER_MEDIA_TYPE}",
-            exit_code=FAILURE,
+        raise _not_a_bundle(
+            where, f"layer media type is {layer.get('mediaType')!r}, not {LAYER_MEDIA_TYPE}"
         )
+    digest, size = layer.get("digest"), layer.get("size")
+    if not isinstance(digest, str) or not _DIGEST.match(digest):
+        raise _not_a_bundle(where, f"layer digest {digest!r} is not sha256:<64 hex>")
+    if type(size) is not int or not 0 <= size <= MAX_BLOB:
+        raise _not_a_bundle(
+            where, f"layer size {size!r} is not a whole number of bytes up to {MAX_BLOB}"
+        )
+    annotations = layer.get("annotations", {})
+    if not isinstance(annotations, dict) or not isinstance(annotations.get(TITLE, ""), str):
+        raise _not_a_bundle(where, "layer annotations are not a map with a string title")
     return layer
 
 
@@ -197,7 +249,7 @@ class Store(Protocol):
     def put_manifest(self, manifest: bytes, tags: list[str]) -> None: ...
     def has_blob(self, digest: str) -> bool: ...
     def put_blob(self, data: bytes) -> None: ...
-    def get_blob(self, digest: str) -> bytes: ...
+    def get_blob(self, digest: str, size: int) -> bytes: ...
     def tags(self) -> list[str]: ...
 
 
@@ -206,23 +258,51 @@ def _docker_config_auth(host: str) -> tuple[str, str] | None:
     path = config_dir / "config.json"
     if not path.is_file():
         return None
-    try:
-        auths = json.loads(path.read_text(encoding="utf-8")).get("auths") or {}
-    except (OSError, ValueError) as exc:
-        raise EksinfError(
-            f"{path}: not readable JSON ({exc})",
-            hint="Fix the Docker config or set EKSINF_REGISTRY_USERNAME/PASSWORD.",
+
+    def bad(why: str) -> EksinfError:
+        return EksinfError(
+            f"{path}: {why}",
+            hint="Fix the Docker config (docker login rewrites it) or set "
+            "EKSINF_REGISTRY_USERNAME/PASSWORD, which take precedence.",
             exit_code=ENVIRONMENT,
-        ) from exc
+        )
+
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_DOCKER_CONFIG + 1)
+    except OSError as exc:
+        raise bad(f"not readable ({exc.strerror or type(exc).__name__})") from exc
+    if len(raw) > MAX_DOCKER_CONFIG:
+        raise bad(f"larger than {MAX_DOCKER_CONFIG} bytes")
+    try:
+        config = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise bad(f"not valid JSON ({type(exc).__name__})") from exc
+    if not isinstance(config, dict):
+        raise bad(f"a JSON {type(config).__name__}, not an object")
+    auths = config.get("auths")
+    if auths is None:
+        return None
+    if not isinstance(auths, dict):
+        raise bad("field auths is not an object")
     for key in (host, f"https://{host}", f"http://{host}", f"https://{host}/v1/"):
         entry = auths.get(key)
         if not isinstance(entry, dict):
             continue
         if entry.get("auth"):
-            user, _, password = base64.b64decode(entry["auth"]).decode().partition(":")
+            try:
+                decoded = base64.b64decode(entry["auth"], validate=True).decode()
+            except (TypeError, ValueError, binascii.Error) as exc:
+                raise bad(f"auths.{key}.auth is not base64 of user:password") from exc
+            user, sep, password = decoded.partition(":")
+            if not sep:
+                raise bad(f"auths.{key}.auth is not base64 of user:password")
             return user, password
         if entry.get("username"):
-            return entry["username"], entry.get("password", "")
+            user, password = entry["username"], entry.get("password", "")
+            if not isinstance(user, str) or not isinstance(password, str):
+                raise bad(f"auths.{key}.username and .password must be strings")
+            return user, password
     return None
 
 
@@ -246,8 +326,20 @@ def _session(host: str) -> requests.Session:
     return _SESSIONS[host]
 
 
+def credentials_may_travel(url: str) -> bool:
+    """Credentials go over HTTPS, or over plain HTTP only to this machine."""
+    parsed = urlparse(url)
+    return parsed.scheme == "https" or (
+        parsed.scheme == "http" and is_loopback(parsed.netloc.rpartition("@")[2])
+    )
+
+
 class RegistryStore:
-    """One repository in a registry, over the OCI distribution API."""
+    """One repository in a registry, over the OCI distribution API.
+
+    Every answer is read as a stream, a bounded number of bytes, within one deadline for the
+    whole operation (DEADLINE): a registry that answers too much or too slowly is an error, never
+    a hang or an exhausted memory."""
 
     def __init__(self, ref: Ref) -> None:
         self.ref = ref
@@ -257,6 +349,29 @@ class RegistryStore:
         self.session = _session(ref.location)
         self.credentials = registry_credentials(ref.location)
         self.token: str | None = None
+        self.deadline = Deadline.start(DEADLINE)
+
+    # ---- bounded HTTP (net.Deadline, net.read_body) ----
+
+    @property
+    def _who(self) -> str:
+        return f"registry {self.ref.location}"
+
+    def _timeout(self) -> float:
+        return self.deadline.timeout(self._who)
+
+    def _read(self, response: requests.Response, limit: int, what: str) -> bytes:
+        return read_body(response, limit, self.deadline, f"{self._who}: {what}")
+
+    def _json(self, response: requests.Response, limit: int, what: str) -> Any:
+        try:
+            return json.loads(self._read(response, limit, what))
+        except (ValueError, RecursionError) as exc:
+            raise EksinfError(
+                f"{self._who}: {what} is not JSON ({type(exc).__name__})",
+                hint="Check that the reference names an OCI registry.",
+                exit_code=FAILURE,
+            ) from exc
 
     # Auth: try anonymously; answer a 401 challenge (Bearer token or Basic) and retry once.
     # Bearer tokens are scoped (pull, then push), so a later 401 fetches a new one.
@@ -269,15 +384,37 @@ class RegistryStore:
         realm = fields.pop("realm", None)
         if scheme.lower() != "bearer" or not realm:
             return False
+        if not credentials_may_travel(realm):
+            raise EksinfError(
+                f"registry {self.ref.location} asks for a token from {realm}: plain HTTP to "
+                "another machine; eksinf never sends credentials over plain HTTP except to "
+                "this machine",
+                hint="Use the registry's HTTPS address (a registry whose token service is plain "
+                "HTTP cannot be used safely).",
+                exit_code=ENVIRONMENT,
+            )
         try:
-            response = requests.get(realm, params=fields, auth=self.credentials, timeout=TIMEOUT)
+            response = requests.get(
+                realm,
+                params=fields,
+                auth=self.credentials,
+                timeout=self._timeout(),
+                stream=True,
+                allow_redirects=False,  # a redirect could lead the credentials anywhere
+            )
         except requests.RequestException as exc:
             raise self._unreachable(exc) from exc
-        try:
-            body = response.json() if response.status_code == 200 else {}
-        except ValueError:  # a token endpoint that answers with something other than JSON
+        if response.status_code != 200:
+            response.close()
             return False
-        self.token = body.get("token") or body.get("access_token")
+        try:
+            body = self._json(response, MAX_TOKEN, "the token answer")
+        except EksinfError as exc:
+            if exc.exit_code == ENVIRONMENT:
+                raise
+            return False  # a token endpoint that answers with something other than JSON
+        token = (body.get("token") or body.get("access_token")) if isinstance(body, dict) else None
+        self.token = token if isinstance(token, str) else None
         return bool(self.token)
 
     def _unreachable(self, exc: Exception) -> EksinfError:
@@ -291,31 +428,45 @@ class RegistryStore:
     def _send(
         self, method: str, url: str, *, headers: dict | None = None, retry: bool = True, **kw: Any
     ) -> requests.Response:
+        """One request, streamed: the caller reads the body through `_read` or closes it."""
         sent = dict(headers or {})
         if self.token:
             sent["Authorization"] = f"Bearer {self.token}"
         try:
-            response = self.session.request(method, url, headers=sent, timeout=TIMEOUT, **kw)
+            response = self.session.request(
+                method, url, headers=sent, timeout=self._timeout(), stream=True, **kw
+            )
         except requests.RequestException as exc:
             raise self._unreachable(exc) from exc
         challenge = response.headers.get("WWW-Authenticate", "")
         if response.status_code == 401 and retry and self._authorize(challenge):
+            response.close()
             return self._send(method, url, headers=headers, retry=False, **kw)
         return response
 
     def _fail(self, response: requests.Response, what: str) -> EksinfError:
         if response.status_code in (401, 403):
+            response.close()
             return EksinfError(
                 f"registry {self.ref.location} refused {what} ({response.status_code})",
                 hint="Log in (docker login writes ~/.docker/config.json) or set "
                 "EKSINF_REGISTRY_USERNAME and EKSINF_REGISTRY_PASSWORD.",
                 exit_code=ENVIRONMENT,
             )
+        shown = b""
+        for chunk in chunks(response, self.deadline, self._who):  # the start of it only
+            shown += chunk
+            if len(shown) >= ERROR_SHOWN:
+                response.close()
+                break
+        text = shown[:ERROR_SHOWN].decode("utf-8", "replace").strip()
         return EksinfError(
-            f"registry {self.ref.location}: {what} failed: HTTP {response.status_code} "
-            f"{response.text[:200].strip()}",
+            f"registry {self.ref.location}: {what} failed: HTTP {response.status_code}"
+            + (f" {' '.join(text.split())}" if text else ""),
             exit_code=FAILURE,
         )
+
+    # ---- the distribution API ----
 
     def get_manifest(self, reference: str) -> bytes | None:
         response = self._send(
@@ -324,95 +475,160 @@ class RegistryStore:
             headers={"Accept": f"{MANIFEST_MEDIA_TYPE}, {INDEX_MEDIA_TYPE}"},
         )
         if response.status_code == 404:
+            response.close()
             return None
         if response.status_code != 200:
             raise self._fail(response, f"reading manifest {self.name}:{reference}")
-        return response.content
+        return self._read(response, MAX_MANIFEST, f"manifest {self.name}:{reference}")
 
     def put_manifest(self, manifest: bytes, tags: list[str]) -> None:
         for tag in tags:
-            response = self._send(
+            with self._send(
                 "PUT",
                 f"{self.base_url}/manifests/{tag}",
                 data=manifest,
                 headers={"Content-Type": MANIFEST_MEDIA_TYPE},
-            )
-            if response.status_code not in (200, 201):
-                raise self._fail(response, f"writing manifest {self.name}:{tag}")
+            ) as response:
+                if response.status_code not in (200, 201):
+                    raise self._fail(response, f"writing manifest {self.name}:{tag}")
 
     def has_blob(self, digest: str) -> bool:
-        response = self._send("HEAD", f"{self.base_url}/blobs/{digest}")
-        if response.status_code in (200, 404):
-            return response.status_code == 200
-        raise self._fail(response, f"checking blob {digest}")
+        with self._send("HEAD", f"{self.base_url}/blobs/{digest}") as response:
+            if response.status_code in (200, 404):
+                return response.status_code == 200
+            raise self._fail(response, f"checking blob {digest}")
 
     def put_blob(self, data: bytes) -> None:
         digest = oci_digest(data)
-        start = self._send("POST", f"{self.base_url}/blobs/uploads/")
-        if start.status_code != 202 or "Location" not in start.headers:
-            raise self._fail(start, "starting a blob upload")
-        location = requests.compat.urljoin(self.base_url, start.headers["Location"])
+        with self._send("POST", f"{self.base_url}/blobs/uploads/") as start:
+            if start.status_code != 202 or "Location" not in start.headers:
+                raise self._fail(start, "starting a blob upload")
+            location = requests.compat.urljoin(self.base_url, start.headers["Location"])
         joiner = "&" if "?" in location else "?"
-        done = self._send(
+        with self._send(
             "PUT",
             f"{location}{joiner}digest={digest}",
             data=data,
             headers={"Content-Type": "application/octet-stream"},
-        )
-        if done.status_code != 201:
-            raise self._fail(done, f"uploading blob {digest}")
+        ) as done:
+            if done.status_code != 201:
+                raise self._fail(done, f"uploading blob {digest}")
 
-    def get_blob(self, digest: str) -> bytes:
+    def get_blob(self, digest: str, size: int) -> bytes:
+        """The blob, streamed to an unnamed temporary file while its digest is computed, and
+        refused once it passes its declared size or when its digest differs."""
+        if not _DIGEST.match(digest):
+            raise _not_a_bundle(self.name, f"blob digest {digest!r} is not sha256:<64 hex>")
         response = self._send("GET", f"{self.base_url}/blobs/{digest}")
         if response.status_code != 200:
             raise self._fail(response, f"reading blob {digest}")
-        return response.content
+        what = f"blob {digest}"
+        declared = response.headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > size:
+            response.close()
+            raise too_large(f"{self._who}: {what}", size)
+        hasher = hashlib.sha256()
+        received = 0
+        with tempfile.TemporaryFile(prefix="eksinf-blob-") as spool:
+            for chunk in chunks(response, self.deadline, self._who):
+                received += len(chunk)
+                if received > size:
+                    raise too_large(f"{self._who}: {what}", size)
+                hasher.update(chunk)
+                spool.write(chunk)
+            if received != size or f"sha256:{hasher.hexdigest()}" != digest:
+                raise EksinfError(
+                    f"{self.name}: layer content does not match its digest {digest} "
+                    f"({received} of {size} bytes)",
+                    hint="The registry returned corrupt data; pull again.",
+                    exit_code=FAILURE,
+                )
+            spool.seek(0)
+            return spool.read()
 
     def tags(self) -> list[str]:
         response = self._send("GET", f"{self.base_url}/tags/list")
         if response.status_code == 404:  # NAME_UNKNOWN: a misspelt repository is not "no tags"
+            response.close()
             raise _no_repository(f"{self.ref.location}/{self.name}")
         if response.status_code != 200:
             raise self._fail(response, f"listing tags of {self.name}")
-        return sorted(response.json().get("tags") or [])
+        body = self._json(response, MAX_MANIFEST, f"the tag list of {self.name}")
+        tags = body.get("tags") if isinstance(body, dict) else None
+        if tags is None and isinstance(body, dict):
+            return []
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            raise EksinfError(
+                f"registry {self.ref.location}: the tag list of {self.name} is not "
+                '{"tags": [strings]}',
+                hint="Check that the reference names an OCI registry.",
+                exit_code=FAILURE,
+            )
+        return sorted(tags)
 
 
 class LayoutStore:
     """An OCI image-layout directory: oci-layout, index.json and blobs/sha256/<hex>.
 
     Blobs are content-addressed and written by rename; index.json is replaced atomically under
-    a lock, so readers see either the old index or the new one.
+    a lock, so readers see either the old index or the new one. A layout may come from anywhere,
+    so every digest read from it is checked before a path is built from it, and every file is
+    read with a size bound.
     """
 
     def __init__(self, ref: Ref) -> None:
         self.root = Path(ref.location)
         self.name = ref.base
 
-    def _blob_path(self, digest: str) -> Path:
-        algorithm, _, hexdigest = digest.partition(":")
-        return self.root / "blobs" / algorithm / hexdigest
+    def _damaged(self, why: str) -> EksinfError:
+        return EksinfError(
+            f"{self.name}: {why}",
+            hint="The layout is damaged; remove it and push again.",
+            exit_code=FAILURE,
+        )
+
+    def _blob_path(self, digest: Any) -> Path:
+        if not isinstance(digest, str) or not _DIGEST.match(digest):
+            raise self._damaged(f"digest {digest!r} is not sha256:<64 hex>")
+        return self.root / "blobs" / "sha256" / digest.removeprefix("sha256:")
+
+    def _read(self, path: Path, limit: int) -> bytes:
+        try:
+            with path.open("rb") as handle:
+                data = handle.read(limit + 1)
+        except OSError as exc:
+            raise self._damaged(
+                f"{path.name} is not readable ({exc.strerror or type(exc).__name__})"
+            ) from exc
+        if len(data) > limit:
+            raise self._damaged(f"{path.relative_to(self.root)} is larger than {limit} bytes")
+        return data
 
     def _index(self) -> dict[str, Any]:
         path = self.root / "index.json"
         if not path.is_file():
             return {"schemaVersion": 2, "mediaType": INDEX_MEDIA_TYPE, "manifests": []}
         try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise EksinfError(
-                f"{path}: not valid JSON ({exc})",
-                hint="The layout is damaged; remove it and push again.",
-                exit_code=FAILURE,
-            ) from exc
+            index = json.loads(self._read(path, MAX_MANIFEST))
+        except (ValueError, RecursionError) as exc:
+            raise self._damaged(f"index.json is not valid JSON ({type(exc).__name__})") from exc
+        if not isinstance(index, dict) or not isinstance(index.get("manifests", []), list):
+            raise self._damaged('index.json is not {"manifests": [...]}')
+        if not all(
+            isinstance(m, dict) and isinstance(m.get("annotations") or {}, dict)
+            for m in index.get("manifests", [])
+        ):
+            raise self._damaged("index.json lists a manifest that is not an object")
+        return index
 
     def get_manifest(self, reference: str) -> bytes | None:
         if _DIGEST.match(reference):
             path = self._blob_path(reference)
-            return path.read_bytes() if path.is_file() else None
+            return self._read(path, MAX_MANIFEST) if path.is_file() else None
         for entry in self._index().get("manifests", []):
             if (entry.get("annotations") or {}).get(REF_NAME) == reference:
-                path = self._blob_path(entry["digest"])
-                return path.read_bytes() if path.is_file() else None
+                path = self._blob_path(entry.get("digest"))
+                return self._read(path, MAX_MANIFEST) if path.is_file() else None
         return None
 
     def put_manifest(self, manifest: bytes, tags: list[str]) -> None:
@@ -437,7 +653,7 @@ class LayoutStore:
                         "annotations": {REF_NAME: tag},
                     }
                 )
-            kept.sort(key=lambda m: (m.get("annotations") or {}).get(REF_NAME, ""))
+            kept.sort(key=lambda m: str((m.get("annotations") or {}).get(REF_NAME, "")))
             index["manifests"] = kept
             write_file(self.root / "oci-layout", canonical_json({"imageLayoutVersion": "1.0.0"}))
             write_file(self.root / "index.json", canonical_json(index))
@@ -450,7 +666,7 @@ class LayoutStore:
         if not path.is_file():
             write_file(path, data)
 
-    def get_blob(self, digest: str) -> bytes:
+    def get_blob(self, digest: str, size: int) -> bytes:
         path = self._blob_path(digest)
         if not path.is_file():
             raise EksinfError(
@@ -458,7 +674,7 @@ class LayoutStore:
                 hint="The layout is incomplete; push again.",
                 exit_code=FAILURE,
             )
-        return path.read_bytes()
+        return self._read(path, size)
 
     def tags(self) -> list[str]:
         if not (self.root / "index.json").is_file():
@@ -602,7 +818,8 @@ def pull(ref: str, *, expect_digest: str | None = None) -> Pulled:
     if manifest is None:
         raise EksinfError(
             f"{source} not found",
-            hint=f"List what exists with `eksinf tags {source.base}`, or push it first.",
+            hint=f"List what exists with `{shell_command('eksinf', 'tags', source.base)}`, "
+            "or push it first.",
             exit_code=FAILURE,
         )
     manifest_digest = oci_digest(manifest)
@@ -615,17 +832,16 @@ def pull(ref: str, *, expect_digest: str | None = None) -> Pulled:
                 exit_code=FAILURE,
             )
     layer = bundle_layer(manifest, str(source))
-    blob = store.get_blob(layer["digest"])
-    if oci_digest(blob) != layer["digest"] or len(blob) != layer.get("size"):
+    annotations = manifest_annotations(manifest, str(source))
+    blob = store.get_blob(layer["digest"], layer["size"])
+    if oci_digest(blob) != layer["digest"] or len(blob) != layer["size"]:
         raise EksinfError(
             f"{source}: layer content does not match its digest {layer['digest']}",
             hint="The registry returned corrupt data; pull again.",
             exit_code=FAILURE,
         )
-    annotations = json.loads(manifest).get("annotations") or {}
-    return Pulled(
-        blob, manifest_digest, annotations, (layer.get("annotations") or {}).get(TITLE, "")
-    )
+    title = (layer.get("annotations") or {}).get(TITLE, "")
+    return Pulled(blob, manifest_digest, annotations, title)
 
 
 def list_tags(ref: str) -> list[str]:

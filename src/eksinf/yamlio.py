@@ -673,3 +673,27 @@ DUMP_OPTIONS: dict[str, Any] = {
 def _dump_docs(docs: list[Any]) -> str:
     with _gc_paused():
         return yaml.dump_all(docs, Dumper=_Dumper, **DUMP_OPTIONS)
+
+
+def load_input_docs(data: bytes, label: str) -> list[dict]:
+    """`load_objects` of a file handed to eksinf (a bundle's, a pull's or a folder's unit): text
+    that is not UTF-8, not valid YAML (an unknown tag included) or not Kubernetes objects is an
+    input error naming `label:line:col`, never a traceback."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise EksinfError(
+            f"{label}: not UTF-8 text (byte {exc.start})",
+            hint="Units are UTF-8 YAML.",
+            exit_code=CONTRACT,
+        ) from exc
+    try:
+        return load_objects(
+            text,
+            label,
+            hint="Fix the YAML at that position (tags other than YAML's own are not read).",
+        )
+    except yaml.YAMLError as exc:
+        raise EksinfError(
+            f"{label}: not valid YAML ({str(exc).splitlines()[0]})", exit_code=CONTRACT
+        ) from exc

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import CONTRACT, FAILURE, EksinfError
+from ..errors import CONTRACT, FAILURE, EksinfError, shell_command
 from ..kube.client import KubeClient, ResourceRef, resource_path
 from ..model.resources import CLUSTER_SCOPED_KINDS
 from ..yamlio import load_docs
@@ -139,7 +139,8 @@ def ensure(
         if clock() >= deadline:
             raise EksinfError(
                 f"argocd-server in {namespace} not Available after {int(timeout)} s",
-                hint=f"Check `kubectl -n {namespace} get pods`; re-running enroll converges.",
+                hint=f"Check `{shell_command('kubectl', '-n', namespace, 'get', 'pods')}`; "
+                "re-running enroll converges.",
                 exit_code=FAILURE,
             )
         say(f"argocd: waiting for {SERVER} to be Available ({int(clock() - started)} s)")

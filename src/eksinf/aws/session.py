@@ -257,6 +257,31 @@ def paginate(client: Any, operation: str, key: str, **kwargs: Any) -> list[Any]:
     return items
 
 
+def answer_field(item: Any, path: str, call: str) -> str:
+    """A string field AWS's answer always carries (`State.Name` of an instance), or an
+    environment error naming the call and the field: an answer without it did not come from AWS
+    as documented (a proxy or a stand-in endpoint), and nothing is decided on a guess."""
+    value = item
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    if not isinstance(value, str) or not value:
+        shown = "missing" if value is None else f"{value!r}, not a name"
+        raise EksinfError(
+            f"AWS answered {call} with {path} {shown}",
+            hint=f"Check the endpoint answering for AWS ({ENDPOINT_ENV}, a proxy): AWS always "
+            f"sends {path} there.",
+            exit_code=ENVIRONMENT,
+        )
+    return value
+
+
 def tags_of(resource: dict[str, Any]) -> dict[str, str]:
-    """EC2/IAM `[{Key, Value}]` tags as a dict (EKS already uses a map)."""
-    return {t["Key"]: t.get("Value", "") for t in resource.get("Tags") or []}
+    """EC2/IAM `[{Key, Value}]` tags as a dict (EKS already uses a map). EC2 network interfaces
+    answer theirs as `TagSet`, everything else as `Tags`. An entry without a string Key is not a
+    tag anyone can match on, so it is skipped rather than trusted."""
+    found = resource.get("Tags") or resource.get("TagSet") or []
+    return {
+        t["Key"]: str(t.get("Value", ""))
+        for t in (found if isinstance(found, list) else [])
+        if isinstance(t, dict) and isinstance(t.get("Key"), str)
+    }

@@ -17,7 +17,16 @@ from ..model.names import DISCOVERY_KEY
 from ..prices import PriceTable
 from .pricing import LiveRates
 from .scope import StackScope
-from .session import AWS_FAILURES, AwsSession, aws_errors, error_code, paginate, tags_of, translate
+from .session import (
+    AWS_FAILURES,
+    AwsSession,
+    answer_field,
+    aws_errors,
+    error_code,
+    paginate,
+    tags_of,
+    translate,
+)
 
 BILLING_STATES = ("pending", "running")
 _GPU_FAMILY = re.compile(r"^(g|p)\d")  # g4dn, g5, g5g, g6, g6e, p4d, p5, p5e, p5en ...
@@ -116,9 +125,23 @@ def stack_instances(session: AwsSession, scope: StackScope, states=BILLING_STATE
                 Filters=[*filters, {"Name": "instance-state-name", "Values": list(states)}],
             )
             for reservation in reservations:
-                for inst in reservation.get("Instances", []):
-                    found[inst["InstanceId"]] = inst
+                for inst in reservation.get("Instances") or []:
+                    found[answer_field(inst, "InstanceId", DESCRIBE_INSTANCES)] = inst
     return [found[k] for k in sorted(found)]
+
+
+DESCRIBE_INSTANCES = "ec2 describe-instances"
+
+
+def instance_type(inst: dict[str, Any]) -> str:
+    return answer_field(inst, "InstanceType", DESCRIBE_INSTANCES)
+
+
+def zone_of(inst: dict[str, Any]) -> str:
+    """The instance's zone, "" when the answer has none (it then has no spot price either)."""
+    placement = inst.get("Placement")
+    zone = placement.get("AvailabilityZone") if isinstance(placement, dict) else None
+    return zone if isinstance(zone, str) else ""
 
 
 def stack_vpc_ids(session: AwsSession, scope: StackScope) -> list[str]:
@@ -126,7 +149,7 @@ def stack_vpc_ids(session: AwsSession, scope: StackScope) -> list[str]:
         vpcs = paginate(
             session.client("ec2"), "describe_vpcs", "Vpcs", Filters=scope.stack_filter()
         )
-    return sorted(v["VpcId"] for v in vpcs)
+    return sorted(answer_field(v, "VpcId", "ec2 describe-vpcs") for v in vpcs)
 
 
 def stack_nat_gateways(session: AwsSession, scope: StackScope) -> list[dict]:
@@ -143,18 +166,20 @@ def stack_nat_gateways(session: AwsSession, scope: StackScope) -> list[dict]:
             for nat in paginate(
                 ec2, "describe_nat_gateways", "NatGateways", Filter=[*filters, state]
             ):
-                found[nat["NatGatewayId"]] = nat
+                found[answer_field(nat, "NatGatewayId", "ec2 describe-nat-gateways")] = nat
     return [found[k] for k in sorted(found)]
 
 
 def describe_cluster(session: AwsSession, name: str) -> dict | None:
     """The EKS cluster, or None when it does not exist (any other failure raises)."""
     try:
-        return session.client("eks").describe_cluster(name=name)["cluster"]
+        cluster = session.client("eks").describe_cluster(name=name).get("cluster")
     except AWS_FAILURES as exc:
         if error_code(exc) == "ResourceNotFoundException":
             return None
         raise translate(exc, f"describing EKS cluster {name} (eks describe-cluster)") from exc
+    answer_field(cluster, "name", "eks describe-cluster")
+    return cluster
 
 
 def hyperpod_nodes(session: AwsSession, cluster: str) -> list[dict]:
@@ -185,13 +210,15 @@ def collect(session: AwsSession, scope: StackScope, hyperpod: str | None = None)
 def hyperpod_row(node: dict[str, Any], region: str, prices: PriceTable) -> InstanceRow:
     """A HyperPod instance, priced from the same table at its ml.* type: the table lists no
     ml.* rate yet, so it is unknown, never zero (and never the EC2 rate of the type behind)."""
-    itype = str(node["InstanceType"])
+    call = "sagemaker list-cluster-nodes"
+    itype = answer_field(node, "InstanceType", call)
     rate = prices.instance_rate(region, itype)
+    status = node.get("InstanceStatus")
     return InstanceRow(
-        id=str(node["InstanceId"]),
+        id=answer_field(node, "InstanceId", call),
         type=itype,
-        pool=f"instance-group/{node['InstanceGroupName']}",
-        state=str((node.get("InstanceStatus") or {}).get("Status", "?")),
+        pool=f"instance-group/{answer_field(node, 'InstanceGroupName', call)}",
+        state=str(status.get("Status", "?")) if isinstance(status, dict) else "?",
         zone="",
         hourly=rate,
         price_source="table" if rate is not None else "unknown",
@@ -205,9 +232,9 @@ def instance_price(
     """(hourly, source, read at): a spot instance at its zone's spot price, else unknown (the
     on-demand rate would overstate it); an on-demand one at the Price List rate, else the
     shipped table's, else unknown."""
-    itype = inst["InstanceType"]
+    itype = instance_type(inst)
     if inst.get("InstanceLifecycle") == "spot":
-        key = f"{itype}@{inst.get('Placement', {}).get('AvailabilityZone', '')}"
+        key = f"{itype}@{zone_of(inst)}"
         if live is not None and key in live.spot:
             return live.spot[key], "spot-history", live.read_at.get(key)
         return None, "unknown", None
@@ -232,11 +259,11 @@ def build_status(
         hourly, source, read_at = instance_price(inst, region, prices, live)
         rows.append(
             InstanceRow(
-                id=inst["InstanceId"],
-                type=inst["InstanceType"],
+                id=answer_field(inst, "InstanceId", DESCRIBE_INSTANCES),
+                type=instance_type(inst),
                 pool=pool_of(tags_of(inst)),
-                state=inst["State"]["Name"],
-                zone=inst.get("Placement", {}).get("AvailabilityZone", ""),
+                state=answer_field(inst, "State.Name", DESCRIBE_INSTANCES),
+                zone=zone_of(inst),
                 hourly=hourly,
                 lifecycle="spot" if inst.get("InstanceLifecycle") == "spot" else "on-demand",
                 price_source=source,
@@ -249,14 +276,16 @@ def build_status(
         fixed.append(
             FixedCost(
                 "eks-control-plane",
-                raw.cluster["name"],
+                answer_field(raw.cluster, "name", "eks describe-cluster"),
                 prices.fixed_rate(region, "eks_control_plane_hourly"),
             )
         )
     for nat in raw.nat_gateways:
         fixed.append(
             FixedCost(
-                "nat-gateway", nat["NatGatewayId"], prices.fixed_rate(region, "nat_gateway_hourly")
+                "nat-gateway",
+                answer_field(nat, "NatGatewayId", "ec2 describe-nat-gateways"),
+                prices.fixed_rate(region, "nat_gateway_hourly"),
             )
         )
     warnings = []
@@ -284,6 +313,7 @@ def build_status(
         warnings.append(
             f"no price for {', '.join(unknown)} in {region}: their cost is unknown, not zero"
         )
+    warnings += live.refused if live is not None else []
     for error in live.errors if live is not None else []:
         warnings.append(
             f"live prices unavailable ({error}): on-demand rates come from the shipped table "

@@ -31,6 +31,7 @@ from .scope import StackScope
 from .session import (
     AWS_FAILURES,
     AwsSession,
+    answer_field,
     aws_errors,
     error_code,
     paginate,
@@ -57,6 +58,87 @@ def _quiet(_msg: str) -> None:
 # ---- checks scoped to the stack ---------------------------------------------------------------
 
 
+# How AWS and Kubernetes mark what belongs to one EKS cluster. EKS tags the security group it
+# makes for a cluster with both cluster tags (`aws:` keys cannot be set by users); Karpenter and
+# EKS tag instances and their interfaces `eks:cluster-name`; the VPC CNI tags each interface it
+# makes `cluster.k8s.amazonaws.com/name`; EKS describes its control-plane interfaces
+# `Amazon EKS <cluster>`. Only the exact cluster name matches: `<cluster>-blue` is another cluster.
+EKS_CLUSTER_NAME_TAG = "aws:eks:cluster-name"
+EKS_NAME_TAGS = (EKS_CLUSTER_NAME_TAG, "eks:cluster-name", "cluster.k8s.amazonaws.com/name")
+CLUSTER_TAG_PREFIX = "kubernetes.io/cluster/"
+DESCRIPTION_SHOWN = 80  # characters of a foreign interface's description quoted in its "why"
+
+
+def eks_control_plane_description(scope: StackScope) -> str:
+    return f"Amazon EKS {scope.cluster}"
+
+
+@dataclass(frozen=True)
+class NotOurs:
+    """Something in the stack's VPC that teardown leaves alone, and why it is not the stack's."""
+
+    kind: str  # "ENI" or "security group"
+    id: str
+    why: str
+
+    @property
+    def line(self) -> str:
+        return f"{self.kind} {self.id} ({self.why})"
+
+    def as_json(self) -> dict[str, str]:
+        return {"kind": self.kind, "id": self.id, "why": self.why}
+
+
+def cluster_owned(tags: dict[str, str], scope: StackScope, name_tags: tuple[str, ...]) -> bool:
+    """Whether a resource's tags say it was made for exactly the stack's cluster.
+    `kubernetes.io/cluster/<cluster>=shared` means shared with the cluster, not owned by it."""
+    return tags.get(scope.cluster_tag) == "owned" or any(
+        tags.get(key) == scope.cluster for key in name_tags
+    )
+
+
+def is_stack_eni(eni: dict[str, Any], scope: StackScope) -> bool:
+    """Tagged by the stack, or made by its cluster (its tags or EKS's description say so)."""
+    tags = tags_of(eni)
+    if scope.tag_key in tags:  # another stack's tag outweighs a cluster of the same name
+        return tags[scope.tag_key] == scope.stack
+    return cluster_owned(tags, scope, EKS_NAME_TAGS) or eni.get(
+        "Description"
+    ) == eks_control_plane_description(scope)
+
+
+def shown(text: str) -> str:
+    """Text from AWS as it may go on one line of output: quoted when it is not plain."""
+    text = text[:DESCRIPTION_SHOWN]
+    return text if text.isprintable() and text.strip() == text and text else repr(text)
+
+
+def not_ours_why(resource: dict[str, Any], scope: StackScope) -> str:
+    """One line a reviewer can act on: the other stack or cluster the resource's tags name, or
+    that nothing ties it to this stack (with its description and requester, when it has them)."""
+    tags = tags_of(resource)
+    keys = [scope.tag_key] if scope.tag_key in tags else []
+    keys += sorted(k for k in tags if k.startswith(CLUSTER_TAG_PREFIX))
+    keys += [k for k in EKS_NAME_TAGS if k in tags]
+    if keys:
+        return f"tagged {shown(keys[0])}={shown(tags[keys[0]])}"
+    why = f"nothing ties it to stack {scope.stack} or cluster {scope.cluster}"
+    if resource.get("Description"):
+        why += f"; description {shown(str(resource['Description']))}"
+    if resource.get("RequesterId"):
+        why += f"; requester {shown(str(resource['RequesterId']))}"
+    return why
+
+
+@dataclass(frozen=True)
+class Orphans:
+    """What blocks a delete of the stack's VPC: the stack's (swept) and the rest (left)."""
+
+    enis: tuple[str, ...]
+    security_groups: tuple[str, ...]
+    not_ours: tuple[NotOurs, ...]
+
+
 @dataclass(frozen=True)
 class Leftovers:
     instances: tuple[str, ...]
@@ -66,6 +148,7 @@ class Leftovers:
     detached_enis: tuple[str, ...]
     cluster_sgs: tuple[str, ...]
     idle_eips: tuple[dict[str, Any], ...]
+    not_ours: tuple[NotOurs, ...] = ()
 
     @property
     def billing(self) -> list[str]:
@@ -83,6 +166,8 @@ class Leftovers:
 
     @property
     def clean(self) -> bool:
+        """Nothing of the stack's bills or blocks. What is not the stack's never makes a
+        teardown unclean: it is listed, and never deleted."""
         return not self.billing and not self.blockers
 
     def as_json(self) -> dict[str, Any]:
@@ -92,18 +177,19 @@ class Leftovers:
             "blockers": self.blockers,
             "vpcs": list(self.vpcs),
             "idleElasticIPs": list(self.idle_eips),
+            "notTheStacks": [n.as_json() for n in self.not_ours],
         }
 
 
-def cluster_sg_prefix(scope: StackScope) -> str:
-    """EKS names the security group it creates for a cluster `eks-cluster-sg-<cluster>-<id>`."""
-    return f"eks-cluster-sg-{scope.cluster}-"
+def orphans(session: AwsSession, scope: StackScope, vpcs: list[str]) -> Orphans:
+    """Every detached ENI and security group inside the stack's VPCs, split by ownership.
 
-
-def orphans(session: AwsSession, scope: StackScope, vpcs: list[str]) -> tuple[list, list]:
-    """Detached ENIs and EKS-created cluster SGs, only inside the stack's VPCs."""
+    A security group is the stack's cluster's only by EKS's exact cluster tags (never by its
+    name: `eks-cluster-sg-<cluster>-` is also the prefix of cluster `<cluster>-blue`'s group).
+    A group the stack tagged is an ACK object (ACK deletes it), and `default` goes with the VPC:
+    neither is listed. An interface is the stack's only if `is_stack_eni` says so."""
     if not vpcs:
-        return [], []
+        return Orphans((), (), ())
     ec2 = session.client("ec2")
     in_vpc = {"Name": "vpc-id", "Values": vpcs}
     with aws_errors(
@@ -116,21 +202,48 @@ def orphans(session: AwsSession, scope: StackScope, vpcs: list[str]) -> tuple[li
             Filters=[in_vpc, {"Name": "status", "Values": ["available"]}],
         )
         groups = paginate(ec2, "describe_security_groups", "SecurityGroups", Filters=[in_vpc])
-    prefix = cluster_sg_prefix(scope)
-    sgs = [g for g in groups if g["GroupName"].startswith(prefix) and g["VpcId"] in vpcs]
-    return sorted(e["NetworkInterfaceId"] for e in enis), sorted(g["GroupId"] for g in sgs)
+    ours_enis, ours_sgs, left = [], [], []
+    for eni in enis:
+        eni_id = eni.get("NetworkInterfaceId")
+        if not isinstance(eni_id, str) or eni.get("VpcId") not in vpcs:
+            continue
+        if is_stack_eni(eni, scope):
+            ours_enis.append(eni_id)
+        else:
+            left.append(NotOurs("ENI", eni_id, not_ours_why(eni, scope)))
+    for group in groups:
+        group_id = group.get("GroupId")
+        if not isinstance(group_id, str) or group.get("VpcId") not in vpcs:
+            continue
+        tags = tags_of(group)
+        if tags.get(scope.tag_key) == scope.stack or group.get("GroupName") == "default":
+            continue
+        # EKS tags the group it makes for a cluster with exactly these; the other name tags
+        # mark instances and their interfaces.
+        if cluster_owned(tags, scope, (EKS_CLUSTER_NAME_TAG,)) and scope.tag_key not in tags:
+            ours_sgs.append(group_id)
+        else:
+            left.append(NotOurs("security group", group_id, not_ours_why(group, scope)))
+    return Orphans(
+        enis=tuple(sorted(ours_enis)),
+        security_groups=tuple(sorted(ours_sgs)),
+        not_ours=tuple(sorted(left, key=lambda n: (n.kind, n.id))),
+    )
 
 
 def idle_eips(session: AwsSession, scope: StackScope) -> list[dict[str, Any]]:
     with aws_errors("listing Elastic IPs (ec2 describe-addresses)"):
-        addresses = session.client("ec2").describe_addresses()["Addresses"]
+        addresses = session.client("ec2").describe_addresses().get("Addresses") or []
     return [
         {
             "allocationId": a.get("AllocationId"),
             "publicIp": a.get("PublicIp"),
             "stack": tags_of(a).get(scope.tag_key) == scope.stack,
         }
-        for a in sorted(addresses, key=lambda a: a.get("AllocationId", ""))
+        for a in sorted(
+            (a for a in addresses if isinstance(a, dict)),
+            key=lambda a: str(a.get("AllocationId", "")),
+        )
         if not a.get("AssociationId")
     ]
 
@@ -138,16 +251,17 @@ def idle_eips(session: AwsSession, scope: StackScope) -> list[dict[str, Any]]:
 def leftovers(session: AwsSession, scope: StackScope) -> Leftovers:
     """What remains of the stack. Any failed query raises: unknown is not clean."""
     vpcs = stack_vpc_ids(session, scope)
-    enis, sgs = orphans(session, scope, vpcs)
+    found = orphans(session, scope, vpcs)
     cluster = describe_cluster(session, scope.cluster)
     return Leftovers(
         instances=tuple(i["InstanceId"] for i in stack_instances(session, scope)),
         nat_gateways=tuple(n["NatGatewayId"] for n in stack_nat_gateways(session, scope)),
         cluster=scope.cluster if cluster and cluster.get("status") != "DELETING" else None,
         vpcs=tuple(vpcs),
-        detached_enis=tuple(enis),
-        cluster_sgs=tuple(sgs),
+        detached_enis=found.enis,
+        cluster_sgs=found.security_groups,
         idle_eips=tuple(idle_eips(session, scope)),
+        not_ours=found.not_ours,
     )
 
 
@@ -190,7 +304,9 @@ def simulation_arn(session: AwsSession) -> str | None:
     if len(parts) == 6 and parts[2] == "sts" and parts[5].startswith("assumed-role/"):
         role = parts[5].split("/")[1]
         with aws_errors(f"reading the caller's role {role} (iam get-role)"):
-            return str(session.client("iam").get_role(RoleName=role)["Role"]["Arn"])
+            return answer_field(
+                session.client("iam").get_role(RoleName=role), "Role.Arn", "iam get-role"
+            )
     if len(parts) == 6 and parts[2] == "iam" and parts[5].startswith(("user/", "role/")):
         return caller.arn
     raise EksinfError(
@@ -199,6 +315,10 @@ def simulation_arn(session: AwsSession) -> str | None:
         hint="Run teardown as an IAM user or an assumed role (e.g. an SSO permission set).",
         exit_code=CONTRACT,
     )
+
+
+SIMULATE = "iam simulate-principal-policy"
+LIST_PROFILES = "iam list-instance-profiles-for-role"
 
 
 def denied_actions(session: AwsSession, actions: list[str]) -> dict[str, str]:
@@ -215,11 +335,12 @@ def denied_actions(session: AwsSession, actions: list[str]) -> dict[str, str]:
                 PolicySourceArn=arn, ActionNames=actions, **marker
             )
             for result in answer.get("EvaluationResults", []):
-                if result["EvalDecision"] != "allowed":
-                    denied[result["EvalActionName"]] = result["EvalDecision"]
+                decision = answer_field(result, "EvalDecision", SIMULATE)
+                if decision != "allowed":
+                    denied[answer_field(result, "EvalActionName", SIMULATE)] = decision
             if not answer.get("IsTruncated"):
                 break
-            marker = {"Marker": answer["Marker"]}
+            marker = {"Marker": answer_field(answer, "Marker", SIMULATE)}
     return dict(sorted(denied.items()))
 
 
@@ -370,12 +491,14 @@ def node_role_profiles(session: AwsSession, scope: StackScope) -> list[dict[str,
             if not str(profile.get("Path", "")).startswith(karpenter_profile_path(scope)):
                 tags = tags_of(
                     iam.list_instance_profile_tags(
-                        InstanceProfileName=profile["InstanceProfileName"]
+                        InstanceProfileName=answer_field(
+                            profile, "InstanceProfileName", LIST_PROFILES
+                        )
                     )
                 )
             if is_karpenter_profile(profile, tags, scope):
                 found.append(profile)
-    return sorted(found, key=lambda p: p["InstanceProfileName"])
+    return sorted(found, key=lambda p: answer_field(p, "InstanceProfileName", LIST_PROFILES))
 
 
 def release_instance_profiles(session: AwsSession, scope: StackScope) -> list[str]:
@@ -384,11 +507,11 @@ def release_instance_profiles(session: AwsSession, scope: StackScope) -> list[st
     iam = session.client("iam")
     released = []
     for profile in node_role_profiles(session, scope):
-        name = profile["InstanceProfileName"]
+        name = answer_field(profile, "InstanceProfileName", LIST_PROFILES)
         with aws_errors(f"releasing instance profile {name} (iam)"):
             for role in profile.get("Roles", []):
                 iam.remove_role_from_instance_profile(
-                    InstanceProfileName=name, RoleName=role["RoleName"]
+                    InstanceProfileName=name, RoleName=answer_field(role, "RoleName", LIST_PROFILES)
                 )
             iam.delete_instance_profile(InstanceProfileName=name)
         released.append(name)
@@ -396,18 +519,18 @@ def release_instance_profiles(session: AwsSession, scope: StackScope) -> list[st
 
 
 def sweep_orphans(session: AwsSession, scope: StackScope) -> tuple[list[str], list[str]]:
-    """Delete detached ENIs and the EKS cluster SG in the stack's VPC. Returns (done, failed)."""
-    vpcs = stack_vpc_ids(session, scope)
-    enis, sgs = orphans(session, scope, vpcs)
+    """Delete the stack's detached ENIs and its cluster's EKS security group in the stack's VPC
+    (`orphans` decides what is the stack's; the rest is left). Returns (done, failed)."""
+    found = orphans(session, scope, stack_vpc_ids(session, scope))
     ec2 = session.client("ec2")
     done, failed = [], []
-    for eni in enis:
+    for eni in found.enis:
         try:
             ec2.delete_network_interface(NetworkInterfaceId=eni)
             done.append(f"ENI {eni}")
         except AWS_FAILURES as exc:
             failed.append(f"ENI {eni}: {translate(exc, 'delete').message}")
-    for sg in sgs:
+    for sg in found.security_groups:
         try:
             ec2.delete_security_group(GroupId=sg)
             done.append(f"security group {sg}")
@@ -629,8 +752,12 @@ def plan_lines(plan: TeardownPlan, scope: StackScope) -> list[str]:
             f"{karpenter_profile_path(scope)}* or tagged {scope.tag_key}={scope.stack}, "
             f"{scope.cluster_tag} or eks:eks-cluster-name={scope.cluster}), also whenever the "
             "ACK deletion stalls",
-            f"mgmt: sweep detached ENIs and security groups named {cluster_sg_prefix(scope)}* "
-            f"only inside VPCs tagged {scope.tag_key}={scope.stack}",
+            f"mgmt: sweep, only inside VPCs tagged {scope.tag_key}={scope.stack}: detached ENIs "
+            f"tagged {scope.tag_key}={scope.stack}, {scope.cluster_tag}=owned or "
+            f"{'/'.join(EKS_NAME_TAGS)}={scope.cluster}, or described "
+            f"'{eks_control_plane_description(scope)}'; security groups tagged "
+            f"{scope.cluster_tag}=owned or {EKS_CLUSTER_NAME_TAG}={scope.cluster} (never by "
+            "name); anything else is left and listed as not the stack's",
             "mgmt: verify against EC2 (scoped to the stack) that nothing billing is left; "
             "list idle Elastic IPs",
         ]

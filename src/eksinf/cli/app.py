@@ -3,15 +3,17 @@ which maps every outcome to an exit code."""
 
 from __future__ import annotations
 
+import errno
 import functools
 import importlib
+import os
 import sys
 from typing import Any
 
 import typer
 
 from .. import stacklock
-from ..errors import USAGE, EksinfError
+from ..errors import ENVIRONMENT, USAGE, EksinfError
 from . import common
 from .common import State, progress
 
@@ -132,5 +134,35 @@ def run(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         progress("eksinf: interrupted")
         return common.failed("interrupted", "", 130)
+    except OSError as exc:
+        known = file_system_error(exc)
+        if known is None:
+            raise
+        progress(f"eksinf: {known.message}")
+        progress(f"  hint: {known.hint}")
+        return common.failed(known.message, known.hint, known.exit_code)
     finally:
         stacklock.release_all()
+
+
+# What the file system refuses, wherever a command meets it (a read-only stack, a full disk, a
+# folder this user may not write): one line naming the path, exit 4, never a traceback.
+_FILE_SYSTEM_HINTS = {
+    errno.EROFS: "The file system is read-only: run where eksinf can write, or give an output "
+    "folder on a writable one.",
+    errno.ENOSPC: "The disk is full: free space, then re-run (nothing half-written is kept).",
+    errno.EDQUOT: "The disk quota is used up: free space, then re-run.",
+    errno.EACCES: "This user may not read or write there: fix the permissions, or run where "
+    "you can.",
+    errno.EPERM: "This user may not change it: fix the permissions, or run where you can write.",
+}
+
+
+def file_system_error(exc: OSError) -> EksinfError | None:
+    hint = _FILE_SYSTEM_HINTS.get(exc.errno or 0)
+    if hint is None:
+        return None
+    where = exc.filename if exc.filename is not None else "a file"
+    return EksinfError(
+        f"{where}: {exc.strerror or os.strerror(exc.errno or 0)}", hint=hint, exit_code=ENVIRONMENT
+    )

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from ..errors import ENVIRONMENT, USAGE, EksinfError
+from ..errors import ENVIRONMENT, USAGE, EksinfError, shell_command
 from ..model.names import apps_space, kubeconfig_path
 from ..model.targets import DEFAULT_KIND, HYPERPOD_EKS, KIND_HELP, target_kind
 from .common import JSON_OPTION, emit_json, print_table, progress, state
@@ -162,9 +162,13 @@ def status_cmd(
     live = pricing.fetch_rates(
         session,
         scope.region,
-        [i["InstanceType"] for i in raw.instances if i.get("InstanceLifecycle") != "spot"],
         [
-            (i["InstanceType"], i.get("Placement", {}).get("AvailabilityZone", ""))
+            status_mod.instance_type(i)
+            for i in raw.instances
+            if i.get("InstanceLifecycle") != "spot"
+        ],
+        [
+            (status_mod.instance_type(i), status_mod.zone_of(i))
             for i in raw.instances
             if i.get("InstanceLifecycle") == "spot"
         ],
@@ -447,7 +451,10 @@ def creds_create_user_cmd(
     restarted = creds_mod.write_secret(kube, ack_namespace(ctx), made.creds, f"iam-user/{name}")
     _report_restart(restarted)
     typer.echo(f"user {made.arn} key {made.access_key_id} written to the controllers")
-    progress(f"remove later with: eksinf creds delete-user --user-name {name} --yes")
+    progress(
+        "remove later with: "
+        + shell_command("eksinf", "creds", "delete-user", "--user-name", name, "--yes")
+    )
 
 
 @creds_app.command("delete-user")
@@ -800,6 +807,10 @@ def teardown_cmd(
                 typer.echo(
                     f"now blocking a VPC delete: {', '.join(current['blockers']) or 'nothing'}"
                 )
+                for item in current["notTheStacks"]:
+                    typer.echo(
+                        f"left: not the stack's: {item['kind']} {item['id']} ({item['why']})"
+                    )
             typer.echo("This destroys real AWS infrastructure.")
         nothing_changed()
         return
@@ -827,6 +838,8 @@ def teardown_cmd(
         emit_json({"changed": True, "planes": [o.as_json() for o in outcomes], "clean": clean})
     else:
         for final in finals:
+            for item in final.not_ours:
+                typer.echo(f"left: not the stack's: {item.line}")
             if not final.clean:
                 typer.echo("left: " + ", ".join(final.billing + final.blockers))
                 continue

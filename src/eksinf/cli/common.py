@@ -11,6 +11,7 @@ from typing import Any
 import typer
 
 from .. import stacklock
+from ..errors import FAILURE, EksinfError
 from ..stack import Stack, load_stack
 
 # stdout carries data; stderr carries progress, warnings and errors, as plain lines (no rich
@@ -52,9 +53,19 @@ def start_run(json_mode: bool) -> None:
 
 
 def emit_json(data: Any) -> None:
-    """Print the command's one JSON object on stdout."""
+    """Print the command's one JSON object on stdout. Strict JSON: NaN and infinities are not
+    JSON (most parsers refuse them), so a non-finite number is an error here, never printed; the
+    data is made finite where it is read (prices, the price cache)."""
+    try:
+        text = json.dumps(data, indent=2, sort_keys=True, default=str, allow_nan=False)
+    except ValueError as exc:
+        raise EksinfError(
+            f"the JSON report holds a number that is not finite ({exc})",
+            hint="This is a bug in eksinf: please report it with the command you ran.",
+            exit_code=FAILURE,
+        ) from exc
     _run.emitted = True
-    typer.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
+    typer.echo(text)
 
 
 def failed(message: str, hint: str, exit_code: int) -> int:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from .. import links as links_mod
-from ..errors import USAGE, EksinfError
+from ..errors import USAGE, EksinfError, shell_command
 from ..model.names import MANAGED_BY, profile_space, variant_space
 from ..model.targets import DEFAULT_KIND
 from .common import JSON_OPTION, MIRROR_OPTION, emit_json, progress, state
@@ -541,9 +541,10 @@ def sandbox_up(
     else:
         typer.echo(f"sandbox {name} is up: nothing changed.")
     workload = [c for p in report.planes if p.plane == "workload" for c in p.created + p.existing]
+    space = workload[-1] if workload else variant_space("karpenter", variant)
     typer.echo(
-        f"next: eksinf hub units --space {workload[-1] if workload else variant_space('karpenter', variant)}; "
-        f"eksinf sandbox down --name {name} --yes"
+        f"next: {shell_command('eksinf', 'hub', 'units', '--space', space)}; "
+        + shell_command("eksinf", "sandbox", "down", "--name", name, "--yes")
     )
 
 

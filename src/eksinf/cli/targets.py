@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from ..errors import ENVIRONMENT, EksinfError
+from ..errors import ENVIRONMENT, EksinfError, shell_command
 from ..model.targets import DEFAULT_KIND, KIND_HELP, target_kind
 from .aws import YES_OPTION, nothing_changed
 from .common import JSON_OPTION, emit_json, progress, state
@@ -97,7 +97,10 @@ def _print_target(info) -> None:
     )
     for item in info.applied:
         typer.echo(f"applied {item}")
-    typer.echo(f"deploy with: eksinf deploy --plane {info.plane} --target {info.target}")
+    typer.echo(
+        "deploy with: "
+        + shell_command("eksinf", "deploy", "--plane", info.plane, "--target", info.target)
+    )
 
 
 @target_app.command("list")

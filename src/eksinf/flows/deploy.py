@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import bundle, inside, links, oci
-from ..errors import CONTRACT, USAGE, EksinfError
+from ..errors import CONTRACT, USAGE, EksinfError, shell_command
 from ..faults import checkpoint
 from ..hub.protocol import (
     AlreadyExists,
@@ -43,7 +43,7 @@ from ..model.placeholder import PLACEHOLDER
 from ..model.targets import TargetKind, cluster_by_name, kind_of
 from ..outdir import MARKER
 from ..stack import Stack
-from ..yamlio import dump_docs, load_docs
+from ..yamlio import dump_docs, load_docs, load_input_docs
 
 if TYPE_CHECKING:
     from ..validate.release import ReleaseGate
@@ -172,6 +172,10 @@ def install(
                 CONTRACT,
             )
         chosen[comp.name] = src
+    for src in chosen.values():  # a unit that does not parse stops the install before any upload
+        for name, data in sorted(src.files.items()):
+            if name.endswith((".yaml", ".yml")):
+                load_input_docs(data, f"{src.ref}/{name}")
     if PROFILE_COMPONENT in chosen:
         _check_profile_source(chosen[PROFILE_COMPONENT])
     for comp in stack.components:
@@ -235,7 +239,7 @@ def _checked_profile(doc: dict, where: str) -> dict:
 def _check_profile_source(src: UploadSource) -> None:
     """The profile an install would load into the hub must pass lint's profile checks."""
     for name, data in sorted(src.files.items()):
-        for doc in load_docs(data.decode("utf-8"), f"{src.ref}/{name}"):
+        for doc in load_input_docs(data, f"{src.ref}/{name}"):
             if isinstance(doc, dict) and doc.get("kind") == PROFILE_KIND:
                 _checked_profile(doc, f"{src.ref}/{name}")
 
@@ -245,8 +249,11 @@ def checked_profile_doc(hub: Hub, variant: str) -> dict:
     if not hub.space_exists(space):
         raise NotFound(
             f"no profile variant {space}",
-            f"Create it with: eksinf hub create-variant {variant} {base_space(PROFILE_COMPONENT)} "
-            "(publishing would otherwise be refused by vet-placeholders).",
+            "Create it with: "
+            + shell_command(
+                "eksinf", "hub", "create-variant", variant, base_space(PROFILE_COMPONENT)
+            )
+            + " (publishing would otherwise be refused by vet-placeholders).",
             CONTRACT,
         )
     for doc in load_docs(hub.unit_data(space, PROFILE_UNIT), f"{space}/{PROFILE_UNIT}"):
@@ -428,8 +435,10 @@ def deploy(
     if plane == "hub":
         raise EksinfError(
             "the hub plane is never deployed: the platform profile is linked, not applied",
-            f"Create its variant with: eksinf hub create-variant {variant} "
-            f"{base_space(PROFILE_COMPONENT)}",
+            "Create its variant with: "
+            + shell_command(
+                "eksinf", "hub", "create-variant", variant, base_space(PROFILE_COMPONENT)
+            ),
             USAGE,
         )
     if "/" not in target:

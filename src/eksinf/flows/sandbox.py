@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import bundle
-from ..errors import CONTRACT, EksinfError
+from ..errors import CONTRACT, EksinfError, shell_command
 from ..faults import checkpoint
 from ..hub.protocol import Hub, UploadSource
 from ..model.digest import oci_digest
@@ -115,8 +115,9 @@ def sandbox_up(
             raise EksinfError(
                 f"sandbox {name} exists as kind {kind_of(hub.get_space(space).labels).name}, "
                 f"not {chosen.name}",
-                f"Take it down first (eksinf sandbox down --name {name} --yes), or use another "
-                "--name for this kind.",
+                "Take it down first ("
+                + shell_command("eksinf", "sandbox", "down", "--name", name, "--yes")
+                + "), or use another --name for this kind.",
                 CONTRACT,
             )
     load_profile(stack)  # lint's profile checks, before anything is rendered or installed

@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from .. import argo
-from ..errors import CONTRACT, FAILURE, USAGE, EksinfError
+from ..errors import CONTRACT, FAILURE, USAGE, EksinfError, shell_command
 from ..faults import checkpoint
 from ..links import engine
 from ..model import placeholder
 from ..model.digest import oci_digest, sha256_hex
 from ..model.names import OWNER, OWNER_LABEL, apps_space, variant_space
-from ..yamlio import dump_docs, load_docs, load_objects
+from ..yamlio import dump_docs, load_docs, load_input_docs
 from . import dbfile, functions, merge, where
 from .protocol import (
     APPS_SPACE_ANNOTATION,
@@ -226,7 +226,7 @@ class LocalHub(Closing):
         if row is None:
             raise NotFound(
                 f"unit {space}/{slug} not found",
-                f"List units with `eksinf hub units --space {space}`.",
+                f"List units with `{shell_command('eksinf', 'hub', 'units', '--space', space)}`.",
             )
         return row
 
@@ -462,8 +462,9 @@ class LocalHub(Closing):
                 held = ", ".join(f"{n} {t}" for t, n in counts.items() if n)
                 raise HubError(
                     f"space {slug} is not empty ({held})",
-                    f"Delete it with its contents: `--recursive` (eksinf hub delete {slug} "
-                    "--recursive --yes).",
+                    "Delete it with its contents: `--recursive` ("
+                    + shell_command("eksinf", "hub", "delete", slug, "--recursive", "--yes")
+                    + ").",
                     CONTRACT,
                 )
             # Contents first, in foreign-key order: nothing ever points at a deleted row.
@@ -580,10 +581,10 @@ class LocalHub(Closing):
         for name in sorted(source.files):
             if not name.endswith((".yaml", ".yml")):
                 continue
-            text = source.files[name].decode("utf-8")
             # parsed once here, bounded (an alias bomb is refused before it is stored and
             # walked by every later link and function)
-            docs = load_objects(text, f"{source.ref}/{name}")
+            docs = load_input_docs(source.files[name], f"{source.ref}/{name}")
+            text = source.files[name].decode("utf-8")
             if any(d.get("kind") == "Secret" for d in docs):
                 skipped_secrets.append(name)
                 continue
@@ -673,7 +674,11 @@ class LocalHub(Closing):
             head_before = unit["head"]
             if self._write(unit, result.text, description):
                 updated.append(slug)
-                reverts.append(f"eksinf hub restore {space} {slug} --revision {head_before}")
+                reverts.append(
+                    shell_command(
+                        "eksinf", "hub", "restore", space, slug, "--revision", head_before
+                    )
+                )
             else:
                 unchanged.append(slug)
             db.execute("UPDATE units SET upload_base=? WHERE id=?", (text, unit["id"]))
@@ -681,7 +686,11 @@ class LocalHub(Closing):
             if slug in planned or unit["data"] == "":
                 continue
             if prune:
-                reverts.append(f"eksinf hub restore {space} {slug} --revision {unit['head']}")
+                reverts.append(
+                    shell_command(
+                        "eksinf", "hub", "restore", space, slug, "--revision", unit["head"]
+                    )
+                )
                 self._write(unit, "", f"{description}: emptied (file gone)")
                 db.execute("UPDATE units SET upload_base='' WHERE id=?", (unit["id"],))
                 emptied.append(slug)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ...errors import shell_command
 from ...model import iam
 from ...model.targets import HYPERPOD_EKS
 from ...prices import load_catalogue
@@ -214,8 +215,17 @@ def inference_addon(ctx: Context) -> list[Check]:
     element = f"the {INFERENCE_ADDON} add-on ACTIVE at {hp.addon_version}"
     call = f"eks:DescribeAddon clusterName={ctx.facts.cluster_name} addonName={INFERENCE_ADDON}"
     fix = (
-        f"install or update it (HyperPod console, or aws eks update-addon --addon-name "
-        f"{INFERENCE_ADDON} --addon-version {hp.addon_version})"
+        "install or update it (HyperPod console, or "
+        + shell_command(
+            "aws",
+            "eks",
+            "update-addon",
+            "--addon-name",
+            INFERENCE_ADDON,
+            "--addon-version",
+            hp.addon_version,
+        )
+        + ")"
     )
     if hp.addon_error:
         return [Check("inference-addon", element, "unknown", hp.addon_error, call, fix)]

@@ -8,12 +8,11 @@ facts, no AWS (tests/test_contract_rules.py).
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ...errors import EksinfError
+from ...errors import EksinfError, shell_command
 from ...model import iam
 from ...model.addons import same_values
 from ...model.iam import POD_IDENTITY_ACTIONS, POD_IDENTITY_SERVICE
@@ -392,9 +391,21 @@ def access_entry(ctx: Context) -> list[Check]:
     principal = facts.caller.principal_arn if facts.caller else "?"
     call = f"eks:ListAccessEntries clusterName={c}"
     fix = (
-        f"re-run with --grant-access, or: aws eks create-access-entry --cluster-name {c} "
-        f"--principal-arn {principal} --type STANDARD --region {r} (then the access-policy "
-        "fix)"
+        "re-run with --grant-access, or: "
+        + shell_command(
+            "aws",
+            "eks",
+            "create-access-entry",
+            "--cluster-name",
+            c,
+            "--principal-arn",
+            principal,
+            "--type",
+            "STANDARD",
+            "--region",
+            r,
+        )
+        + " (then the access-policy fix)"
     )
     if facts.access_entries is None:
         checks.append(
@@ -451,10 +462,20 @@ def access_policy(ctx: Context) -> list[Check]:
     principal = facts.caller.principal_arn if facts.caller else "?"
     element = f"the access policy {ADMIN_POLICY.rsplit('/', 1)[-1]} (cluster scope) for {principal}"
     call = f"eks:ListAssociatedAccessPolicies clusterName={c} principalArn={principal}"
-    fix = (
-        f"re-run with --grant-access, or: aws eks associate-access-policy --cluster-name {c} "
-        f"--principal-arn {principal} --access-scope type=cluster --policy-arn {ADMIN_POLICY} "
-        f"--region {r}"
+    fix = "re-run with --grant-access, or: " + shell_command(
+        "aws",
+        "eks",
+        "associate-access-policy",
+        "--cluster-name",
+        c,
+        "--principal-arn",
+        principal,
+        "--access-scope",
+        "type=cluster",
+        "--policy-arn",
+        ADMIN_POLICY,
+        "--region",
+        r,
     )
     if facts.access_entries is None or ctx.entry_missing:
         detail = "no access entry to read (see access-entry)"
@@ -551,7 +572,17 @@ def pod_identity_agent(ctx: Context) -> list[Check]:
     c, r = facts.cluster_name, facts.region
     checks: list[Check] = []
     call = f"eks:DescribeAddon clusterName={c} addonName={AGENT_ADDON}"
-    fix = f"aws eks create-addon --cluster-name {c} --addon-name {AGENT_ADDON} --region {r}"
+    fix = shell_command(
+        "aws",
+        "eks",
+        "create-addon",
+        "--cluster-name",
+        c,
+        "--addon-name",
+        AGENT_ADDON,
+        "--region",
+        r,
+    )
     if facts.addon_error:
         checks.append(
             Check(
@@ -627,12 +658,25 @@ def addon_drift(ctx: Context) -> list[Check]:
             same.append(f"{need.name} {installed.get('addonVersion')}")
             continue
         diffs.append(f"{need.name}: " + "; ".join(apart))
-        # quoted for a POSIX shell: values are JSON or YAML text and may hold a quote
-        values = f" --configuration-values {shlex.quote(need.values)}" if need.values else ""
+        # values are JSON or YAML text and may hold a quote
+        values = ("--configuration-values", need.values) if need.values else ()
         fixes.append(
-            f"`aws eks update-addon --cluster-name {facts.cluster_name} --addon-name "
-            f"{need.name} --addon-version {need.version or 'VERSION'}{values} "
-            "--resolve-conflicts OVERWRITE`"
+            "`"
+            + shell_command(
+                "aws",
+                "eks",
+                "update-addon",
+                "--cluster-name",
+                facts.cluster_name,
+                "--addon-name",
+                need.name,
+                "--addon-version",
+                need.version or "VERSION",
+                *values,
+                "--resolve-conflicts",
+                "OVERWRITE",
+            )
+            + "`"
         )
     if not diffs:
         detail = ", ".join(same) or "none of the units' add-ons is installed"
@@ -764,11 +808,31 @@ def pod_identity_role(ctx: Context) -> list[Check]:
         for sa, arn, role in wrong
     )
     fix = "; ".join(
-        f"`aws eks update-pod-identity-association --cluster-name {facts.cluster_name} "
-        f"--association-id ID --role-arn {arn.rsplit('/', 1)[0]}/{role}` (ID: `aws eks "
-        f"list-pod-identity-associations --cluster-name {facts.cluster_name} --namespace "
-        f"{sa.split('/')[0]} --service-account {sa.split('/')[1]}`), or set the profile's role "
-        f"name to {arn.rsplit('/', 1)[-1]} and `eksinf render`"
+        "`"
+        + shell_command(
+            "aws",
+            "eks",
+            "update-pod-identity-association",
+            "--cluster-name",
+            facts.cluster_name,
+            "--association-id",
+            "ID",
+            "--role-arn",
+            f"{arn.rsplit('/', 1)[0]}/{role}",
+        )
+        + "` (ID: `"
+        + shell_command(
+            "aws",
+            "eks",
+            "list-pod-identity-associations",
+            "--cluster-name",
+            facts.cluster_name,
+            "--namespace",
+            sa.split("/")[0],
+            "--service-account",
+            sa.split("/")[1],
+        )
+        + f"`), or set the profile's role name to {arn.rsplit('/', 1)[-1]} and `eksinf render`"
         for sa, arn, role in wrong
     )
     return [Check("pod-identity-role", element, "fail", detail, call, fix)]
@@ -821,7 +885,15 @@ def irsa_issuer(ctx: Context) -> list[Check]:
                 call,
                 ""
                 if ok
-                else f"aws iam create-open-id-connect-provider --url {issuer} --client-id-list sts.amazonaws.com",
+                else shell_command(
+                    "aws",
+                    "iam",
+                    "create-open-id-connect-provider",
+                    "--url",
+                    issuer,
+                    "--client-id-list",
+                    "sts.amazonaws.com",
+                ),
             )
         )
     return checks
