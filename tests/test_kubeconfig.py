@@ -480,3 +480,35 @@ def test_status_plane_surfaces_the_diagnosis(eksinf, stack_dir, kube_plane, tmp_
     unauthorized = eksinf(*status, "--context", "stranger", cwd=stack_dir)
     assert unauthorized.code == ENVIRONMENT
     assert "does not recognise the credentials of context stranger" in unauthorized.err
+
+
+def test_the_contract_reads_carry_the_diagnosis_and_its_fix(kube_plane, tmp_path):
+    """enroll's contract reads the endpoint and Argo CD through the same client: a 403 there
+    is the RBAC diagnosis, a 401 the credentials one, each with its fix, never "unreachable"."""
+    from eksinf.aws.contract.facts import Facts, _gather_kube
+
+    cluster = {"certificate-authority": str(kube_plane.ca_file)}
+    facts = Facts(region="us-west-2", cluster_name="local")
+    nobody = config(kube_plane.server, cluster, {"token": kube_plane.no_rights_token})
+    _gather_kube(KubeClient.from_kubeconfig(write(tmp_path / "n", nobody)), facts, "argocd")
+    assert facts.version == "v1.31.14"  # /version is public to every authenticated user
+    assert facts.argocd_status == 403
+    assert 'user "eksinf-nobody" may not get deployments.apps in namespace argocd' in (
+        facts.argocd_error
+    )
+
+    stranger = config(kube_plane.server, cluster, {"token": "not-a-known-token"})
+    _gather_kube(KubeClient.from_kubeconfig(write(tmp_path / "s", stranger)), facts, "argocd")
+    assert facts.endpoint_status == 401 and "does not recognise" in facts.endpoint_error
+    assert "expired" in facts.endpoint_hint  # the endpoint-reachable check's fix
+
+
+def test_a_kubeconfig_is_never_stored_in_the_cache(tmp_path, monkeypatch):
+    """Parses of large YAML texts are cached on disk; a kubeconfig names credentials."""
+    monkeypatch.setenv("EKSINF_CACHE_DIR", str(tmp_path / "cache"))
+    secret = "s3cr3t-" + "x" * 64
+    big = config("https://127.0.0.1:1", {"certificate-authority-data": "QUFB" * 2000},
+                 {"token": secret})  # fmt: skip
+    assert kubeconfig.read_kubeconfig(write(tmp_path / "big", big)).token == secret
+    stored = [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+    assert not any(secret.encode() in p.read_bytes() for p in stored)

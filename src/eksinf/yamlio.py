@@ -338,7 +338,7 @@ def _non_mapping_location(name: str, text: str) -> str:
     return name
 
 
-def load_docs(text: str, label: str = "YAML input") -> list[Any]:
+def load_docs(text: str, label: str = "YAML input", *, cached: bool = True) -> list[Any]:
     """Parse machine-written multi-document YAML; empty documents are dropped.
 
     Bounded like every read (MAX_TEXT, MAX_DEPTH, MAX_NODES with aliases expanded): this text may
@@ -347,9 +347,12 @@ def load_docs(text: str, label: str = "YAML input") -> list[Any]:
     Same result as `yaml.load_all` with our loader, built straight from libyaml's node tree:
     strings and containers need none of the generic constructor's bookkeeping, which is most of
     the parse time for large CRDs. Other scalars (ints, bools, nulls, ...) and documents with
-    merge keys go through the standard constructor.
+    merge keys go through the standard constructor. `cached=False` keeps the parse out of the
+    derived-data cache.
     """
     _check_text(text, label)
+    if not cached:  # a text naming credentials (a kubeconfig) is never stored in the cache
+        return _load_docs(text, label)
     return _through_cache(b"load_docs", text, lambda: _load_docs(text, label))
 
 

@@ -117,6 +117,8 @@ def kubeconfig_files(explicit: Path | None = None) -> list[Path]:
 
 
 def _read_one(path: Path) -> dict[str, Any]:
+    import yaml
+
     from .. import yamlio
 
     try:
@@ -127,8 +129,9 @@ def _read_one(path: Path) -> dict[str, Any]:
     if len(data) > MAX_KUBECONFIG_BYTES:
         raise _error(f"{path}: larger than any kubeconfig ({MAX_KUBECONFIG_BYTES} bytes)")
     try:
-        docs = yamlio.load_docs(data.decode("utf-8"), str(path))
-    except (UnicodeDecodeError, EksinfError) as exc:
+        # bounded (size, depth, aliases) and never cached: a kubeconfig names credentials
+        docs = yamlio.load_docs(data.decode("utf-8"), str(path), cached=False)
+    except (UnicodeDecodeError, yaml.YAMLError, EksinfError) as exc:
         raise _error(
             f"{path}: not a usable kubeconfig ({getattr(exc, 'message', exc)})",
             hint="A kubeconfig is one YAML document (kubectl config view shows yours).",
