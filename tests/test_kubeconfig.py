@@ -334,6 +334,47 @@ def test_an_exec_plugin_may_answer_with_a_client_certificate(kube_plane, tmp_pat
     )
 
 
+def test_a_401_to_a_plugin_token_mints_once_more_then_names_the_plugin(kube_plane, tmp_path):
+    folder = tmp_path / "plugin"
+    user = plugin(folder, "v1", {"token": "revoked-token"})
+    cluster = {"certificate-authority": str(kube_plane.ca_file)}
+    path = write(tmp_path / "config", config(kube_plane.server, cluster, user))
+    with pytest.raises(KubeAccessError) as caught:
+        KubeClient.from_kubeconfig(path).version()
+    assert caught.value.status == 401 and runs(folder) == 2
+    assert f"exec plugin `{sys.executable} {folder / 'plugin.py'}" in caught.value.message
+
+
+def test_the_kept_kubeconfig_inlines_certificates_and_keeps_references_absolute(
+    kube_plane, tmp_path, monkeypatch
+):
+    """What target add and enroll keep: one context, certificates inlined, a token file and an
+    exec command made absolute, so it reaches the same cluster from any folder."""
+    folder = tmp_path / "kube"
+    folder.mkdir()
+    (folder / "ca.crt").write_bytes(kube_plane.ca_file.read_bytes())
+    (folder / "token").write_text(kube_plane.admin_token)
+    (folder / "bin").mkdir()
+    two = config(kube_plane.server, {"certificate-authority": "ca.crt"}, {"tokenFile": "token"})
+    two["users"].append({"name": "login", "user": {"exec": {
+        "apiVersion": "client.authentication.k8s.io/v1", "command": "bin/login"}}})  # fmt: skip
+    two["contexts"].append({"name": "login", "context": {"cluster": "local", "user": "login"}})
+    merged, label = kubeconfig.load(write(folder / "config", two))
+    kept = kubeconfig.one_context(merged, None, label)
+    assert [c["name"] for c in kept["contexts"]] == ["local"]
+    assert [u["name"] for u in kept["users"]] == ["local"]
+    cluster = kept["clusters"][0]["cluster"]
+    assert "certificate-authority" not in cluster
+    assert (
+        base64.b64decode(cluster["certificate-authority-data"]) == kube_plane.ca_file.read_bytes()
+    )
+    assert kept["users"][0]["user"]["tokenFile"] == str(folder / "token")
+    login = kubeconfig.one_context(merged, "login", label)
+    assert login["users"][0]["user"]["exec"]["command"] == str(folder / "bin" / "login")
+    monkeypatch.chdir(tmp_path)
+    assert_admin(KubeClient.from_kubeconfig(write(tmp_path / "kept", kept)))
+
+
 def test_a_failing_exec_plugin_is_named_with_its_stderr_never_no_access(kube_plane, tmp_path):
     script = tmp_path / "login.py"
     script.write_text(
@@ -419,7 +460,7 @@ def test_401_and_403_are_diagnosed_from_the_real_answers(kube_plane, tmp_path):
 
 
 def test_target_add_surfaces_the_diagnosis_and_binds_nothing(
-    eksinf, stack_dir, kube_plane, tmp_path
+    eksinf, stack_dir, kube_plane, tmp_path, monkeypatch
 ):
     cluster = {"certificate-authority": str(kube_plane.ca_file)}
     two = config(kube_plane.server, cluster, {"token": kube_plane.no_rights_token}, name="nobody")
@@ -432,7 +473,9 @@ def test_target_add_surfaces_the_diagnosis_and_binds_nothing(
     forbidden = eksinf(*add, cwd=stack_dir)
     assert forbidden.code == ENVIRONMENT
     assert 'user "eksinf-nobody" may not get deployments.apps in namespace argocd' in forbidden.err
-    unauthorized = eksinf(*add, "--context", "stranger", cwd=stack_dir)
+    # without --kubeconfig: KUBECONFIG's files (a missing one skipped), and --context
+    monkeypatch.setenv("KUBECONFIG", os.pathsep.join([str(tmp_path / "absent"), str(given)]))
+    unauthorized = eksinf(*add[:5], "--context", "stranger", cwd=stack_dir)
     assert unauthorized.code == ENVIRONMENT
     assert "does not recognise the credentials of context stranger" in unauthorized.err
     assert not kubeconfig_path(stack_dir, "m1").exists()
