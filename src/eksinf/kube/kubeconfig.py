@@ -408,11 +408,21 @@ def _inline(section: dict[str, Any], label: str) -> dict[str, Any]:
     out = copy.deepcopy(section)
     for key, data_key in _FILE_KEYS.items():
         if key in out:
-            path = Path(str(out.pop(key)))
-            if not path.is_file():
-                raise _error(f"{label}: {key} {path} does not exist")
-            out[data_key] = base64.b64encode(path.read_bytes()).decode()
+            data = _read_material(Path(str(out.pop(key))), f"{label}: {key}")
+            out[data_key] = base64.b64encode(data).decode()
     return out
+
+
+def _read_material(path: Path, what: str) -> bytes:
+    """A certificate, key or CA bundle file, bounded like the kubeconfig that names it."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_KUBECONFIG_BYTES + 1)
+    except OSError as exc:
+        raise _error(f"{what} {path}: cannot read it ({exc.strerror})") from exc
+    if len(data) > MAX_KUBECONFIG_BYTES:
+        raise _error(f"{what} {path}: larger than any certificate ({MAX_KUBECONFIG_BYTES} bytes)")
+    return data
 
 
 # ---- exec credential plugins --------------------------------------------------------------
@@ -465,9 +475,8 @@ def _exec_info(plugin: ExecPlugin, auth: KubeAuth) -> str:
         if auth.ca_data:
             cluster["certificate-authority-data"] = auth.ca_data
         elif auth.ca_file:
-            cluster["certificate-authority-data"] = base64.b64encode(
-                Path(auth.ca_file).read_bytes()
-            ).decode()
+            ca = _read_material(Path(auth.ca_file), "certificate-authority")
+            cluster["certificate-authority-data"] = base64.b64encode(ca).decode()
         if auth.insecure:
             cluster["insecure-skip-tls-verify"] = True
         if auth.proxy_url:
