@@ -184,6 +184,15 @@ def test_a_401_is_explained_by_the_missing_access_entry() -> None:
     assert (endpoint.status, endpoint.blocks) == ("skipped", False)
 
 
+def test_an_unexplained_401_names_the_credentials_never_the_network() -> None:
+    diagnosis = "cluster https://x does not recognise the credentials of context c (...)"
+    facts = replace(
+        good(), version=None, endpoint_status=401, endpoint_error=diagnosis, endpoint_hint="log in"
+    )
+    (endpoint,) = judge("endpoint-reachable", facts)
+    assert (endpoint.status, endpoint.detail, endpoint.fix) == ("fail", diagnosis, "log in")
+
+
 def test_unreadable_facts_are_unknown_and_block() -> None:
     facts = replace(good(), access_entries=None, access_error="AccessDenied")
     (entry,) = judge("access-entry", facts)

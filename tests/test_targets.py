@@ -183,7 +183,7 @@ def test_target_add_refuses_an_unusable_context(eksinf, stack_dir, tmp_path):
             "target", "add", "m1", "--plane", "mgmt", "--kubeconfig", str(given),
             "--context", "nope", cwd=stack_dir,
         )  # fmt: skip
-    assert result.code == 2 and "no usable context 'nope'" in result.err
+    assert result.code == 2 and "no context 'nope' (it has: fake)" in result.err
     assert not (stack_dir / ".eksinf" / "hub.db").exists()
 
 

@@ -445,7 +445,9 @@ def _non_mapping_location(name: str, text: str) -> str:
     return name
 
 
-def load_docs(text: str, label: str = "YAML input", *, unique_keys: bool = False) -> list[Any]:
+def load_docs(
+    text: str, label: str = "YAML input", *, unique_keys: bool = False, cached: bool = True
+) -> list[Any]:
     """Parse machine-written multi-document YAML; empty documents are dropped.
 
     Bounded like every read (MAX_TEXT, MAX_DEPTH, MAX_NODES with aliases expanded): this text may
@@ -454,12 +456,15 @@ def load_docs(text: str, label: str = "YAML input", *, unique_keys: bool = False
     Same result as `yaml.load_all` with our loader, built straight from libyaml's node tree:
     strings and containers need none of the generic constructor's bookkeeping, which is most of
     the parse time for large CRDs. Other scalars (ints, bools, nulls, ...) and documents with
-    merge keys go through the standard constructor.
+    merge keys go through the standard constructor. `cached=False` keeps the parse out of the
+    derived-data cache.
 
     With `unique_keys`, two keys of one mapping that Kubernetes would keep as one JSON key
     (`a` twice, `on` and `true`, `16` and `0x10`) are refused naming both places.
     """
     _check_text(text, label)
+    if not cached:  # a text naming credentials (a kubeconfig) is never stored in the cache
+        return _load_docs(text, label, unique_keys)
     kind = b"load_docs unique" if unique_keys else b"load_docs"
     return _through_cache(kind, text, lambda: _load_docs(text, label, unique_keys))
 

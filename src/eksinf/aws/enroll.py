@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..argo import application_schema
 from ..argo import root_application as hub_root
 from ..errors import CONTRACT, ENVIRONMENT, EksinfError
@@ -28,6 +26,8 @@ from ..kube.client import (
     resource_path,
     write_kubeconfig,
 )
+from ..kube.kubeconfig import load as load_kubeconfig
+from ..kube.kubeconfig import one_context
 from ..model.names import apps_space, kubeconfig_path, schema_validator
 from ..yamlio import load_docs
 from .scope import StackScope
@@ -116,6 +116,7 @@ class ClusterAccess:
     target_kubeconfig: Path
     generated: dict[str, Any] | None  # written only once the contract holds
     given: Path | None
+    reduced: dict[str, Any] | None = None  # the given kubeconfig's chosen context, kept as is
 
 
 def cluster_access(
@@ -124,12 +125,14 @@ def cluster_access(
     scope: StackScope,
     session: AwsSession,
     kubeconfig: Path | None,
+    context: str | None = None,
 ) -> ClusterAccess:
     target = kubeconfig_path(stack_root, name)
     if kubeconfig is not None:
-        return ClusterAccess(
-            KubeClient.from_kubeconfig(kubeconfig, session), target, None, kubeconfig
-        )
+        merged, label = load_kubeconfig(kubeconfig)
+        reduced = one_context(merged, context, label)
+        auth = parse_kubeconfig(reduced, kubeconfig.parent, label)
+        return ClusterAccess(KubeClient.from_auth(auth, session), target, None, kubeconfig, reduced)
     found = describe_cluster(session, scope.cluster)
     if found is None or not found.get("endpoint"):
         return ClusterAccess(None, target, None, None)
@@ -189,8 +192,10 @@ def wire(
     applied = apply_wiring(access.kube, docs)
     if access.generated is not None:
         write_kubeconfig(access.target_kubeconfig, access.generated)
-    elif access.given is not None and access.given.resolve() != access.target_kubeconfig.resolve():
-        write_kubeconfig(access.target_kubeconfig, yaml.safe_load(access.given.read_text()))
+    elif access.reduced is not None and (
+        access.given is None or access.given.resolve() != access.target_kubeconfig.resolve()
+    ):
+        write_kubeconfig(access.target_kubeconfig, access.reduced)
     return {
         "kubeconfig": str(access.target_kubeconfig),
         "server": access.kube.server,

@@ -8,7 +8,8 @@ with `/v1/models` through the pod proxy; SageMaker endpoint registration is a su
 never decides serving (an endpoint can serve behind its ALB while registration is pending).
 
 Every row has a `state`: healthy | degraded | unknown. Unknown (no answer, no status yet, a
-failed read) is reported as such and never counts as healthy. `collect` does the reads;
+failed read) is reported as such and never counts as healthy. A 401 or 403 is not a state: it
+stops the report with the client's diagnosis (exit 4). `collect` does the reads;
 the `*_rows` functions are pure over what the API answered.
 """
 
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EksinfError
-from ..kube.client import KubeClient, ResourceRef, resource_path
+from ..kube.client import KubeAccessError, KubeClient, ResourceRef, resource_path
 from ..model.configs import read_units, resources
 from .argocd import APPLICATION_API, sync_state
 
@@ -162,6 +163,8 @@ def models_check(kube: KubeClient, namespace: str, service: str, port: int, mode
 def _models(kube: KubeClient, path: str, model: str) -> dict:
     try:
         answer = kube.get_path(path)
+    except KubeAccessError:
+        raise  # no access is not a plane state: its diagnosis, exit 4
     except EksinfError as exc:
         return {"path": path, "state": UNKNOWN, "models": None, "message": exc.message}
     if answer is None:
@@ -307,6 +310,8 @@ def collect(
     report: dict[str, Any] = {"plane": plane, "server": kube.server}
     try:
         kube.version()
+    except KubeAccessError:
+        raise  # no access is not a plane state: its diagnosis, exit 4
     except EksinfError as exc:
         report.update(state=UNKNOWN, error=exc.message)
         return report
@@ -314,6 +319,8 @@ def collect(
     for name in plan.applications:
         try:
             app = kube.get(resource_path(*APPLICATION_API, argocd_namespace, name))
+        except KubeAccessError:
+            raise  # no access is not a plane state: its diagnosis, exit 4
         except EksinfError:
             app = None
         apps.append(app or {"metadata": {"name": name}})  # absent: Unknown, never Synced
@@ -323,6 +330,8 @@ def collect(
         for label, path in plan.ack:
             try:
                 rows.append(ack_row(label, kube.get(path)))
+            except KubeAccessError:
+                raise  # no access is not a plane state: its diagnosis, exit 4
             except EksinfError as exc:
                 rows.append(ack_row(label, None, exc.message))
         report["ack"] = rows
@@ -330,6 +339,8 @@ def collect(
         try:
             pools, claims = kube.items(NODEPOOLS), kube.items(NODECLAIMS)
             report["karpenter"] = karpenter_rows(pools, claims)
+        except KubeAccessError:
+            raise  # no access is not a plane state: its diagnosis, exit 4
         except EksinfError as exc:
             report["karpenter"] = [{"state": UNKNOWN, "message": exc.message}]
     if plane == "workload":
@@ -345,6 +356,8 @@ def collect(
             )
             try:
                 obj = kube.get(path)
+            except KubeAccessError:
+                raise  # no access is not a plane state: its diagnosis, exit 4
             except EksinfError as exc:
                 rows.append({"deployment": label, "state": UNKNOWN, "message": exc.message})
                 continue
@@ -380,6 +393,8 @@ def _endpoint_config(
         obj = kube.get(path)
         selector = str(((obj or {}).get("status") or {}).get("selector") or "")
         pods = kube.items(resource_path("v1", "Pod", namespace), selector) if selector else []
+    except KubeAccessError:
+        raise  # no access is not a plane state: its diagnosis, exit 4
     except EksinfError as exc:
         return {"endpointConfig": label, "state": UNKNOWN, "message": exc.message}
     ready = [p for p in pods if _ready(p)]

@@ -76,6 +76,9 @@ def warn(message: str) -> None:
 
 
 ARGOCD_NS_OPTION = typer.Option("argocd", "--argocd-namespace", help="Argo CD's namespace.")
+CONTEXT_OPTION = typer.Option(
+    None, "--context", help="The --kubeconfig context to use. Default: its current-context."
+)
 
 
 def status_cmd(
@@ -93,6 +96,10 @@ def status_cmd(
         "--mgmt-kubeconfig",
         help="Management cluster kubeconfig, to compare the account ACK built the stack in "
         "with the caller's. Default: .eksinf/clusters/mgmt.kubeconfig when it exists.",
+    ),
+    context: str = CONTEXT_OPTION,
+    mgmt_context: str = typer.Option(
+        None, "--mgmt-context", help="The --mgmt-kubeconfig context. Default: its current-context."
     ),
     plane: str = typer.Option(
         None,
@@ -127,6 +134,7 @@ def status_cmd(
             ctx,
             plane,
             workload_kubeconfig,
+            context,
             variant,
             chosen.name,
             argocd_namespace,
@@ -158,7 +166,7 @@ def status_cmd(
             hint=exc.hint or "Fix the AWS access above and re-run.",
             exit_code=exc.exit_code if exc.exit_code == ENVIRONMENT else ENVIRONMENT,
         ) from exc
-    stack_accounts = _stack_accounts(ctx, mgmt_kubeconfig, session)
+    stack_accounts = _stack_accounts(ctx, mgmt_kubeconfig, session, mgmt_context)
     live = pricing.fetch_rates(
         session,
         scope.region,
@@ -177,7 +185,7 @@ def status_cmd(
     section: dict[str, Any] | None = None
     if workload_kubeconfig is not None:
         try:
-            kube = KubeClient.from_kubeconfig(workload_kubeconfig, session)
+            kube = KubeClient.from_kubeconfig(workload_kubeconfig, session, context)
         except EksinfError as exc:
             section = {
                 "nodeClasses": None,
@@ -223,6 +231,7 @@ def _serving_status(
     ctx: typer.Context,
     plane: str,
     kubeconfig: Path | None,
+    context: str | None,
     variant: str,
     kind: str,
     argocd_namespace: str,
@@ -248,7 +257,7 @@ def _serving_status(
     plan = serving.plan_for(
         stack.configs_dir, plane, [c.name for c in stack.select(plane=plane, kind=kind)], variant
     )
-    kube = KubeClient.from_kubeconfig(Path(path))
+    kube = KubeClient.from_kubeconfig(Path(path), context=context)
     shown = 0
     while True:
         report = serving.collect(kube, plan, argocd_namespace, model, plane)
@@ -266,7 +275,7 @@ def _serving_status(
 
 
 def _stack_accounts(
-    ctx: typer.Context, kubeconfig: Path | None, session: AwsSession
+    ctx: typer.Context, kubeconfig: Path | None, session: AwsSession, context: str | None
 ) -> dict[str, list[str]] | None:
     """The account(s) the stack's ACK objects record, or None when there is no way to know."""
     from ..aws.ack import ack_accounts, ack_objects
@@ -278,7 +287,7 @@ def _stack_accounts(
         return None
     mgmt = [c.name for c in stack.select(plane="mgmt")]
     try:
-        kube = KubeClient.from_kubeconfig(path, session)
+        kube = KubeClient.from_kubeconfig(path, session, context)
         return ack_accounts(kube, ack_objects(stack.configs_dir, mgmt))
     except EksinfError as exc:
         warn(f"the stack's account is unknown (management cluster: {exc.message})")
@@ -297,11 +306,13 @@ USER_OPTION = typer.Option(None, "--user-name", help="IAM user name. Default: <s
 YES_OPTION = typer.Option(False, "--yes", help="Carry out the change (without it: print the plan).")
 
 
-def mgmt_kube(ctx: typer.Context, kubeconfig: Path | None, session: AwsSession) -> KubeClient:
+def mgmt_kube(
+    ctx: typer.Context, kubeconfig: Path | None, session: AwsSession, context: str | None
+) -> KubeClient:
     from ..kube.client import KubeClient
 
     path = kubeconfig or kubeconfig_path(state(ctx).stack().root, "mgmt")
-    return KubeClient.from_kubeconfig(Path(path), session)
+    return KubeClient.from_kubeconfig(Path(path), session, context)
 
 
 def ack_namespace(ctx: typer.Context) -> str:
@@ -316,6 +327,7 @@ def nothing_changed() -> None:
 def creds_status_cmd(
     ctx: typer.Context,
     kubeconfig: Path = MGMT_KUBECONFIG_OPTION,
+    context: str = CONTEXT_OPTION,
     aws_profile: str = AWS_PROFILE_OPTION,
     json_out: bool = JSON_OPTION,
 ) -> None:
@@ -324,7 +336,7 @@ def creds_status_cmd(
 
     scope = stack_scope(ctx, None)
     session = aws_session(scope, aws_profile)
-    kube = mgmt_kube(ctx, kubeconfig, session)
+    kube = mgmt_kube(ctx, kubeconfig, session, context)
     namespace = ack_namespace(ctx)
     info = creds_mod.read_secret(kube, namespace)
     from ..kube.client import resource_path
@@ -361,7 +373,11 @@ def creds_status_cmd(
 
 
 def _write_own_credentials(
-    ctx: typer.Context, kubeconfig: Path | None, aws_profile: str | None, hint: str
+    ctx: typer.Context,
+    kubeconfig: Path | None,
+    context: str | None,
+    aws_profile: str | None,
+    hint: str,
 ) -> None:
     from ..aws import creds as creds_mod
 
@@ -371,7 +387,7 @@ def _write_own_credentials(
         creds = creds_mod.existing_credentials(session)
     except EksinfError as exc:
         raise EksinfError(exc.message, hint=hint or exc.hint, exit_code=exc.exit_code) from exc
-    kube = mgmt_kube(ctx, kubeconfig, session)
+    kube = mgmt_kube(ctx, kubeconfig, session, context)
     kube.version()  # reachable before anything is written
     caller = session.caller
     typer.echo(f"account {caller.account}, identity {caller.arn}, key {creds['AccessKeyId']}")
@@ -398,21 +414,23 @@ def _report_restart(restarted: list[str]) -> None:
 def creds_use_existing_cmd(
     ctx: typer.Context,
     kubeconfig: Path = MGMT_KUBECONFIG_OPTION,
+    context: str = CONTEXT_OPTION,
     aws_profile: str = AWS_PROFILE_OPTION,
 ) -> None:
     """Hand your own AWS identity (never the account root) to the ACK controllers."""
-    _write_own_credentials(ctx, kubeconfig, aws_profile, "")
+    _write_own_credentials(ctx, kubeconfig, context, aws_profile, "")
 
 
 @creds_app.command("refresh")
 def creds_refresh_cmd(
     ctx: typer.Context,
     kubeconfig: Path = MGMT_KUBECONFIG_OPTION,
+    context: str = CONTEXT_OPTION,
     aws_profile: str = AWS_PROFILE_OPTION,
 ) -> None:
     """Re-write the Secret from a renewed session (after `aws sso login`)."""
     _write_own_credentials(
-        ctx, kubeconfig, aws_profile, "Has your SSO session expired? Try: aws sso login"
+        ctx, kubeconfig, context, aws_profile, "Has your SSO session expired? Try: aws sso login"
     )
     progress("reconciliation resumes as the controllers come back up")
 
@@ -422,6 +440,7 @@ def creds_create_user_cmd(
     ctx: typer.Context,
     user_name: str = USER_OPTION,
     kubeconfig: Path = MGMT_KUBECONFIG_OPTION,
+    context: str = CONTEXT_OPTION,
     aws_profile: str = AWS_PROFILE_OPTION,
     yes: bool = YES_OPTION,
 ) -> None:
@@ -442,7 +461,7 @@ def creds_create_user_cmd(
     if not yes:
         nothing_changed()
         return
-    kube = mgmt_kube(ctx, kubeconfig, session)
+    kube = mgmt_kube(ctx, kubeconfig, session, context)
     kube.version()  # the Secret can be written: checked before a key is minted
     made = creds_mod.create_user(session, scope, policy, name)
     if made.rotated:
@@ -462,6 +481,7 @@ def creds_delete_user_cmd(
     ctx: typer.Context,
     user_name: str = USER_OPTION,
     kubeconfig: Path = MGMT_KUBECONFIG_OPTION,
+    context: str = CONTEXT_OPTION,
     aws_profile: str = AWS_PROFILE_OPTION,
     yes: bool = YES_OPTION,
 ) -> None:
@@ -485,7 +505,7 @@ def creds_delete_user_cmd(
         f"policies: {', '.join(gone.policies) or 'none'})"
     )
     try:
-        kube = mgmt_kube(ctx, kubeconfig, session)
+        kube = mgmt_kube(ctx, kubeconfig, session, context)
         info = creds_mod.read_secret(kube, ack_namespace(ctx))
     except EksinfError as exc:
         warn(f"could not check the controllers' Secret: {exc.message}")
@@ -595,6 +615,7 @@ def enroll_cluster_cmd(
         "--kubeconfig",
         help="Use this kubeconfig for the cluster instead of writing one from eks describe-cluster.",
     ),
+    context: str = CONTEXT_OPTION,
     grant_access: bool = typer.Option(
         False,
         "--grant-access",
@@ -640,7 +661,7 @@ def enroll_cluster_cmd(
 
         expected = hyperpod.expected(load_profile(stack), stack.versions, hyperpod_cluster)
     session = aws_session(scope, aws_profile)
-    access = enroll.cluster_access(stack.root, name, scope, session, kubeconfig)
+    access = enroll.cluster_access(stack.root, name, scope, session, kubeconfig, context)
     report = contract.check_cluster(
         session,
         scope,
@@ -706,6 +727,7 @@ def enroll_remove_cmd(
     kubeconfig: Path = typer.Option(
         None, "--kubeconfig", help="Default: .eksinf/clusters/<name>.kubeconfig."
     ),
+    context: str = CONTEXT_OPTION,
     argocd_namespace: str = ARGOCD_NS_OPTION,
     delete_spaces: bool = typer.Option(
         False, "--delete-spaces", help="Also delete the hub's target and apps spaces."
@@ -732,7 +754,7 @@ def enroll_remove_cmd(
     scope = stack_scope(ctx, None)
     session = aws_session(scope, aws_profile)
     try:
-        kube = KubeClient.from_kubeconfig(Path(path), session)
+        kube = KubeClient.from_kubeconfig(Path(path), session, context)
         kube.version()
     except EksinfError as exc:
         warn(f"cluster not reachable, in-cluster wiring left in place: {exc.message}")
@@ -758,6 +780,7 @@ def teardown_cmd(
     ),
     variant: str = typer.Option("dev", "--variant", help="Variant whose spaces hold the config."),
     kubeconfig: Path = MGMT_KUBECONFIG_OPTION,
+    context: str = CONTEXT_OPTION,
     argocd_namespace: str = ARGOCD_NS_OPTION,
     wait_timeout: float = typer.Option(
         900, "--wait-timeout", help="Seconds to wait for instances (and 2.3x that for ACK objects)."
@@ -814,7 +837,11 @@ def teardown_cmd(
             typer.echo("This destroys real AWS infrastructure.")
         nothing_changed()
         return
-    kube = KubeClient.from_kubeconfig(plan.kube_path, session) if plan.kube_path.is_file() else None
+    kube = (
+        KubeClient.from_kubeconfig(plan.kube_path, session, context)
+        if plan.kube_path.is_file()
+        else None
+    )
     with stack_config(stack.root) as config:
         outcomes = td.run(
             plan,

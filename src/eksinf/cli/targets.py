@@ -42,8 +42,15 @@ def target_add_cmd(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="Target name: the hub space and the kubeconfig's name."),
     plane: str = typer.Option(..., "--plane", help="mgmt or workload."),
-    kubeconfig: Path = typer.Option(..., "--kubeconfig", help="The cluster's kubeconfig."),
-    context: str = typer.Option(None, "--context", help="Default: its current-context."),
+    kubeconfig: Path = typer.Option(
+        None,
+        "--kubeconfig",
+        help="The cluster's kubeconfig. Default: the files KUBECONFIG lists, merged as kubectl "
+        "merges them, else ~/.kube/config.",
+    ),
+    context: str = typer.Option(
+        None, "--context", help="The kubeconfig context to use. Default: its current-context."
+    ),
     kind: str = KIND_OPTION,
     oci_registry: str = typer.Option(
         None, "--oci-registry", help="Registry Argo CD pulls releases from. Default: REGISTRY."

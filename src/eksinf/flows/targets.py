@@ -3,21 +3,19 @@ management cluster `mgmt up` creates with kind.
 
 A target is the hub half enroll makes (space `<name>`, OCI target `<name>/target`, its apps space
 and placeholder gate), labelled with its plane, plus the cluster's kubeconfig kept at
-`.eksinf/clusters/<name>.kubeconfig`: one context only, file references inlined, mode 0600, so
-it means the same from any working directory and names no other cluster.
+`.eksinf/clusters/<name>.kubeconfig`: one context only, certificate and key files inlined (a token
+file and an exec plugin stay references, made absolute), mode 0600, so it means the same from
+any working directory and names no other cluster.
 """
 
 from __future__ import annotations
 
-import base64
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from ..errors import CONTRACT, ENVIRONMENT, USAGE, EksinfError
+from ..errors import CONTRACT, USAGE, EksinfError
 from ..model.names import apps_space, kubeconfig_path, owner_labels
 from ..model.targets import DEFAULT_KIND, KINDS, TargetKind, kind_labels, kind_of
 
@@ -25,50 +23,6 @@ PLANE_LABEL = "Plane"
 MODE_LABEL = "Mode"
 TARGET_MODE = "target"
 TARGET_PLANES = ("mgmt", "workload")
-_FILE_KEYS = {  # kubeconfig file reference -> its inline form
-    "certificate-authority": "certificate-authority-data",
-    "client-certificate": "client-certificate-data",
-    "client-key": "client-key-data",
-}
-
-
-def one_context(config: Any, context: str | None, source: Path) -> dict[str, Any]:
-    """The kubeconfig reduced to `context` (default: its current context), its cluster and its
-    user, with certificate/key files inlined (relative to the source file)."""
-    try:
-        name = context or config["current-context"]
-        ctx = next(c for c in config.get("contexts") or [] if c["name"] == name)
-        cluster = next(c for c in config["clusters"] if c["name"] == ctx["context"]["cluster"])
-        user_name = ctx["context"].get("user")
-        users = [u for u in config.get("users") or [] if u["name"] == user_name]
-    except (KeyError, TypeError, StopIteration, AttributeError) as exc:
-        wanted = f"context {context!r}" if context else "its current-context"
-        raise EksinfError(
-            f"{source}: no usable {wanted} ({type(exc).__name__}: {exc})",
-            hint="Pass --context NAME naming a context whose cluster is in the file.",
-            exit_code=USAGE,
-        ) from exc
-    out = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "current-context": name,
-        "contexts": [{"name": name, "context": dict(ctx["context"])}],
-        "clusters": [{"name": cluster["name"], "cluster": _inline(cluster["cluster"], source)}],
-        "users": [{"name": u["name"], "user": _inline(u.get("user") or {}, source)} for u in users],
-    }
-    return out
-
-
-def _inline(section: dict[str, Any], source: Path) -> dict[str, Any]:
-    out = dict(section)
-    for key, data_key in _FILE_KEYS.items():
-        if key in out:
-            path = Path(out.pop(key))
-            path = path if path.is_absolute() else source.parent / path
-            if not path.is_file():
-                raise EksinfError(f"{source}: {key} {path} does not exist", exit_code=ENVIRONMENT)
-            out[data_key] = base64.b64encode(path.read_bytes()).decode()
-    return out
 
 
 def check_plane(plane: str) -> None:
@@ -80,15 +34,17 @@ def check_plane(plane: str) -> None:
         )
 
 
-def load_kubeconfig(kubeconfig: Path, context: str | None) -> dict[str, Any]:
-    """The kubeconfig file reduced to one context (see `one_context`); usage errors exit 2."""
-    if not kubeconfig.is_file():
+def load_kubeconfig(kubeconfig: Path | None, context: str | None) -> dict[str, Any]:
+    """The kubeconfig reduced to one context (default: the current one), its cluster and user,
+    certificates inlined (kube.kubeconfig.one_context). With no `kubeconfig`: the files
+    KUBECONFIG lists, merged as kubectl merges them, else ~/.kube/config. A missing file, a
+    context that is not there, or one naming an absent cluster or user is a usage error."""
+    from ..kube import kubeconfig as kc
+
+    if kubeconfig is not None and not kubeconfig.is_file():
         raise EksinfError(f"no kubeconfig at {kubeconfig}", exit_code=USAGE)
-    try:
-        config = yaml.safe_load(kubeconfig.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise EksinfError(f"{kubeconfig}: not a YAML kubeconfig ({exc})", exit_code=USAGE) from exc
-    return one_context(config, context, kubeconfig)
+    merged, label = kc.load(kubeconfig)
+    return kc.one_context(merged, context, label)
 
 
 @dataclass(frozen=True)
@@ -120,7 +76,7 @@ def add(
     stack_root: Path,
     name: str,
     plane: str,
-    kubeconfig: Path,
+    kubeconfig: Path | None,
     registry: str,
     context: str | None = None,
     *,
@@ -142,7 +98,9 @@ def add(
 
     check_plane(plane)
     reduced = load_kubeconfig(kubeconfig, context)
-    kube = KubeClient.from_auth(parse_kubeconfig(reduced, kubeconfig.parent, str(kubeconfig)))
+    kube = KubeClient.from_auth(
+        parse_kubeconfig(reduced, Path.cwd(), str(kubeconfig or "KUBECONFIG"))
+    )
     if hub.space_exists(name):
         labels = hub.get_space(name).labels
         if labels.get(MODE_LABEL) != TARGET_MODE or labels.get(PLANE_LABEL) != plane:

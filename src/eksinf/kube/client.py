@@ -8,11 +8,8 @@ calls act as the same identity as the AWS calls (DESIGN §1 principle 6).
 
 from __future__ import annotations
 
-import atexit
-import base64
 import json
-import os
-import tempfile
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,6 +19,10 @@ import yaml
 
 from ..atomic import write_file
 from ..errors import CONTRACT, ENVIRONMENT, FAILURE, EksinfError
+from .kubeconfig import KubeAuth as KubeAuth  # re-exported: callers name it beside the client
+from .kubeconfig import exec_credential, forget_credential, read_token_file
+from .kubeconfig import parse_kubeconfig as parse_kubeconfig
+from .kubeconfig import read_kubeconfig as read_kubeconfig
 
 FIELD_MANAGER = "eksinf"
 MAX_RESPONSE_BYTES = 64 << 20  # the largest list eksinf reads (CRDs) is a few MB
@@ -79,89 +80,78 @@ class TokenSource(Protocol):
     def eks_token(self, cluster: str) -> str: ...
 
 
-@dataclass(frozen=True)
-class KubeAuth:
-    server: str
-    token: str | None = None
-    ca_file: str | None = None
-    cert: tuple[str, str] | None = None
-    insecure: bool = False
-    eks_cluster: str | None = None  # set when the kubeconfig's user execs `aws eks get-token`
+class KubeAccessError(KubeError):
+    """The server answered 401 (it does not know the credentials) or 403 (RBAC denies them)."""
 
 
-def _remove_if_present(name: str) -> None:
-    if os.path.exists(name):
-        os.unlink(name)
+# `User "x" cannot list resource "namespaces" in API group "" at the cluster scope`, as the RBAC
+# authorizer words a 403 (k8s.io/apiserver endpoints/handlers/responsewriters: forbiddenMessage)
+_FORBIDDEN = re.compile(
+    r'User "(?P<user>[^"]*)" cannot (?P<verb>\S+) resource "(?P<resource>[^"]*)"'
+    r'(?: in API group "(?P<group>[^"]*)")?'
+    r'(?: in the namespace "(?P<namespace>[^"]*)"| at the cluster scope)?'
+)
 
 
-def _temp_file(data: bytes) -> str:
-    fd, name = tempfile.mkstemp(prefix="eksinf-kube-")
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    atexit.register(_remove_if_present, name)
-    return name
+def _status_message(resp: requests.Response) -> str:
+    try:
+        body = resp.json()
+    except ValueError:
+        return resp.text[:300]
+    return str(body.get("message", "")) if isinstance(body, dict) else ""
 
 
-def _material(entry: dict[str, Any], key: str, base: Path) -> str | None:
-    """A cert/key given inline (`<key>-data`, base64) or as a path, as a file path."""
-    if entry.get(f"{key}-data"):
-        return _temp_file(base64.b64decode(entry[f"{key}-data"]))
-    if entry.get(key):
-        return str((base / entry[key]).resolve())
-    return None
+def access_error(
+    auth: KubeAuth, method: str, path: str, resp: requests.Response
+) -> KubeAccessError:
+    """The 401/403 diagnosis, from the server's own answer.
 
-
-def _exec_cluster(exec_spec: dict[str, Any]) -> str | None:
-    args = [str(a) for a in exec_spec.get("args") or []]
-    if "get-token" not in args:
-        return None
-    for flag in ("--cluster-name", "--cluster-id", "-i"):
-        if flag in args and args.index(flag) + 1 < len(args):
-            return args[args.index(flag) + 1]
-    return None
-
-
-def read_kubeconfig(path: Path) -> KubeAuth:
-    """Parse the current context of a kubeconfig file into what the client needs."""
-    if not path.is_file():
-        raise EksinfError(
-            f"no kubeconfig at {path}",
-            hint="Pass --kubeconfig, or enroll the cluster first.",
+    401: the server does not recognise the credentials (expired, or minted for another cluster).
+    403: it knows the caller and RBAC forbids the call: the user it reports, the verb and the
+    resource are named, with the binding that would allow it."""
+    server = auth.server
+    message = _status_message(resp)
+    if resp.status_code == 401:
+        return KubeAccessError(
+            f"cluster {server} does not recognise the credentials of context "
+            f"{auth.context or '(given)'} ({auth.credential()}): HTTP 401 Unauthorized on "
+            f"{method} {path}",
+            401,
+            hint="The token or certificate is expired, or belongs to another cluster: log in "
+            "again (re-run the exec plugin's login, refresh the token file), check the context "
+            "names this cluster, and on EKS check that your IAM principal has an access entry "
+            "(`eksinf enroll cluster --grant-access`, or `aws eks create-access-entry`).",
             exit_code=ENVIRONMENT,
         )
-    try:
-        config = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise EksinfError(
-            f"{path}: not a usable kubeconfig (YAMLError: {exc})", exit_code=ENVIRONMENT
-        ) from exc
-    return parse_kubeconfig(config, path.parent, str(path))
-
-
-def parse_kubeconfig(config: Any, base: Path, label: str) -> KubeAuth:
-    try:
-        ctx_name = config.get("current-context")
-        contexts = {c["name"]: c["context"] for c in config.get("contexts") or []}
-        context = contexts[ctx_name] if ctx_name else next(iter(contexts.values()))
-        cluster = {c["name"]: c["cluster"] for c in config["clusters"]}[context["cluster"]]
-        user = {u["name"]: u.get("user") or {} for u in config.get("users") or []}.get(
-            context.get("user"), {}
-        )
-    except (AttributeError, KeyError, TypeError, StopIteration) as exc:
-        raise EksinfError(
-            f"{label}: not a usable kubeconfig ({type(exc).__name__}: {exc})",
-            hint="It needs current-context, and that context's cluster and user.",
+    found = _FORBIDDEN.search(message)
+    if found is None:
+        return KubeAccessError(
+            f"cluster {server} forbids {method} {path} to the credentials of context "
+            f"{auth.context or '(given)'}: HTTP 403 Forbidden: {message[:300]}",
+            403,
+            hint="The server knows the caller but does not allow this call: grant it through "
+            "RBAC (a RoleBinding or ClusterRoleBinding), or on EKS an access policy on its "
+            "access entry.",
             exit_code=ENVIRONMENT,
-        ) from exc
-    cert = _material(user, "client-certificate", base)
-    key = _material(user, "client-key", base)
-    return KubeAuth(
-        server=str(cluster["server"]).rstrip("/"),
-        token=user.get("token"),
-        ca_file=_material(cluster, "certificate-authority", base),
-        cert=(cert, key) if cert and key else None,
-        insecure=bool(cluster.get("insecure-skip-tls-verify")),
-        eks_cluster=_exec_cluster(user.get("exec") or {}),
+        )
+    user, verb, resource = found["user"], found["verb"], found["resource"]
+    group = found["group"] or ""
+    where = f"in namespace {found['namespace']}" if found["namespace"] else "at the cluster scope"
+    qualified = f"{resource}.{group}" if group else resource
+    binding = (
+        f"kubectl create rolebinding eksinf --namespace {found['namespace']} "
+        f'--clusterrole=admin --user="{user}"'
+        if found["namespace"]
+        else f'kubectl create clusterrolebinding eksinf --clusterrole=cluster-admin --user="{user}"'
+    )
+    return KubeAccessError(
+        f'cluster {server}: user "{user}" may not {verb} {qualified} {where} '
+        f"(HTTP 403 Forbidden on {method} {path}): authenticated, but RBAC denies it",
+        403,
+        hint=f"Grant it a role that allows {verb} on {qualified} (for example: {binding}, or a "
+        "narrower Role); on EKS, associate an access policy with its access entry "
+        "(`eksinf enroll cluster --grant-access`, or `aws eks associate-access-policy`).",
+        exit_code=ENVIRONMENT,
     )
 
 
@@ -170,24 +160,29 @@ class KubeClient:
 
     `requests` lets REQUESTS_CA_BUNDLE/CURL_CA_BUNDLE replace a session's CA whenever a request
     does not name its own, so every request here names it (`verify=`): the kubeconfig's CA wins
-    over the environment, as it does for kubectl."""
+    over the environment, as it does for kubectl. The same for the proxy (`proxy-url`) and the
+    client certificate."""
 
     def __init__(self, auth: KubeAuth, token: str | None = None, timeout: float = 10.0) -> None:
         self.auth = auth
         self.server = auth.server
         self._timeout = timeout
         self._http = requests.Session()
-        bearer = token or auth.token
-        if bearer:
-            self._http.headers["Authorization"] = f"Bearer {bearer}"
-        if auth.cert:
-            self._http.cert = auth.cert
+        self._token = token  # minted by the command itself (an EKS token): wins over the user's
+        self._file_token: str | None = None
         self._verify: bool | str = False if auth.insecure else (auth.ca_file or True)
+        self._proxies = (
+            {"https": auth.proxy_url, "http": auth.proxy_url} if auth.proxy_url else None
+        )
         self._discovered: dict[str, dict[str, ApiResource] | None] = {}
 
     @classmethod
-    def from_kubeconfig(cls, path: Path, session: TokenSource | None = None) -> KubeClient:
-        return cls.from_auth(read_kubeconfig(path), session)
+    def from_kubeconfig(
+        cls, path: Path | None, session: TokenSource | None = None, context: str | None = None
+    ) -> KubeClient:
+        """The client of `context` (default: the current one) of `path`; with no path, of the
+        files KUBECONFIG lists (merged as kubectl merges them), else ~/.kube/config."""
+        return cls.from_auth(read_kubeconfig(path, context), session)
 
     @classmethod
     def from_auth(cls, auth: KubeAuth, session: TokenSource | None = None) -> KubeClient:
@@ -196,26 +191,54 @@ class KubeClient:
             token = session.eks_token(auth.eks_cluster)
         return cls(auth, token=token)
 
+    def _credentials(self) -> tuple[str | None, tuple[str, str] | None]:
+        """The bearer token and client certificate of the next request."""
+        auth = self.auth
+        if self._token:
+            return self._token, auth.cert
+        if auth.exec_plugin is not None:
+            minted = exec_credential(auth)
+            return minted.token, minted.cert or auth.cert
+        if auth.token_file:
+            if self._file_token is None:
+                self._file_token = read_token_file(auth.token_file)
+            return self._file_token, auth.cert
+        return auth.token, auth.cert
+
+    def _send(self, method: str, url: str, **kwargs: Any) -> requests.Response:
+        bearer, cert = self._credentials()
+        headers = dict(kwargs.pop("headers", None) or {})
+        if bearer:
+            headers["Authorization"] = f"Bearer {bearer}"
+        return self._http.request(
+            method,
+            url,
+            timeout=self._timeout,
+            verify=self._verify,
+            cert=cert,
+            proxies=self._proxies,
+            headers=headers,
+            **kwargs,
+        )
+
     def _call(self, method: str, path: str, **kwargs: Any) -> requests.Response:
         url = f"{self.server}{path}"
         try:
-            resp = self._http.request(
-                method, url, timeout=self._timeout, verify=self._verify, **kwargs
-            )
+            resp = self._send(method, url, **kwargs)
+            if resp.status_code == 401 and self.auth.exec_plugin is not None and not self._token:
+                # a plugin's cached credential may have been revoked early: mint once more
+                forget_credential(self.auth)
+                resp = self._send(method, url, **kwargs)
         except requests.RequestException as exc:
+            via = f" through proxy {self.auth.proxy_url}" if self.auth.proxy_url else ""
             raise KubeError(
-                f"cluster {self.server} unreachable ({type(exc).__name__})",
+                f"cluster {self.server} unreachable{via} ({type(exc).__name__})",
                 None,
                 hint="Unreachable is not empty: nothing was read or changed on the cluster.",
                 exit_code=ENVIRONMENT,
             ) from exc
         if resp.status_code in (401, 403):
-            raise KubeError(
-                f"cluster {self.server} refused {method} {path}: HTTP {resp.status_code}",
-                resp.status_code,
-                hint="The identity in use has no access to this cluster (see `eksinf enroll`).",
-                exit_code=ENVIRONMENT,
-            )
+            raise access_error(self.auth, method, path, resp)
         return resp
 
     def _raise(self, resp: requests.Response, what: str) -> None:

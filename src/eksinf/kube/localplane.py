@@ -41,7 +41,8 @@ MAX_BINARY_BYTES = 256 << 20  # the unpacked server is 108 MB
 START_TIMEOUT = 60.0  # seconds until /readyz answers; a few seconds on a 2-core machine
 
 # Static tokens: an administrator, a user with no RBAC bindings (403 everywhere), and a token
-# the server does not know (401).
+# the server does not know (401). Client certificates signed by the plane's own client CA
+# (`LocalPlane.client_cert`) authenticate too.
 ADMIN_USER = "eksinf-admin"
 NO_RIGHTS_USER = "eksinf-nobody"
 
@@ -133,6 +134,26 @@ class LocalPlane:
     no_rights_token: str
     folder: Path
 
+    def client_cert(self, user: str, group: str = "system:masters") -> tuple[Path, Path]:
+        """A client certificate and key (PEM files in the plane's folder) for `user` in
+        `group`, signed by the CA the server trusts for client certificates."""
+        stem = self.folder / f"client-{hashlib.sha256(f'{user}/{group}'.encode()).hexdigest()[:12]}"
+        cert, key = stem.with_suffix(".crt"), stem.with_suffix(".key")
+        if not cert.is_file():
+            csr = _openssl(
+                "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                "-keyout", str(key), "-subj", f"/O={group}/CN={user}",
+            )  # fmt: skip
+            stem.with_suffix(".csr").write_bytes(csr)
+            _openssl(
+                "x509", "-req", "-in", str(stem.with_suffix(".csr")),
+                "-CA", str(self.folder / "client-ca.crt"),
+                "-CAkey", str(self.folder / "client-ca.key"),
+                "-set_serial", str(int.from_bytes(os.urandom(8), "big")),
+                "-days", "2", "-out", str(cert),
+            )  # fmt: skip
+        return cert, key
+
     def kubeconfig(self, token: str | None = None, name: str = "local") -> dict:
         """A kubeconfig (as a dict) for this server, as the admin unless `token` is given."""
         return {
@@ -148,6 +169,10 @@ class LocalPlane:
             "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
             "users": [{"name": name, "user": {"token": token or self.admin_token}}],
         }
+
+
+def _openssl(*args: str) -> bytes:
+    return subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60).stdout
 
 
 def _wait_ready(plane: LocalPlane, procs: list[subprocess.Popen], logs: list[Path]) -> None:
@@ -207,6 +232,12 @@ def running(mirror: Path | None = None) -> Iterator[LocalPlane]:
             check=True,
             capture_output=True,
         )
+        # the CA of client certificates (LocalPlane.client_cert mints them): P-256 is instant
+        _openssl(
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", str(folder / "client-ca.key"), "-out", str(folder / "client-ca.crt"),
+            "-subj", "/CN=eksinf-local-client-ca", "-days", "2",
+        )  # fmt: skip
         admin, nobody = os.urandom(16).hex(), os.urandom(16).hex()
         (folder / "tokens.csv").write_text(
             f"{admin},{ADMIN_USER},{ADMIN_USER},system:masters\n"
@@ -234,6 +265,7 @@ def running(mirror: Path | None = None) -> Iterator[LocalPlane]:
             "--service-account-signing-key-file", str(folder / "sa.key"),
             "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
             "--token-auth-file", str(folder / "tokens.csv"),
+            "--client-ca-file", str(folder / "client-ca.crt"),
             "--authorization-mode", "RBAC",
             "--allow-privileged=true",
             "--service-cluster-ip-range", "10.96.0.0/16",

@@ -192,6 +192,7 @@ class Facts:
     version: str | None = None
     endpoint_status: int | None = None
     endpoint_error: str = ""
+    endpoint_hint: str = ""  # the fix the client gave (a 401/403 diagnosis names one)
     argocd_image: str | None = None
     argocd_error: str = ""
     argocd_status: int | None = None  # the HTTP status when reading Argo CD failed
@@ -496,11 +497,12 @@ def _gather_ami(session: AwsSession, scope: StackScope, facts: Facts) -> None:
 
 def _gather_kube(kube: KubeClient, facts: Facts, argocd_namespace: str) -> None:
     facts.endpoint_status = facts.argocd_status = None
-    facts.endpoint_error = facts.argocd_error = ""
+    facts.endpoint_error = facts.argocd_error = facts.endpoint_hint = ""
     try:
         facts.version = kube.version().get("gitVersion", "?")
     except KubeError as exc:
         facts.endpoint_status, facts.endpoint_error = exc.status, exc.message
+        facts.endpoint_hint = exc.hint
         return
     try:
         deploy = kube.get(resource_path("apps/v1", "Deployment", argocd_namespace, "argocd-server"))

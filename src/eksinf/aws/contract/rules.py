@@ -542,6 +542,18 @@ def endpoint_reachable(ctx: Context) -> list[Check]:
                 severity="advisory",
             )
         )
+    elif facts.endpoint_status in (401, 403):
+        # it answered: the credentials are the problem, not the network path
+        checks.append(
+            Check(
+                "endpoint-reachable",
+                "a reachable API endpoint",
+                "fail",
+                facts.endpoint_error,
+                call,
+                facts.endpoint_hint or "fix the kubeconfig's credentials for this cluster",
+            )
+        )
     else:
         access = (facts.cluster or {}).get("resourcesVpcConfig", {})
         mode = f"public={access.get('endpointPublicAccess')}, private={access.get('endpointPrivateAccess')}"
