@@ -62,11 +62,6 @@ def cache_dir() -> Path:
     return cache.root() / "charts"
 
 
-def render_records_dir() -> Path:
-    """Where render records for the guard's determinism check live (see render.py)."""
-    return cache_dir().parent / "renders"
-
-
 def mirror_dir(explicit: Path | None) -> Path | None:
     if explicit is not None:
         return explicit
