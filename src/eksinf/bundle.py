@@ -248,8 +248,9 @@ def build_bundles(
                 hint="Run `eksinf render` first.",
                 exit_code=FAILURE,
             )
-    # an explicit --out gets bundles added, so it must be eksinf's to write (outdir.claim)
-    owned = claim(out, stack.root) if out is not None else None
+    # an explicit --out gets bundles added, so it must be eksinf's to write (outdir.claim);
+    # nothing is swapped, so the swap names beside it are not checked
+    owned = claim(out, stack.root, swap=False) if out is not None else None
     chosen = {name: component_files(stack, name) for name in names}
     guard_committed(stack, chosen)
     target = owned.path if owned else stack.root / "bundles"
