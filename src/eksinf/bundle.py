@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import __version__, cache, inside
 from .atomic import write_file
-from .errors import CONTRACT, FAILURE, USAGE, EksinfError
+from .errors import CONTRACT, FAILURE, USAGE, EksinfError, write_failure
 from .gitinfo import commit_of
 from .model.configs import parse_unit
 from .model.digest import sha256_hex
@@ -193,7 +193,7 @@ def chart_provenance(stack: Stack, component: str) -> list[dict[str, Any]]:
     if not path.is_file():
         return []
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        record = json.loads(inside.read_bytes(path, stack.root))
     except ValueError as exc:
         raise EksinfError(
             f"configs/{PROVENANCE_FILE}: not valid JSON ({exc})",
@@ -432,8 +432,11 @@ def safe_unpack(
     staging = staging_for(owned)
     try:
         names = _stage(blob, staging, max_member, max_total)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(staging, ignore_errors=True)
+        refused = write_failure(exc, owned.path, undone=True) if isinstance(exc, OSError) else None
+        if refused is not None:
+            raise refused from exc
         raise
     replace_with(owned, staging, "unpack-swap", "unpack-cleanup")
     return names

@@ -199,6 +199,26 @@ def _trusted() -> _Trust | None:
     return trust if trust.secret is not None else None
 
 
+def _read_private(path: Path) -> bytes | None:
+    """The bytes of `path` if it is a regular file of the user's that only the user may read
+    (None otherwise), read without following a link and at most one entry's worth."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & _PRIVATE:
+            return None
+        chunks, left = [], MAC_BYTES + MAX_ENTRY_BYTES + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def _mac(secret: bytes, space: str, entry_key: str, data: bytes) -> bytes:
     head = _MAC_CONTEXT + space.encode() + b"\0" + entry_key.encode() + b"\0"
     return hmac.new(secret, head + data, hashlib.sha256).digest()
@@ -230,18 +250,12 @@ def read_record(space: str, entry_key: str) -> bytes | None:
     if folder is None:
         return None
     try:
-        fd = os.open(folder / entry_key, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        raw = _read_private(folder / entry_key)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fh.fileno())
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & _PRIVATE:
-            _warn(f"cache entry {folder / entry_key} refused: not a private file of yours")
-            return None
-        try:
-            raw = fh.read(MAC_BYTES + MAX_ENTRY_BYTES + 1)
-        except OSError:
-            return None
+    if raw is None:
+        _warn(f"cache entry {folder / entry_key} refused: not a private file of yours")
+        return None
     mac, data = raw[:MAC_BYTES], raw[MAC_BYTES:]
     if len(raw) < MAC_BYTES or len(data) > MAX_ENTRY_BYTES:
         return None

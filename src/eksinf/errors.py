@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+
 # Exit codes (see docs/cli.md): scripts branch on these, so they never change meaning.
 OK = 0
 FAILURE = 1  # a failure or drift
@@ -21,3 +23,30 @@ class EksinfError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+
+# OSErrors that say the place cannot take a write, whatever eksinf does: an environment error
+_CANNOT_WRITE = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is used up",
+    errno.EROFS: "the filesystem is read-only",
+    errno.EPERM: "the operation is not permitted",
+    errno.EACCES: "permission denied",
+}
+
+
+def write_failure(exc: OSError, where: object, *, undone: bool = False) -> EksinfError | None:
+    """The exit-4 error for an OSError met while writing `where` (a file or folder), or None
+    when the error says something else (a bug or a race, which stays an OSError). `undone`: the
+    caller put the output back as it was, and the hint says so."""
+    why = _CANNOT_WRITE.get(exc.errno or 0)
+    if why is None:
+        return None
+    return EksinfError(
+        f"cannot write {where}: {why} ({exc.strerror or exc})",
+        hint=(
+            "Nothing was half-written: the output is as it was before this run. " if undone else ""
+        )
+        + "Free space, or make the folder writable, then run again.",
+        exit_code=ENVIRONMENT,
+    )

@@ -15,15 +15,17 @@ write is refused (exit 2) naming it, before any work.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
 import shutil
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import USAGE, EksinfError
+from .errors import USAGE, EksinfError, write_failure
 from .faults import checkpoint
 
 MARKER = ".eksinf-owned"
@@ -220,9 +222,10 @@ def staging_for(owned: Owned) -> Path:
     """A fresh, empty staging folder beside the target (after finishing any interrupted swap)."""
     recover_interrupted_swap(owned.path)
     new, _ = _swap_paths(owned.path)
-    new.parent.mkdir(parents=True, exist_ok=True)
-    new.mkdir()
-    _mark_swap(new)
+    with _undone_on_failure(owned, new):
+        new.parent.mkdir(parents=True, exist_ok=True)
+        new.mkdir()
+        _mark_swap(new)
     return new
 
 
@@ -231,8 +234,33 @@ def replace_with(owned: Owned, staging: Path, swap_point: str, cleanup_point: st
 
     On Linux the swap is one atomic exchange of the two folders: the target is always either the
     old tree or the new one. Elsewhere it is two renames, and a crash between them leaves the old
-    tree as a sibling that the next write puts back (recover_interrupted_swap).
+    tree as a sibling that the next write puts back (recover_interrupted_swap). A write the disk
+    or filesystem refuses (full, read-only, not permitted) is exit 4, with the target as it was
+    and the staging folder removed.
     """
+    with _undone_on_failure(owned, staging):
+        _swap(owned, staging, swap_point, cleanup_point)
+
+
+@contextlib.contextmanager
+def _undone_on_failure(owned: Owned, staging: Path) -> Iterator[None]:
+    """Remove eksinf's staging folder and its marker in the target when building or swapping
+    fails, and turn a refused write (disk full, read-only, not permitted) into exit 4."""
+    try:
+        yield
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            if _is_swap_folder(staging):
+                shutil.rmtree(staging)
+            if _is_regular(owned.path / SWAP_MARKER):
+                (owned.path / SWAP_MARKER).unlink()
+        refused = write_failure(exc, owned.path, undone=True) if isinstance(exc, OSError) else None
+        if refused is not None:
+            raise refused from exc
+        raise
+
+
+def _swap(owned: Owned, staging: Path, swap_point: str, cleanup_point: str) -> None:
     target = owned.path
     if owned.marker:
         (staging / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
@@ -259,10 +287,11 @@ def replace_with(owned: Owned, staging: Path, swap_point: str, cleanup_point: st
 def write_tree(owned: Owned, files: dict[str, str]) -> None:
     """Replace the owned folder with exactly `files` (plus the marker)."""
     new = staging_for(owned)
-    for index, (rel, text) in enumerate(sorted(files.items())):
-        dest = new / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(text, encoding="utf-8")
-        if index == len(files) // 2:
-            checkpoint("render-write")
-    replace_with(owned, new, "render-swap", "render-cleanup")
+    with _undone_on_failure(owned, new):
+        for index, (rel, text) in enumerate(sorted(files.items())):
+            dest = new / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(text, encoding="utf-8")
+            if index == len(files) // 2:
+                checkpoint("render-write")
+        _swap(owned, new, "render-swap", "render-cleanup")

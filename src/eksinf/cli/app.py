@@ -11,7 +11,7 @@ from typing import Any
 import typer
 
 from .. import stacklock
-from ..errors import USAGE, EksinfError
+from ..errors import USAGE, EksinfError, write_failure
 from . import common
 from .common import State, progress
 
@@ -99,6 +99,13 @@ def app_for(args: list[str]) -> typer.Typer:
     return narrow
 
 
+def _report(exc: EksinfError) -> int:
+    progress(f"eksinf: {exc.message}")
+    if exc.hint:
+        progress(f"  hint: {exc.hint}")
+    return common.failed(exc.message, exc.hint, exc.exit_code)
+
+
 def run(argv: list[str] | None = None) -> int:
     """Run one command and return its exit code (tests call this in-process).
 
@@ -125,10 +132,12 @@ def run(argv: list[str] | None = None) -> int:
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except EksinfError as exc:
-        progress(f"eksinf: {exc.message}")
-        if exc.hint:
-            progress(f"  hint: {exc.hint}")
-        return common.failed(exc.message, exc.hint, exc.exit_code)
+        return _report(exc)
+    except OSError as exc:  # a write the disk refused where no stage named it: still exit 4
+        refused = write_failure(exc, exc.filename or "the output")
+        if refused is None:
+            raise
+        return _report(refused)
     except KeyboardInterrupt:
         progress("eksinf: interrupted")
         return common.failed("interrupted", "", 130)
