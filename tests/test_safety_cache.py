@@ -96,10 +96,13 @@ def test_planted_code_in_the_cache_never_runs(private_cache, stack_dir, eksinf, 
     before = fingerprint(decoy, *sources)
     for switched_off in ("0", "1"):
         os.environ[cache.NO_CACHE_ENV] = switched_off
+        cache._warned.clear()  # as in a new process
         try:
             again = eksinf("validate", "--json", cwd=stack_dir)
             assert again.code == 0, again.err
             assert json.loads(again.out) == json.loads(fresh.out)
+            # many forged entries, one line (none when the cache is off: nothing is read)
+            assert again.err.count("warning: cache entry") == (switched_off == "0"), again.err
             assert eksinf("sandbox", "down", "--yes", cwd=stack_dir).code == 0
             assert eksinf("sandbox", "up", cwd=stack_dir).code == 0, sentinel
         finally:

@@ -92,9 +92,9 @@ def key(*parts: bytes) -> str:
 _warned: set[str] = set()
 
 
-def _warn(what: str) -> None:
-    """One line on stderr, once per process per kind: the cache costs time, never output."""
-    kind = what.split(":", 1)[0]
+def _warn(kind: str, what: str) -> None:
+    """One line on stderr, once per process per kind (the folder, the key, entries): the cache
+    costs time, never output, and a folder of a thousand forged entries says so once."""
     if kind not in _warned:
         _warned.add(kind)
         print(f"eksinf: warning: {what}; derived data is recomputed", file=sys.stderr)
@@ -175,7 +175,7 @@ def _trust(root_path: Path, key_path: Path) -> _Trust:
     folder = root_path / "derived"
     why = _private_folder(root_path, create=True) or _private_folder(folder, create=True)
     if why is not None:
-        _warn(f"cache folder {root_path} refused: {why}")
+        _warn("folder", f"cache folder {root_path} refused: {why}")
         return _Trust(None, folder)
     why = _private_folder(key_path.parent, create=True)
     if why is None:
@@ -190,7 +190,7 @@ def _trust(root_path: Path, key_path: Path) -> _Trust:
         if isinstance(secret, bytes):
             return _Trust(secret, folder)
         why = secret
-    _warn(f"cache key {key_path} refused: {why} (set {KEY_ENV} to move it)")
+    _warn("key", f"cache key {key_path} refused: {why} (set {KEY_ENV} to move it)")
     return _Trust(None, folder)
 
 
@@ -254,13 +254,13 @@ def read_record(space: str, entry_key: str) -> bytes | None:
     except OSError:
         return None
     if raw is None:
-        _warn(f"cache entry {folder / entry_key} refused: not a private file of yours")
+        _warn("entry", f"cache entry {folder / entry_key} refused: not a private file of yours")
         return None
     mac, data = raw[:MAC_BYTES], raw[MAC_BYTES:]
     if len(raw) < MAC_BYTES or len(data) > MAX_ENTRY_BYTES:
         return None
     if not hmac.compare_digest(mac, _mac(trust.secret, space, entry_key, data)):
-        _warn(f"cache entry {folder / entry_key} refused: it fails its HMAC check")
+        _warn("entry", f"cache entry {folder / entry_key} refused: it fails its HMAC check")
         return None
     return data
 
