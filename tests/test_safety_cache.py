@@ -111,6 +111,32 @@ def test_planted_code_in_the_cache_never_runs(private_cache, stack_dir, eksinf, 
     assert fingerprint(decoy, *sources) == before
 
 
+def test_a_cache_folder_others_may_write_is_neither_read_nor_written(
+    private_cache, stack_dir, eksinf, tmp_path
+):
+    """A CI cache step restored the folder world-writable, with planted entries: validate says
+    what a fresh run says, runs nothing, writes nothing there, and warns once."""
+    sentinel = tmp_path / "ran"
+    decoy = tmp_path / "decoy"
+    decoy.mkdir()
+    (decoy / "keep.txt").write_text("mine")
+    fresh = eksinf("validate", "--json", cwd=stack_dir)
+    assert fresh.code == 0, fresh.err
+    for entry in _entries(private_cache):
+        entry.write_bytes(pickle.dumps(_Planted(sentinel)))
+    os.chmod(private_cache, 0o777)
+    cache._trust.cache_clear()  # as in a new process
+    cache._warned.clear()
+    before = fingerprint(private_cache, stack_dir, decoy)
+    again = eksinf("validate", "--json", cwd=stack_dir)
+    assert again.code == 0, again.err
+    assert json.loads(again.out) == json.loads(fresh.out)
+    assert again.err.count("warning") == 1
+    assert f"cache folder {private_cache} refused: others may write in it" in again.err
+    assert fingerprint(private_cache, stack_dir, decoy) == before
+    assert not sentinel.exists()
+
+
 # ---- tampered entries are recomputed ---------------------------------------------------------
 
 
