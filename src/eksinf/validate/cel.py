@@ -47,7 +47,7 @@ _OLD_SELF = re.compile(r"\boldSelf\b")
 _UNDECLARED = re.compile(r"undeclared reference to '([^']+)'")
 ENGINE = f"cel-python {metadata.version('cel-python')}"
 
-_FORMAT = "cel-1: rule -> {tree: JSON parse tree} | {error: text}"  # in the cache key
+_FORMAT = "cel-2: rule -> {tree: JSON text of the parse tree} | {error: text}"  # in the key
 PASS, FAIL, NOT_EVALUATED, TRANSITION = "pass", "fail", "not-evaluated", "transition"
 
 
@@ -185,8 +185,9 @@ FUNCTIONS: dict[str, Any] = {
 # ---- compiling and evaluating ------------------------------------------------------------------
 
 
-# A parse tree as JSON: a token is [type, value, start_pos, line, column, end_line, end_column,
-# end_pos]; a tree is {"rule": token, "children": [...], "meta": {position fields}}.
+# A parse tree as JSON lists: a token is [0, type, value, start_pos, line, column, end_line,
+# end_column, end_pos]; a tree is [1, its rule (a token, or a string), [children...], meta], where
+# meta is null or the values of _META_FIELDS in order (null for a field lark did not set).
 _TOKEN_FIELDS = ("start_pos", "line", "column", "end_line", "end_column", "end_pos")
 _META_FIELDS = (
     "empty",
@@ -203,49 +204,42 @@ _META_FIELDS = (
     "container_end_column",
     "container_end_pos",
 )
+_TOKEN, _TREE = 0, 1
 
 
 def tree_to_plain(node: Any) -> Any:
-    """A lark parse tree as JSON-ready lists and dicts (the inverse of `tree_from_plain`)."""
+    """A lark parse tree as JSON-ready lists (the inverse of `tree_from_plain`)."""
     if isinstance(node, lark.Token):
-        return [node.type, str(node), *(getattr(node, f) for f in _TOKEN_FIELDS)]
+        return [_TOKEN, node.type, str(node), *(getattr(node, f) for f in _TOKEN_FIELDS)]
     meta = node._meta  # lark makes a Meta on first access; keep an absent one absent
-    return {
-        "rule": tree_to_plain(node.data) if isinstance(node.data, lark.Token) else node.data,
-        "children": [tree_to_plain(c) for c in node.children],
-        "meta": None
-        if meta is None
-        else {f: getattr(meta, f) for f in _META_FIELDS if hasattr(meta, f)},
-    }
-
-
-def _plain_scalar(value: Any) -> Any:
-    if value is not None and type(value) not in (int, bool):
-        raise TypeError(f"not a position: {value!r}")
-    return value
+    return [
+        _TREE,
+        tree_to_plain(node.data) if isinstance(node.data, lark.Token) else node.data,
+        [tree_to_plain(c) for c in node.children],
+        None if meta is None else [getattr(meta, f, None) for f in _META_FIELDS],
+    ]
 
 
 def tree_from_plain(plain: Any) -> Any:
-    """The lark tree `tree_to_plain` described; TypeError or ValueError when it is not one."""
-    if isinstance(plain, list):
-        if len(plain) != 2 + len(_TOKEN_FIELDS) or not all(isinstance(p, str) for p in plain[:2]):
+    """The lark tree `tree_to_plain` described; TypeError, ValueError or IndexError when it is
+    not one. (Entries are HMAC-checked, so this guards against another layout, not forgery.)"""
+    if plain[0] == _TOKEN:
+        if len(plain) != 3 + len(_TOKEN_FIELDS):
             raise ValueError("not a token")
-        return lark.Token(plain[0], plain[1], *(_plain_scalar(p) for p in plain[2:]))
-    if not isinstance(plain, dict) or not isinstance(plain.get("children"), list):
+        return lark.Token(*plain[1:])
+    if plain[0] != _TREE or len(plain) != 4:
         raise ValueError("not a tree")
-    rule = plain["rule"]
-    meta = plain["meta"]
-    made = None
-    if meta is not None:
-        made = lark.tree.Meta()
-        for name, value in meta.items():
-            if name not in _META_FIELDS:
-                raise ValueError(f"not a position field: {name!r}")
-            setattr(made, name, _plain_scalar(value))
+    _, rule, children, values = plain
+    meta = None
+    if values is not None:
+        meta = lark.tree.Meta()
+        meta.__dict__.update(
+            (f, v) for f, v in zip(_META_FIELDS, values, strict=True) if v is not None
+        )
     return lark.Tree(
         rule if isinstance(rule, str) else tree_from_plain(rule),
-        [tree_from_plain(c) for c in plain["children"]],
-        made,
+        [tree_from_plain(c) for c in children],
+        meta,
     )
 
 
@@ -269,7 +263,8 @@ class Engine:
 
     def __init__(self, rules: list[str]) -> None:
         self._env: celpy.Environment | None = None
-        # rule -> {"tree": its parse tree as JSON (rebuilt when the rule runs)} or {"error": why}
+        # rule -> {"tree": its parse tree as JSON text (read and rebuilt only when the rule
+        # runs: a run evaluates some of the rules it loads)} or {"error": why}
         self._parsed: dict[str, dict[str, Any]] = {}
         self._programs: dict[str, Any] = {}
         self._seen: dict[tuple[str, str], Outcome] = {}
@@ -277,14 +272,16 @@ class Engine:
         with contextlib.suppress(ValueError, RecursionError):
             loaded = json.loads(cache.get("cel", entry) or b"null")
             if isinstance(loaded, dict) and all(
-                isinstance(v, dict) and (isinstance(v.get("error"), str) or "tree" in v)
+                isinstance(v, dict)
+                and (isinstance(v.get("error"), str) or isinstance(v.get("tree"), str))
                 for v in loaded.values()
             ):
                 self._parsed = loaded
         missing = [r for r in dict.fromkeys(rules) if r not in self._parsed]
         for rule in missing:
             try:
-                self._parsed[rule] = {"tree": tree_to_plain(self._environment().compile(rule))}
+                tree = tree_to_plain(self._environment().compile(rule))
+                self._parsed[rule] = {"tree": json.dumps(tree, separators=(",", ":"))}
             except celpy.CELParseError as exc:
                 error = f"the CEL engine cannot parse it: {str(exc).splitlines()[0]}"
                 self._parsed[rule] = {"error": error}
@@ -300,10 +297,10 @@ class Engine:
     def _program(self, rule: str) -> Any:
         program = self._programs.get(rule)
         if program is None:
-            tree = self._parsed[rule]["tree"]  # a parse error never gets here
+            text = self._parsed[rule]["tree"]  # a parse error never gets here
             try:
-                ast = tree_from_plain(tree)
-            except (TypeError, ValueError, KeyError, RecursionError):
+                ast = tree_from_plain(json.loads(text))
+            except (TypeError, ValueError, IndexError, KeyError, RecursionError):
                 ast = self._environment().compile(rule)  # a damaged entry: parse it again
             program = celpy.InterpretedRunner(self._env or _Parsed(), ast, FUNCTIONS)
             self._programs[rule] = program
