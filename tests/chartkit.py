@@ -175,7 +175,6 @@ def publish_stack(
 
     `charts` lists (unit name, chart); keyword arguments go to `write_stack`.
     """
-    from eksinf import charts as charts_mod
     from eksinf.stack import load_stack
 
     entries = []
@@ -183,5 +182,13 @@ def publish_stack(
         repo = push(chart, registry, f"t/{uuid.uuid4().hex[:12]}", tmp_path / "pkg" / name)
         entries.append((name, chart, repo))
     root = write_stack(tmp_path / "stack", entries, **kw)
-    charts_mod.lock(load_stack(root), None)
+    pin_charts(load_stack(root), None)
     return root
+
+
+def pin_charts(stack, mirror: Path | None) -> None:
+    """Rewrite charts.lock's `charts` section for the archives the source serves now (what
+    `charts lock` does for charts, without fetching upstream manifests)."""
+    from eksinf import charts
+
+    charts.write_lock_sections(stack, {"charts": charts.lock_items(charts.pins(stack, mirror))})

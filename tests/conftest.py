@@ -38,11 +38,12 @@ def free_port() -> int:
 
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Tests never read or write the user's chart cache. The CRDs a target cluster provides
+    """Tests never read or write the user's chart cache, nor its HMAC key. The CRDs a target cluster provides
     (components.yaml `clusterCRDs`, which `validate` and every publish read) are resolved once
     from the offline mirror into the session's cache, through the same pinned-manifest path a
     machine takes on its first run with a mirror; without it they would come from the network."""
     os.environ["EKSINF_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+    os.environ["EKSINF_CACHE_KEY"] = str(tmp_path_factory.mktemp("cache-key") / "cache.key")
     os.environ.pop("EKSINF_CHART_MIRROR", None)
     from eksinf import manifests
     from eksinf.stack import load_stack
@@ -50,6 +51,15 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     stack = load_stack(REPO)
     for spec in (s for c in stack.components for s in c.cluster_crds):
         manifests.resolve(stack, spec, MIRROR.parent / "manifests")
+
+
+@pytest.fixture(autouse=True)
+def _cache_switch_reset(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`verify --full` switches the derived-data cache off for the rest of its process; tests
+    run commands in-process, so each test starts with the switch as a new process has it."""
+    from eksinf import cache
+
+    monkeypatch.setattr(cache, "_off", False)
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,8 @@ def fingerprint(*roots: Path) -> dict[str, str]:
                     seen[key] = "link:" + os.readlink(path)
                 elif path.is_dir():
                     seen[key] = "dir"
+                elif not path.is_file():  # a FIFO or device: reading it could block
+                    seen[key] = f"special:{os.lstat(path).st_mode:o}"
                 else:
                     seen[key] = "file:" + hashlib.sha256(path.read_bytes()).hexdigest()
     return seen

@@ -6,7 +6,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from chartkit import CONFIGMAP, ChartSource, crd, push, write_stack
+from chartkit import CONFIGMAP, ChartSource, crd, pin_charts, push, write_stack
 
 from eksinf import charts, net
 from eksinf.errors import CONTRACT, ENVIRONMENT, EksinfError
@@ -95,7 +95,7 @@ def test_second_resolve_is_served_from_the_cache(tmp_path, registry, cache, monk
     chart = ChartSource("cached", templates={"cm.yaml": CONFIGMAP}, values={"greeting": "x"})
     root, repo = oci_stack(tmp_path, registry, chart)
     stack = load_stack(root)
-    charts.lock(stack, None)
+    pin_charts(stack, None)
     spec = stack.component("apps").charts[0]
 
     first = charts.resolve(stack, spec, None)
@@ -177,7 +177,7 @@ def test_mirror_archive_that_differs_from_the_lock_is_refused(tmp_path, cache):
     (mirror / "m2-0.1.0.tgz").write_bytes(chart.package())
     root = write_stack(tmp_path / "stack", [("app", chart, "oci://127.0.0.1:9/x")])
     stack = load_stack(root)
-    charts.lock(stack, mirror)
+    pin_charts(stack, mirror)
     chart.templates["extra.yaml"] = CONFIGMAP.replace("-settings", "-extra")
     (mirror / "m2-0.1.0.tgz").write_bytes(chart.package())
     with pytest.raises(EksinfError) as err:
@@ -196,7 +196,7 @@ def test_mirror_archive_that_disagrees_with_the_mirrors_sums_is_refused(tmp_path
     (mirror / "SHA256SUMS").write_text(f"{'0' * 64}  m3-0.1.0.tgz\n")
     root = write_stack(tmp_path / "stack", [("app", chart, "oci://127.0.0.1:9/x")])
     with pytest.raises(EksinfError) as err:
-        charts.lock(load_stack(root), mirror)
+        charts.pins(load_stack(root), mirror)
     assert err.value.exit_code == CONTRACT
     assert "disagrees with the mirror's SHA256SUMS" in err.value.message
 

@@ -364,9 +364,9 @@ def test_determinism_reference_is_recorded_and_checked(tmp_path, registry, monke
     """A render of inputs seen before is compared with the record of that earlier render.
     (The derived-data cache is off: a render it serves was checked when it was stored, see
     test_a_checked_render_is_served_from_the_cache; this is the record's own check.)"""
-    from eksinf import charts
+    from eksinf import cache
     from eksinf.guard import check
-    from eksinf.render import render_stack
+    from eksinf.render import REFERENCES, render_stack
     from eksinf.stack import load_stack
 
     monkeypatch.setenv("EKSINF_CACHE_DIR", str(tmp_path / "cache"))
@@ -378,7 +378,8 @@ def test_determinism_reference_is_recorded_and_checked(tmp_path, registry, monke
     first = render_stack(stack)
     [render] = first.outputs[1].charts
     assert render.reference_source == "second render"
-    [record] = (charts.render_records_dir()).iterdir()
+    records = tmp_path / "cache" / "derived" / REFERENCES
+    [record] = records.iterdir()
     assert check(first).ok
 
     again = render_stack(stack)
@@ -386,9 +387,9 @@ def test_determinism_reference_is_recorded_and_checked(tmp_path, registry, monke
     assert check(again).ok
 
     # an earlier run that produced other bytes for the same inputs means non-determinism
-    digests = json.loads(record.read_text())
+    digests = json.loads(cache.read_record(REFERENCES, record.name) or b"")
     digests["recorded/templates/cm.yaml"] = "0" * 64
-    record.write_text(json.dumps(digests))
+    cache.write_record(REFERENCES, record.name, json.dumps(digests).encode())
     report = check(render_stack(stack))
     [finding] = report.blocking
     assert (finding.hazard, finding.resource) == ("non-deterministic", "recorded/templates/cm.yaml")
@@ -396,15 +397,14 @@ def test_determinism_reference_is_recorded_and_checked(tmp_path, registry, monke
 
 
 def test_non_deterministic_output_is_never_recorded(tmp_path, registry, monkeypatch):
-    from eksinf import charts
-    from eksinf.render import render_stack
+    from eksinf.render import REFERENCES, render_stack
     from eksinf.stack import load_stack
 
     monkeypatch.setenv("EKSINF_CACHE_DIR", str(tmp_path / "cache"))
     chart = ChartSource("unrecorded", templates={"cm.yaml": RANDOM})
     root = publish_stack(tmp_path, registry, [("app", chart)])
     render_stack(load_stack(root))
-    assert not charts.render_records_dir().exists()
+    assert not (tmp_path / "cache" / "derived" / REFERENCES).exists()
     assert not (tmp_path / "cache" / "derived" / "helm").exists()  # nor its output cached
 
 

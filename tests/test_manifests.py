@@ -130,7 +130,7 @@ def test_a_stale_exclude_entry_is_an_error(stack_dir):
 def test_charts_lock_keeps_both_sections(stack_dir):
     stack = load_stack(stack_dir)
     before = (stack_dir / "charts.lock").read_text()
-    pinned = manifests.lock(stack, MANIFEST_MIRROR)
+    _, pinned = manifests.lock(stack, MIRROR, MANIFEST_MIRROR)  # the same pins: same bytes
     assert [(p.name, p.sha256, p.pinned_from) for p in pinned] == [
         ("argocd", mirror_sum(ARGOCD_FILE), "mirror"),
         ("hyperpod-inferenceendpointconfigs", mirror_sum(IEC_FILE), "mirror"),

@@ -341,9 +341,11 @@ def test_interrupted_fallback_swap_puts_the_old_tree_back(tmp_path):
     old = tmp_path / ".configs.old"
     old.mkdir()
     (old / "unit.yaml").write_text("kind: A\n")
+    (old / outdir.SWAP_MARKER).write_text("x")  # eksinf marks the tree it swaps out
     outdir.recover_interrupted_swap(target)
     assert (target / "unit.yaml").read_text() == "kind: A\n"
-    assert not old.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["configs"]
+    assert sorted(p.name for p in target.iterdir()) == ["unit.yaml"]
 
 
 def test_write_tree_without_exchange_support(tmp_path, monkeypatch):

@@ -16,9 +16,9 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from chartkit import pin_charts
 from conftest import MIRROR, REPO, STACK_DIRS, STACK_FILES
 
-from eksinf.charts import lock
 from eksinf.render import render_stack, write_configs
 from eksinf.stack import load_stack
 
@@ -103,7 +103,7 @@ def changed_stack(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (mirror / archive.name).symlink_to(archive)
     repack_chart(MIRROR / "karpenter-1.14.0.tgz", mirror / "karpenter-1.14.1.tgz", "1.14.1")
     edit(root / "versions.env", "KARPENTER_CHART_VERSION=1.14.0", "KARPENTER_CHART_VERSION=1.14.1")
-    lock(load_stack(root), mirror)
+    pin_charts(load_stack(root), mirror)
     edit(
         root / "render/karpenter-aws/controller-identity.yaml",
         '"ec2:DescribeSubnets"',

@@ -82,10 +82,13 @@ def read_only_stack(stack_dir: Path):
         shutil.copytree(stack_dir, stack)
         for path in [stack, *stack.rglob("*")]:
             path.chmod(0o755 if path.is_dir() else 0o644)
-        cache = shared / "cache"
-        cache.mkdir(mode=0o777)
-        cache.chmod(0o777)
-        yield stack, cache
+        # nobody's own private cache and key folders: the cache is refused otherwise (another
+        # user's folder), and that warning is not what these tests are about
+        cache, keys = shared / "cache", shared / "keys"
+        for folder in (cache, keys):
+            folder.mkdir(mode=0o700)
+            os.chown(folder, 65534, 65534)
+        yield stack, cache, keys
     finally:
         shutil.rmtree(shared)
 
@@ -98,19 +101,24 @@ def read_only_stack(stack_dir: Path):
         (("push", "-c", "gpu-runtime"), "bundles"),
         (
             ("links", "resolve", "--profile", "render/platform-profile/profile.yaml", "--out", "o"),
-            ".o.new",
+            "o",  # the output folder it could not build (its staging folder is never left)
         ),
         (("install",), ".eksinf"),
         (("charts", "lock", "--chart-mirror", "CHARTS"), ".charts.lock."),
-        (("render", "--chart-mirror", "CHARTS"), ".configs.new"),
+        (("render", "--chart-mirror", "CHARTS"), "configs"),
     ],
 )
 def test_a_read_only_stack_is_one_line_and_left_as_it_was(
     read_only_stack, chart_mirror, args, path
 ):
-    stack, cache = read_only_stack
+    stack, cache, keys = read_only_stack
     before = fingerprint(stack)
-    env = {**os.environ, "HOME": str(stack.parent), "EKSINF_CACHE_DIR": str(cache)}
+    env = {
+        **os.environ,
+        "HOME": str(stack.parent),
+        "EKSINF_CACHE_DIR": str(cache),
+        "EKSINF_CACHE_KEY": str(keys / "cache.key"),
+    }
     command = [a.replace("CHARTS", str(chart_mirror)) for a in args]
     as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable]
     done = subprocess.run(

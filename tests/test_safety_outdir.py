@@ -133,15 +133,98 @@ def test_an_empty_or_eksinf_written_folder_is_replaced(world, eksinf, tmp_path):
     assert not (out / "u.yaml").exists() and (out / MARKER).is_file()
 
 
-def test_leftover_swap_link_is_removed_not_followed(world, eksinf, tmp_path):
-    # a link planted where a crashed swap would leave its staging folder is unlinked, and what
-    # it points at survives
+# ---- swap names: only folders eksinf marked are eksinf's (issue 23, class 3) --------------
+
+
+def _decoy_at(path: Path, kind: str, decoy: Path) -> None:
+    """What a user may keep under a name eksinf's swap uses."""
+    if kind == "folder":
+        (path / "notes").mkdir(parents=True)
+        (path / "notes" / "plan.txt").write_text("mine\n")
+    elif kind == "empty folder":
+        path.mkdir()
+    elif kind == "folder like eksinf's":  # a copy of an eksinf output: owned marker, no swap one
+        path.mkdir()
+        (path / MARKER).write_text("copied\n")
+        (path / "provenance.json").write_text("{}\n")
+    elif kind == "link":
+        path.symlink_to(decoy)
+    else:
+        path.write_text("a file\n")
+
+
+def _commands(stack: Path, layout: Path, tmp_path: Path) -> dict[str, tuple[tuple[str, ...], Path]]:
+    """Each command that replaces a folder whole, and the folder it replaces."""
+    out = tmp_path / "out"
+    return {
+        "render": (("render",), stack / "configs"),
+        "render --out": (("render", "--out", str(out)), out),
+        "pull": (("pull", f"oci-layout:{layout}:v1", "--out", str(out)), out),
+        "links resolve": (("links", "resolve", "--profile", PROFILE, "--out", str(out)), out),
+    }
+
+
+@pytest.mark.parametrize("command", ["render", "render --out", "pull", "links resolve"])
+@pytest.mark.parametrize("suffix", ["new", "old"])
+@pytest.mark.parametrize("kind", ["folder", "empty folder", "folder like eksinf's", "link", "file"])
+def test_a_users_folder_with_a_swap_name_is_left_alone(
+    world, eksinf, tmp_path, command, suffix, kind
+):
     stack, decoy, layout = world
-    (tmp_path / ".out.old").symlink_to(decoy)
-    before = fingerprint(decoy)
-    assert (
-        eksinf("pull", f"oci-layout:{layout}:v1", "--out", str(tmp_path / "out"), cwd=stack).code
-        == 0
-    )
-    assert not os.path.lexists(tmp_path / ".out.old")
-    assert fingerprint(decoy) == before
+    args, target = _commands(stack, layout, tmp_path)[command]
+    swap = target.parent / f".{target.name}.{suffix}"
+    _decoy_at(swap, kind, decoy)
+    cache = Path(os.environ["EKSINF_CACHE_DIR"])
+    before = fingerprint(tmp_path, cache)
+    result = eksinf(*args, cwd=stack)
+    assert result.code == USAGE, result.err
+    assert f"refusing to write beside {swap}: it is " in result.err, result.err
+    assert f"Move or rename {swap}" in result.err
+    assert "rendering" not in result.err  # refused before any work
+    assert fingerprint(tmp_path, cache) == before
+
+
+@pytest.mark.parametrize("command", ["render", "pull", "links resolve"])
+def test_once_the_users_folder_is_moved_the_write_goes_ahead(
+    world, eksinf, tmp_path, chart_mirror, monkeypatch, command
+):
+    monkeypatch.setenv("EKSINF_CHART_MIRROR", str(chart_mirror))
+    stack, decoy, layout = world
+    args, target = _commands(stack, layout, tmp_path)[command]
+    swap = target.parent / f".{target.name}.old"
+    _decoy_at(swap, "folder", decoy)
+    assert eksinf(*args, cwd=stack).code == USAGE
+    kept = tmp_path / "kept"
+    swap.rename(kept)
+    before = fingerprint(kept, decoy)
+    result = eksinf(*args, cwd=stack)
+    assert result.code == 0, result.err
+    assert fingerprint(kept, decoy) == before
+    assert not os.path.lexists(swap) and not os.path.lexists(swap.with_name(f".{target.name}.new"))
+    assert not (target / ".eksinf-swap").exists()  # the swap marker never stays in an output
+
+
+def test_bundle_out_swaps_nothing_so_a_swap_named_folder_is_no_obstacle(world, eksinf, tmp_path):
+    stack, decoy, _ = world
+    out = tmp_path / "bundles"
+    swap = tmp_path / ".bundles.new"
+    _decoy_at(swap, "folder", decoy)
+    before = fingerprint(swap, decoy)
+    result = eksinf("bundle", "--out", str(out), cwd=stack)
+    assert result.code == 0, result.err
+    assert fingerprint(swap, decoy) == before
+    assert (out / MARKER).is_file()
+
+
+def test_a_swap_folder_eksinf_marked_is_cleaned_up(world, eksinf, tmp_path):
+    """What a crash leaves (see test_render's kill tests) carries the swap marker, so the next
+    write removes it."""
+    from eksinf.outdir import SWAP_MARKER
+
+    stack, _, layout = world
+    leftover = tmp_path / ".out.new"
+    (leftover / "half").mkdir(parents=True)
+    (leftover / SWAP_MARKER).write_text("x")
+    result = eksinf("pull", f"oci-layout:{layout}:v1", "--out", str(tmp_path / "out"), cwd=stack)
+    assert result.code == 0, result.err
+    assert not os.path.lexists(leftover)

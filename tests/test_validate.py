@@ -367,8 +367,8 @@ def test_a_damaged_cel_cache_changes_no_verdict(stack_dir, eksinf, tmp_path, mon
     monkeypatch.setenv("EKSINF_MANIFEST_MIRROR", str(MIRROR.parent / "manifests"))
     code, first = run(eksinf, stack_dir)
     assert code == 0
-    [cached] = list((tmp_path / "cache" / "cel").iterdir())
-    cached.write_bytes(b"not a pickle")
+    [cached] = list((tmp_path / "cache" / "derived" / "cel").iterdir())
+    cached.write_bytes(b"not JSON")
     code, again = run(eksinf, stack_dir)
     assert code == 0
     assert again["celRulesEvaluated"] == first["celRulesEvaluated"]

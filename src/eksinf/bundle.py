@@ -17,7 +17,7 @@ import os
 import shutil
 import tarfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import __version__, cache, inside
 from .atomic import write_file
-from .errors import CONTRACT, FAILURE, USAGE, EksinfError
+from .errors import CONTRACT, FAILURE, USAGE, EksinfError, write_failure
 from .gitinfo import commit_of
 from .model.configs import parse_unit
 from .model.digest import sha256_hex
@@ -193,7 +193,7 @@ def chart_provenance(stack: Stack, component: str) -> list[dict[str, Any]]:
     if not path.is_file():
         return []
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        record = json.loads(inside.read_bytes(path, stack.root))
     except ValueError as exc:
         raise EksinfError(
             f"configs/{PROVENANCE_FILE}: not valid JSON ({exc})",
@@ -248,8 +248,9 @@ def build_bundles(
                 hint="Run `eksinf render` first.",
                 exit_code=FAILURE,
             )
-    # an explicit --out gets bundles added, so it must be eksinf's to write (outdir.claim)
-    owned = claim(out, stack.root) if out is not None else None
+    # an explicit --out gets bundles added, so it must be eksinf's to write (outdir.claim);
+    # nothing is swapped, so the swap names beside it are not checked
+    owned = claim(out, stack.root, swap=False) if out is not None else None
     chosen = {name: component_files(stack, name) for name in names}
     guard_committed(stack, chosen)
     target = owned.path if owned else stack.root / "bundles"
@@ -260,7 +261,6 @@ def build_bundles(
         data = compress(tar)
         digest, tar_digest = sha256_hex(data), sha256_hex(tar)
         path = target / f"{name}{BUNDLE_SUFFIX}"
-        write_file(path, data, FILE_MODE)
         bundles.append(
             Bundle(
                 component=name,
@@ -274,6 +274,12 @@ def build_bundles(
                 placeholders=count_placeholders(name, files),
             )
         )
+    # Every bundle is checked before the first is written, so `bundle` and `push` (which pushes
+    # these) write and publish nothing that `pull` would refuse.
+    for made in bundles:
+        check_pullable(made)
+    for made in bundles:
+        write_file(made.path, made.data, FILE_MODE)
     if owned and owned.marker:
         write_file(target / MARKER, MARKER_TEXT.encode())
     return bundles
@@ -340,10 +346,12 @@ def _open_tar(blob: bytes) -> tarfile.TarFile:
         ) from exc
 
 
-def _stage(blob: bytes, staging: Path, max_member: int, max_total: int) -> list[str]:
-    written: list[str] = []
+def _members(blob: bytes, max_member: int, max_total: int) -> Iterator[tuple[str, bytes | None]]:
+    """Each member `pull` accepts, as (name, bytes; None for a folder), checked in archive order;
+    the first one it refuses raises. `_stage` writes them; `check_pullable` only reads them."""
     seen: dict[str, str] = {}  # name -> "file" | "dir"
     total = 0
+    files = 0
     with _open_tar(blob) as tar:
         count = 0
         while True:
@@ -351,7 +359,7 @@ def _stage(blob: bytes, staging: Path, max_member: int, max_total: int) -> list[
                 info = tar.next()
             except (tarfile.TarError, OSError, EOFError) as exc:
                 raise EksinfError(
-                    f"bundle is corrupt after {len(written)} file(s) ({exc})",
+                    f"bundle is corrupt after {files} file(s) ({exc})",
                     hint="Check the digest and pull it again.",
                     exit_code=FAILURE,
                 ) from exc
@@ -375,9 +383,8 @@ def _stage(blob: bytes, staging: Path, max_member: int, max_total: int) -> list[
                     raise _refuse(info.name, "duplicate", f"{parent} is already a file")
                 seen[str(parent)] = "dir"
             seen[name] = kind
-            dest = staging / name
             if kind == "dir":
-                dest.mkdir(parents=True, exist_ok=True)
+                yield name, None
                 continue
             if info.size > max_member:
                 raise _refuse(
@@ -403,13 +410,40 @@ def _stage(blob: bytes, staging: Path, max_member: int, max_total: int) -> list[
                 ) from exc
             if len(data) != info.size:
                 raise _refuse(info.name, "truncated", "fewer bytes than its header claims")
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-            fd = os.open(dest, flags, FILE_MODE)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            written.append(name)
+            files += 1
+            yield name, data
+
+
+def _stage(blob: bytes, staging: Path, max_member: int, max_total: int) -> list[str]:
+    written: list[str] = []
+    for name, data in _members(blob, max_member, max_total):
+        dest = staging / name
+        if data is None:
+            dest.mkdir(parents=True, exist_ok=True)
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(dest, flags, FILE_MODE)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        written.append(name)
     return sorted(written)
+
+
+def check_pullable(bundle: Bundle) -> None:
+    """Refuse (exit 3) a bundle `pull` would refuse, with pull's own checks and limits, so
+    `bundle` never writes, and `push` never publishes, what no one can unpack."""
+    try:
+        for _ in _members(bundle.data, MAX_MEMBER, MAX_TOTAL):
+            pass
+    except EksinfError as exc:
+        raise EksinfError(
+            f"bundle {bundle.component}: `eksinf pull` would refuse it: {exc.message}",
+            hint=f"Fix configs/{bundle.component}/ (plain file names, at most {MAX_MEMBERS} "
+            f"files, {MAX_MEMBER >> 20} MiB each, {MAX_TOTAL >> 20} MiB in all) and run again; "
+            "no bundle was written or pushed.",
+            exit_code=CONTRACT,
+        ) from exc
 
 
 def safe_unpack(
@@ -431,8 +465,11 @@ def safe_unpack(
     staging = staging_for(owned)
     try:
         names = _stage(blob, staging, max_member, max_total)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(staging, ignore_errors=True)
+        refused = write_failure(exc, owned.path, undone=True) if isinstance(exc, OSError) else None
+        if refused is not None:
+            raise refused from exc
         raise
     replace_with(owned, staging, "unpack-swap", "unpack-cleanup")
     return names

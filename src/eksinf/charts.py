@@ -63,11 +63,6 @@ def cache_dir() -> Path:
     return cache.root() / "charts"
 
 
-def render_records_dir() -> Path:
-    """Where render records for the guard's determinism check live (see render.py)."""
-    return cache_dir().parent / "renders"
-
-
 def mirror_dir(explicit: Path | None) -> Path | None:
     if explicit is not None:
         return explicit
@@ -96,9 +91,9 @@ def read_lock_section(stack: Stack, section: str) -> list:
     return items
 
 
-def write_lock_section(stack: Stack, section: str, items: list[dict]) -> None:
-    """Replace one section of charts.lock, keeping the others."""
-    body = {**_lock_body(stack), section: items}
+def write_lock_sections(stack: Stack, sections: dict[str, list[dict]]) -> None:
+    """Replace the given sections of charts.lock in one atomic write, keeping the others."""
+    body = {**_lock_body(stack), **sections}
     ordered = {k: body[k] for k in sorted(body)}
     write_file(stack.lock_path, (LOCK_HEADER + dump_docs([ordered])).encode())
 
@@ -124,9 +119,9 @@ def read_lock(stack: Stack) -> dict[tuple[str, str, str], LockEntry]:
     return entries
 
 
-def write_lock(stack: Stack, entries: list[LockEntry]) -> None:
-    ordered = sorted(entries, key=lambda e: (e.chart, e.version))
-    write_lock_section(stack, "charts", [e.as_dict() for e in ordered])
+def lock_items(entries: list[LockEntry]) -> list[dict]:
+    """charts.lock's `charts` section for these pins."""
+    return [e.as_dict() for e in sorted(entries, key=lambda e: (e.chart, e.version))]
 
 
 def _lock_key(spec: ChartSpec) -> tuple[str, str, str]:
@@ -342,8 +337,9 @@ def check_archive(spec: ChartSpec, data: bytes, origin: str) -> None:
         raise refuse(f"its Chart.yaml says {found[0]} {found[1]}, not {spec.chart} {spec.version}")
 
 
-def lock(stack: Stack, mirror: Path | None) -> list[LockEntry]:
-    """Pin every chart the stack uses to the archive currently served by its source."""
+def pins(stack: Stack, mirror: Path | None) -> list[LockEntry]:
+    """Pin every chart the stack uses to the archive currently served by its source (nothing is
+    written: `manifests.lock` writes charts.lock once every pin is known)."""
     entries: dict[tuple[str, str, str], LockEntry] = {}
     for comp in stack.components:
         for spec in comp.charts:
@@ -354,5 +350,4 @@ def lock(stack: Stack, mirror: Path | None) -> list[LockEntry]:
             entries[_lock_key(spec)] = LockEntry(
                 spec.chart, spec.version, spec.repo, sha256_hex(data), origin
             )
-    write_lock(stack, list(entries.values()))
     return sorted(entries.values(), key=lambda e: (e.chart, e.version))

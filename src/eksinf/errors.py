@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import shlex
 
 # Exit codes (see docs/cli.md): scripts branch on these, so they never change meaning.
@@ -30,3 +31,32 @@ def shell_command(*words: object) -> str:
     from input (a name, an ARN, a folder) may hold a space or a quote, and a pasted fix must
     run exactly what it names, never split or run something else. Plain words stay as written."""
     return " ".join(shlex.quote(str(word)) for word in words)
+
+
+# OSErrors that say the place cannot take a write, whatever eksinf does: an environment error
+_CANNOT_WRITE = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is used up",
+    errno.EROFS: "the filesystem is read-only",
+    errno.EPERM: "the operation is not permitted",
+    errno.EACCES: "permission denied",
+}
+
+
+def write_failure(
+    exc: OSError, where: object, *, undone: bool = False, verb: str = "write"
+) -> EksinfError | None:
+    """The exit-4 error for an OSError met while writing `where` (a file or folder), or None
+    when the error says something else (a bug or a race, which stays an OSError). `undone`: the
+    caller put the output back as it was, and the hint says so."""
+    why = _CANNOT_WRITE.get(exc.errno or 0)
+    if why is None:
+        return None
+    return EksinfError(
+        f"cannot {verb} {where}: {why} ({exc.strerror or exc})",
+        hint=(
+            "Nothing was half-written: the output is as it was before this run. " if undone else ""
+        )
+        + "Free space, or make the folder writable, then run again.",
+        exit_code=ENVIRONMENT,
+    )

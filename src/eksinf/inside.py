@@ -7,6 +7,10 @@ render/ or configs/, a linked values file) or a path that resolves outside the f
 outside file (a credentials file, /etc/passwd) never reaches configs/, a bundle, the hub or a CI
 log. Files are opened with O_NOFOLLOW after the check, so a link swapped in meanwhile fails too.
 
+Only regular files are inputs: a FIFO, a device or a socket is refused (opened non-blocking, so a
+FIFO never hangs the run), and so is a file with more than one hard link, which, like a symbolic
+link, can make an outside file (a key, /etc/shadow's neighbour) look like part of the stack.
+
 Walks are iterative and bounded (entries and depth), and each file is capped in size.
 """
 
@@ -61,18 +65,47 @@ def check(path: Path, folder: Path, base: Path | None = None, what: str = "file"
     return full
 
 
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    return "not a regular file"
+
+
+def _special_error(label: str, mode: int) -> EksinfError:
+    return EksinfError(
+        f"{label}: is {_kind(mode)}; eksinf reads only regular files",
+        hint="Replace it with a regular file holding the content.",
+        exit_code=CONTRACT,
+    )
+
+
 def read_bytes(path: Path, folder: Path, base: Path | None = None, what: str = "file") -> bytes:
-    """The bytes of a regular file inside `folder` (see `check`), at most MAX_FILE_BYTES."""
+    """The bytes of a regular file inside `folder` (see `check`) with one hard link, at most
+    MAX_FILE_BYTES."""
     full = check(path, folder, base, what)
     label = _label(full, base)
     try:
-        fd = os.open(full, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat below refuses it
+        fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise EksinfError(f"{label}: cannot read: {exc.strerror}", exit_code=CONTRACT) from exc
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fh.fileno())
         if not stat.S_ISREG(st.st_mode):
-            raise EksinfError(f"{label}: not a regular file", exit_code=CONTRACT)
+            raise _special_error(label, st.st_mode)
+        if st.st_nlink > 1:
+            raise EksinfError(
+                f"{label}: has {st.st_nlink} hard links; eksinf reads only files that exist once",
+                hint="Replace it with a copy (`cp --remove-destination`); a hard link can "
+                "carry an outside file into configs/, a bundle or the hub.",
+                exit_code=CONTRACT,
+            )
         if st.st_size > MAX_FILE_BYTES:
             raise _too_large(label, st.st_size)
         data = fh.read(MAX_FILE_BYTES + 1)
@@ -125,4 +158,8 @@ def files_under(folder: Path, base: Path | None = None, *, recursive: bool = Tru
                     pending.append((path, depth + 1))
                 elif entry.is_file(follow_symlinks=False):
                     found.append(path)
+                else:
+                    raise _special_error(
+                        _label(path, base), entry.stat(follow_symlinks=False).st_mode
+                    )
     return sorted(found)

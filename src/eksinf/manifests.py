@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+from . import charts
 from .charts import (
     FETCH_DEADLINE,
     cache_dir,
     mirror_copy,
     read_lock_section,
     resolve_pinned,
-    write_lock_section,
 )
 from .charts import mirror_dir as chart_mirror_dir
 from .errors import CONTRACT, ENVIRONMENT, EksinfError
@@ -132,8 +132,8 @@ def fetch(spec: ManifestSpec, mirror: Path | None) -> tuple[bytes, str]:
     return data, spec.url
 
 
-def lock(stack: Stack, mirror: Path | None) -> list[ManifestLock]:
-    """Pin every manifest the stack uses to the bytes its source serves now."""
+def pins(stack: Stack, mirror: Path | None) -> list[ManifestLock]:
+    """Pin every manifest the stack uses to the bytes its source serves now (nothing written)."""
     entries: dict[tuple[str, str], ManifestLock] = {}
     for comp in stack.components:
         for spec in (*comp.manifests, *comp.cluster_crds):
@@ -143,6 +143,22 @@ def lock(stack: Stack, mirror: Path | None) -> list[ManifestLock]:
             entries[(spec.url, spec.version)] = ManifestLock(
                 spec.name, spec.version, spec.url, sha256_hex(data), origin
             )
-    ordered = sorted(entries.values(), key=lambda e: (e.name, e.version))
-    write_lock_section(stack, LOCK_SECTION, [e.as_dict() for e in ordered])
-    return ordered
+    return sorted(entries.values(), key=lambda e: (e.name, e.version))
+
+
+def lock(
+    stack: Stack, chart_mirror: Path | None, manifest_mirror: Path | None
+) -> tuple[list[charts.LockEntry], list[ManifestLock]]:
+    """`charts lock`: pin every chart and manifest, then rewrite charts.lock once. Any fetch or
+    check that fails leaves charts.lock exactly as it was: nothing is written until every pin
+    is known."""
+    chart_pins = charts.pins(stack, chart_mirror)
+    manifest_pins = pins(stack, manifest_mirror)
+    charts.write_lock_sections(
+        stack,
+        {
+            "charts": charts.lock_items(chart_pins),
+            LOCK_SECTION: [e.as_dict() for e in manifest_pins],
+        },
+    )
+    return chart_pins, manifest_pins

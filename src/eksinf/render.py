@@ -9,7 +9,6 @@ import contextlib
 import dataclasses
 import hashlib
 import json
-import marshal
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ import yaml
 
 from . import __version__, cache, inside, manifests
 from .atomic import write_file
-from .charts import ResolvedChart, read_lock, render_records_dir, resolve
+from .charts import ResolvedChart, read_lock, resolve
 from .errors import CONTRACT, FAILURE, EksinfError
 from .helm import HelmEngine, RenderedChart, RenderOptions, default_engine, read_values
 from .manifests import ResolvedManifest
@@ -330,6 +329,9 @@ def output_digests(rendered: RenderedChart) -> dict[str, str]:
     return {path: sha256_hex(text) for path, text in files}
 
 
+REFERENCES = "render-references"  # the cache space of determinism references
+
+
 def _reference_digests(
     engine: HelmEngine,
     chart: ResolvedChart,
@@ -357,18 +359,16 @@ def _reference_digests(
             default=str,
         )
     )
-    record = render_records_dir() / f"{key}.json"
     try:
-        recorded = json.loads(record.read_text())
+        recorded = json.loads(cache.read_record(REFERENCES, key) or b"")
         if isinstance(recorded, dict):
             return recorded, "recorded render"
-    except (OSError, ValueError):
+    except ValueError:
         pass
     second = output_digests(engine.render(chart.archive, values, opts))
     if second == first:
         # an unwritable cache costs a second render next time, nothing more
-        with contextlib.suppress(OSError):
-            write_file(record, json.dumps(second, sort_keys=True).encode())
+        cache.write_record(REFERENCES, key, json.dumps(second, sort_keys=True).encode())
     return second, "second render"
 
 
@@ -720,7 +720,7 @@ RESULT_CACHE = "render cache"  # the origin of archives and manifests a cached r
 def _result_key(inputs: str, engine: HelmEngine | None) -> str:
     identity = engine.identity if engine is not None else ""
     return cache.key(
-        b"render-result-1", cache.code_digest().encode(), inputs.encode(), identity.encode()
+        b"render-result-2", cache.code_digest().encode(), inputs.encode(), identity.encode()
     )
 
 
@@ -761,7 +761,8 @@ def _store_result(key: str, result: RenderResult) -> None:
             for o in result.outputs
         ],
     }
-    cache.put("render", key, marshal.dumps(record))
+    with contextlib.suppress(ValueError, TypeError):  # not plain data: rendered each time
+        cache.put("render", key, json.dumps(record, ensure_ascii=False).encode())
 
 
 def _cached_result(stack: Stack, key: str) -> RenderResult | None:
@@ -769,12 +770,12 @@ def _cached_result(stack: Stack, key: str) -> RenderResult | None:
     if data is None:
         return None
     try:
-        record = marshal.loads(data)
+        record = json.loads(data)
         outputs = tuple(_cached_output(stack, o) for o in record["outputs"])
         if [o.component.name for o in outputs] != [c.name for c in stack.components]:
             return None
         return RenderResult(stack, outputs, record["provenance"])
-    except (ValueError, EOFError, TypeError, KeyError, IndexError, EksinfError):
+    except (ValueError, TypeError, KeyError, IndexError, EksinfError):
         return None  # unreadable or from another stack shape: render afresh
 
 

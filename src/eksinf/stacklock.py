@@ -5,14 +5,18 @@ runs never interleave their writes (configs/, the hub, .eksinf/oci) or read a ha
 A second run waits, saying who holds the lock, and gives up with exit 4 after
 $EKSINF_LOCK_TIMEOUT seconds. The lock file lives outside the stack (in the temp folder, keyed
 by the stack's path) so that taking it changes nothing in the stack; the kernel drops the lock
-when the process ends, however it ends.
+when the process ends, however it ends. The temp folder is shared with every user, so the lock's
+folder must be the user's own and private (0700), and the lock file is opened without following
+a link and must be the user's regular file: another user cannot point it at a file of ours.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import os
+import stat
 import sys
 import tempfile
 import time
@@ -55,13 +59,26 @@ def acquire(root: Path, say: Callable[[str], None]) -> None:
     path = lock_path(root)
     try:
         path.parent.mkdir(mode=0o700, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        _check_private(path.parent, os.lstat(path.parent), stat.S_ISDIR, "folder")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except OSError as exc:
+        if exc.errno == errno.ELOOP:  # O_NOFOLLOW met a link where the lock file goes
+            raise EksinfError(
+                f"the stack lock's file {path} is a symbolic link",
+                hint="Another user may be interfering: remove it, or set TMPDIR to a folder of "
+                "your own.",
+                exit_code=ENVIRONMENT,
+            ) from exc
         raise EksinfError(
             f"cannot create the stack lock {path}: {exc.strerror}",
             hint=f"Make {path.parent.parent} writable, or set TMPDIR to a writable folder.",
             exit_code=ENVIRONMENT,
         ) from exc
+    try:
+        _check_private(path, os.fstat(fd), stat.S_ISREG, "file")
+    except EksinfError:
+        os.close(fd)
+        raise
     timeout = lock_timeout()
     deadline = time.monotonic() + timeout
     told = False
@@ -86,6 +103,24 @@ def acquire(root: Path, say: Callable[[str], None]) -> None:
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"pid {os.getpid()}: eksinf {' '.join(sys.argv[1:])}"[:300].encode(), 0)
     _held[root] = fd
+
+
+def _check_private(path: Path, st: os.stat_result, kind: Callable[[int], bool], what: str) -> None:
+    """Refuse (exit 4) a lock folder or file that is a link, another user's, or open to others."""
+    problem = None
+    if not kind(st.st_mode):
+        problem = f"is not a {what} (a symbolic link?)"
+    elif st.st_uid != os.geteuid():
+        problem = f"belongs to uid {st.st_uid}, not to you"
+    elif stat.S_IMODE(st.st_mode) & 0o077:
+        problem = f"is open to other users (mode {stat.S_IMODE(st.st_mode):o})"
+    if problem is not None:
+        raise EksinfError(
+            f"the stack lock's {what} {path} {problem}",
+            hint="Another user may be interfering: remove it, or set TMPDIR to a folder of "
+            "your own.",
+            exit_code=ENVIRONMENT,
+        )
 
 
 def release_all() -> None:

@@ -28,7 +28,7 @@ import contextlib
 import functools
 import gc
 import json
-import marshal
+import math
 import os
 import re
 import sys
@@ -49,8 +49,8 @@ MAX_DEPTH = 200  # the deepest real unit (a CRD schema) nests ~25 levels
 MAX_NODES = 1_000_000  # the largest real unit file has ~10 000 nodes
 CACHED_TEXT = 2 << 10  # below this a parse or dump costs less than a cache lookup
 # what a cached entry depends on besides its input: this module's output, the YAML library, and
-# the interpreter (marshal's format)
-_CACHE_FORMAT = f"yamlio-2 pyyaml-{yaml.__version__} {sys.version}".encode()
+# the interpreter
+_CACHE_FORMAT = f"yamlio-3 json pyyaml-{yaml.__version__} {sys.version}".encode()
 
 
 def _location(path: str, mark: Any) -> str:
@@ -494,19 +494,48 @@ def load_objects(text: str, label: str, hint: str = "Fix the YAML at that positi
 
 def _through_cache(kind: bytes, text: str, parse: Callable[[], list[Any]]) -> list[Any]:
     """`parse()` of `text`, from the derived-data cache when it was parsed before. Only a
-    successful parse is stored, so a text that fails (syntax, bounds) fails every time."""
+    successful parse is stored, so a text that fails (syntax, bounds) fails every time. Entries
+    are JSON, and only documents JSON holds exactly are stored (below), so a served parse equals
+    a fresh one, types included."""
     if len(text) < CACHED_TEXT:
         return parse()
     entry = cache.key(_CACHE_FORMAT, kind, text.encode())
     hit = cache.get("yaml", entry)
     if hit is not None:
-        with contextlib.suppress(ValueError, EOFError, TypeError):
-            docs = marshal.loads(hit)
+        with contextlib.suppress(ValueError, RecursionError):
+            docs = json.loads(hit)
             if isinstance(docs, list):
                 return docs
     docs = parse()
-    cache.put("yaml", entry, marshal.dumps(docs))
+    if _json_exact(docs):
+        with contextlib.suppress(ValueError, RecursionError):
+            cache.put("yaml", entry, json.dumps(docs, ensure_ascii=False).encode())
     return docs
+
+
+_JSON_SCALARS = (str, int, bool, type(None))
+
+
+def _json_exact(docs: list[Any]) -> bool:
+    """Whether JSON gives back exactly these documents: string keys only, finite floats, and no
+    other types (a YAML int key, a NaN, a timestamp object or bytes are parsed afresh each
+    time). Iterative, over a tree that is already bounded."""
+    stack: list[Any] = [docs]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is dict:
+            if any(type(k) is not str for k in node):
+                return False
+            stack.extend(node.values())
+        elif kind is list:
+            stack.extend(node)
+        elif kind is float:
+            if not math.isfinite(node):
+                return False
+        elif kind not in _JSON_SCALARS:
+            return False
+    return True
 
 
 def _load_docs(text: str, label: str, unique_keys: bool = False) -> list[Any]:

@@ -3,17 +3,15 @@ which maps every outcome to an exit code."""
 
 from __future__ import annotations
 
-import errno
 import functools
 import importlib
-import os
 import sys
 from typing import Any
 
 import typer
 
 from .. import stacklock
-from ..errors import ENVIRONMENT, USAGE, EksinfError
+from ..errors import USAGE, EksinfError, write_failure
 from . import common
 from .common import State, progress
 
@@ -101,6 +99,13 @@ def app_for(args: list[str]) -> typer.Typer:
     return narrow
 
 
+def _report(exc: EksinfError) -> int:
+    progress(f"eksinf: {exc.message}")
+    if exc.hint:
+        progress(f"  hint: {exc.hint}")
+    return common.failed(exc.message, exc.hint, exc.exit_code)
+
+
 def run(argv: list[str] | None = None) -> int:
     """Run one command and return its exit code (tests call this in-process).
 
@@ -127,42 +132,16 @@ def run(argv: list[str] | None = None) -> int:
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except EksinfError as exc:
-        progress(f"eksinf: {exc.message}")
-        if exc.hint:
-            progress(f"  hint: {exc.hint}")
-        return common.failed(exc.message, exc.hint, exc.exit_code)
+        return _report(exc)
+    # What the file system refuses where no stage named it (a read-only stack, a full disk, a
+    # folder this user may not read or write): one line naming the path, exit 4, no traceback.
+    except OSError as exc:
+        refused = write_failure(exc, exc.filename or "a file", verb="use")
+        if refused is None:
+            raise
+        return _report(refused)
     except KeyboardInterrupt:
         progress("eksinf: interrupted")
         return common.failed("interrupted", "", 130)
-    except OSError as exc:
-        known = file_system_error(exc)
-        if known is None:
-            raise
-        progress(f"eksinf: {known.message}")
-        progress(f"  hint: {known.hint}")
-        return common.failed(known.message, known.hint, known.exit_code)
     finally:
         stacklock.release_all()
-
-
-# What the file system refuses, wherever a command meets it (a read-only stack, a full disk, a
-# folder this user may not write): one line naming the path, exit 4, never a traceback.
-_FILE_SYSTEM_HINTS = {
-    errno.EROFS: "The file system is read-only: run where eksinf can write, or give an output "
-    "folder on a writable one.",
-    errno.ENOSPC: "The disk is full: free space, then re-run (nothing half-written is kept).",
-    errno.EDQUOT: "The disk quota is used up: free space, then re-run.",
-    errno.EACCES: "This user may not read or write there: fix the permissions, or run where "
-    "you can.",
-    errno.EPERM: "This user may not change it: fix the permissions, or run where you can write.",
-}
-
-
-def file_system_error(exc: OSError) -> EksinfError | None:
-    hint = _FILE_SYSTEM_HINTS.get(exc.errno or 0)
-    if hint is None:
-        return None
-    where = exc.filename if exc.filename is not None else "a file"
-    return EksinfError(
-        f"{where}: {exc.strerror or os.strerror(exc.errno or 0)}", hint=hint, exit_code=ENVIRONMENT
-    )

@@ -308,9 +308,12 @@ def charts_lock_cmd(ctx: typer.Context, mirror: Path = MIRROR_OPTION) -> None:
     from .. import manifests
 
     stack = state(ctx).stack()
-    for entry in charts.lock(stack, charts.mirror_dir(mirror)):
+    chart_pins, manifest_pins = manifests.lock(
+        stack, charts.mirror_dir(mirror), manifests.mirror_dir(mirror)
+    )
+    for entry in chart_pins:
         typer.echo(f"{entry.chart} {entry.version}  sha256:{entry.sha256}  ({entry.pinned_from})")
-    for pinned in manifests.lock(stack, manifests.mirror_dir(mirror)):
+    for pinned in manifest_pins:
         typer.echo(
             f"{pinned.name} {pinned.version}  sha256:{pinned.sha256}  ({pinned.pinned_from})"
         )

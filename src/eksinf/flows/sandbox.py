@@ -17,6 +17,7 @@ from ..model.names import (
     STATE_DIR,
     apps_space,
     base_space,
+    check_space_name,
     owner_labels,
     profile_space,
     sandbox_spaces,
@@ -95,6 +96,14 @@ def render_configs(stack: Stack, mirror: Path | None, say: Say) -> None:
     write_configs(result)
 
 
+def sandbox_planned_spaces(stack: Stack, name: str, variant: str) -> list[str]:
+    """Every space `sandbox up` may create: both targets and their Argo CD apps spaces, the
+    profile variant and each deployed component's variant."""
+    targets = sandbox_spaces(name)
+    variants = [variant_space(c.name, variant) for c in stack.components if c.plane != "hub"]
+    return [*targets, *(apps_space(t) for t in targets), profile_space(variant), *variants]
+
+
 def sandbox_up(
     hub: Hub,
     stack: Stack,
@@ -110,6 +119,12 @@ def sandbox_up(
     from ..profile import load_profile
 
     chosen = target_kind(kind)
+    for space in sandbox_planned_spaces(stack, name, variant):  # every name, before any change
+        check_space_name(
+            space,
+            hint=f"--name {name!r} / --variant {variant!r} would make space {space!r}; pick "
+            "shorter plain names, e.g. dev or team-a.",
+        )
     for space in sandbox_spaces(name):  # refuse before anything changes
         if hub.space_exists(space) and kind_of(hub.get_space(space).labels) != chosen:
             raise EksinfError(

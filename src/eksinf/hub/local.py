@@ -23,7 +23,7 @@ from ..faults import checkpoint
 from ..links import engine
 from ..model import placeholder
 from ..model.digest import oci_digest, sha256_hex
-from ..model.names import OWNER, OWNER_LABEL, apps_space, variant_space
+from ..model.names import OWNER, OWNER_LABEL, apps_space, check_space_name, variant_space
 from ..yamlio import dump_docs, load_docs, load_input_docs
 from . import dbfile, functions, merge, where
 from .protocol import (
@@ -54,7 +54,6 @@ from .protocol import (
 SCHEMA_VERSION = 1
 DEFAULT_PATH = Path(".eksinf") / "hub.db"
 _SLUG_BAD = re.compile(r"[^a-z0-9_.-]+")
-_SPACE_SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -388,15 +387,7 @@ class LocalHub(Closing):
     def create_space(
         self, slug: str, labels: dict[str, str] | None = None, *, allow_exists: bool = False
     ) -> Space:
-        if not _SPACE_SLUG.fullmatch(slug):
-            # A space slug names an OCI layout directory and is typed in hub commands; a name
-            # with spaces, '/' or '!' (e.g. from `sandbox up --name`) would be stored as given.
-            raise EksinfError(
-                f"bad space name {slug!r}: use letters, digits, '-' and '_' "
-                "(starting with a letter or digit, at most 128 characters)",
-                hint="Pick another --name/--variant, e.g. dev or team-a.",
-                exit_code=USAGE,
-            )
+        check_space_name(slug)
         with self._tx() as db:
             if self.space_exists(slug):
                 if not allow_exists:

@@ -73,8 +73,8 @@ def check_fresh(report: Report, stack: Stack) -> dict[str, tuple[str, list[dict]
     if stale or not provenance.is_file():
         return sources
     try:
-        recorded = json.loads(provenance.read_text(encoding="utf-8")).get("inputsSha256")
-    except json.JSONDecodeError:
+        recorded = json.loads(inside.read_bytes(provenance, stack.root)).get("inputsSha256")
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
         recorded = None
     if recorded != inputs_digest(stack):
         report.add(

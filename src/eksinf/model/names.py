@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import USAGE, EksinfError
+
 BASE = "base"  # the variant every component's units are installed into first
 PROFILE_COMPONENT = "platform-profile"
 PROFILE_UNIT = "profile"
@@ -34,6 +36,25 @@ FAMILY_KEY = "karpenter.k8s.aws/instance-family"
 GPU_RESOURCE = "nvidia.com/gpu"
 
 STATE_DIR = ".eksinf"  # per-stack local state (hub.db, OCI layout, kubeconfigs), never committed
+
+
+# A space slug names an OCI layout directory and is typed in hub commands, so it is ASCII letters,
+# digits, '-' and '_', starting with a letter or digit, at most 128 characters.
+SPACE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
+
+
+def check_space_name(
+    slug: str, hint: str = "Pick another --name/--variant, e.g. dev or team-a."
+) -> None:
+    """Refuse (exit 2) a space name the hub would store as given (spaces, '/', '!', a newline,
+    non-ASCII letters) or that is too long."""
+    if not SPACE_NAME.fullmatch(slug):
+        raise EksinfError(
+            f"bad space name {slug!r}: use letters, digits, '-' and '_' "
+            "(starting with a letter or digit, at most 128 characters)",
+            hint=hint,
+            exit_code=USAGE,
+        )
 
 
 def variant_space(component: str, variant: str) -> str:

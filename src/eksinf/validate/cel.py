@@ -17,36 +17,37 @@ pass. A transition rule (it reads `oldSelf`) only runs on update; on create the 
 it, and so does this check (`transition`). An evaluation error (a missing key, `int('x')`) is a
 failure, as it is on the server.
 
-Parsing a rule builds celpy's grammar (~0.3 s) and parses the text; parsed rules are kept in a
-cache file keyed by the engine version and the rule texts, so a second run parses nothing.
+Parsing a rule builds celpy's grammar (~0.3 s) and parses the text; parsed rules are kept in the
+derived-data cache (eksinf.cache, HMAC-checked) keyed by the engine version and the rule texts,
+so a second run parses nothing. A parse tree is kept as plain JSON (each node's rule or token
+with its position), never in a format that builds objects when read, and rebuilt into lark's
+tree when the rule first runs.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
-import pickle
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from importlib import metadata
-from pathlib import Path
 from typing import Any, cast
 
 import celpy
+import lark
 from celpy import celtypes
 from celpy.evaluation import CELEvalError
 
-from ..atomic import write_file
+from .. import cache
 from ..model.quantity import parse as parse_quantity
 
 _OLD_SELF = re.compile(r"\boldSelf\b")
 _UNDECLARED = re.compile(r"undeclared reference to '([^']+)'")
 ENGINE = f"cel-python {metadata.version('cel-python')}"
 
-_FORMAT = "rule -> pickled parse tree | parse error"  # in the cache key: a new layout, a new file
+_FORMAT = "cel-2: rule -> {tree: JSON text of the parse tree} | {error: text}"  # in the key
 PASS, FAIL, NOT_EVALUATED, TRANSITION = "pass", "fail", "not-evaluated", "transition"
 
 
@@ -184,11 +185,66 @@ FUNCTIONS: dict[str, Any] = {
 # ---- compiling and evaluating ------------------------------------------------------------------
 
 
-def _cache_file(rules: list[str]) -> Path:
-    from ..charts import cache_dir
+# A parse tree as JSON lists: a token is [0, type, value, start_pos, line, column, end_line,
+# end_column, end_pos]; a tree is [1, its rule (a token, or a string), [children...], meta], where
+# meta is null or the values of _META_FIELDS in order (null for a field lark did not set).
+_TOKEN_FIELDS = ("start_pos", "line", "column", "end_line", "end_column", "end_pos")
+_META_FIELDS = (
+    "empty",
+    "line",
+    "column",
+    "start_pos",
+    "end_line",
+    "end_column",
+    "end_pos",
+    "container_line",
+    "container_column",
+    "container_start_pos",
+    "container_end_line",
+    "container_end_column",
+    "container_end_pos",
+)
+_TOKEN, _TREE = 0, 1
 
-    key = hashlib.sha256("\0".join([ENGINE, _FORMAT, *sorted(set(rules))]).encode()).hexdigest()
-    return cache_dir().parent / "cel" / f"{key[:32]}.pickle"
+
+def tree_to_plain(node: Any) -> Any:
+    """A lark parse tree as JSON-ready lists (the inverse of `tree_from_plain`)."""
+    if isinstance(node, lark.Token):
+        return [_TOKEN, node.type, str(node), *(getattr(node, f) for f in _TOKEN_FIELDS)]
+    meta = node._meta  # lark makes a Meta on first access; keep an absent one absent
+    return [
+        _TREE,
+        tree_to_plain(node.data) if isinstance(node.data, lark.Token) else node.data,
+        [tree_to_plain(c) for c in node.children],
+        None if meta is None else [getattr(meta, f, None) for f in _META_FIELDS],
+    ]
+
+
+def tree_from_plain(plain: Any) -> Any:
+    """The lark tree `tree_to_plain` described; TypeError, ValueError or IndexError when it is
+    not one. (Entries are HMAC-checked, so this guards against another layout, not forgery.)"""
+    if plain[0] == _TOKEN:
+        if len(plain) != 3 + len(_TOKEN_FIELDS):
+            raise ValueError("not a token")
+        return lark.Token(*plain[1:])
+    if plain[0] != _TREE or len(plain) != 4:
+        raise ValueError("not a tree")
+    _, rule, children, values = plain
+    meta = None
+    if values is not None:
+        meta = lark.tree.Meta()
+        meta.__dict__.update(
+            (f, v) for f, v in zip(_META_FIELDS, values, strict=True) if v is not None
+        )
+    return lark.Tree(
+        rule if isinstance(rule, str) else tree_from_plain(rule),
+        [tree_from_plain(c) for c in children],
+        meta,
+    )
+
+
+def _cache_key(rules: list[str]) -> str:
+    return cache.key(ENGINE.encode(), _FORMAT.encode(), *(r.encode() for r in sorted(set(rules))))
 
 
 class _Parsed(celpy.Environment):
@@ -207,26 +263,31 @@ class Engine:
 
     def __init__(self, rules: list[str]) -> None:
         self._env: celpy.Environment | None = None
-        # rule -> its parse tree, pickled (unpickled only when the rule runs), or why it failed
-        self._parsed: dict[str, bytes | str] = {}
+        # rule -> {"tree": its parse tree as JSON text (read and rebuilt only when the rule
+        # runs: a run evaluates some of the rules it loads)} or {"error": why}
+        self._parsed: dict[str, dict[str, Any]] = {}
         self._programs: dict[str, Any] = {}
         self._seen: dict[tuple[str, str], Outcome] = {}
-        self._cache = _cache_file(rules)
-        with contextlib.suppress(OSError, pickle.UnpicklingError, EOFError, AttributeError):
-            loaded = pickle.loads(self._cache.read_bytes())
+        entry = _cache_key(rules)
+        with contextlib.suppress(ValueError, RecursionError):
+            loaded = json.loads(cache.get("cel", entry) or b"null")
             if isinstance(loaded, dict) and all(
-                isinstance(v, bytes | str) for v in loaded.values()
+                isinstance(v, dict)
+                and (isinstance(v.get("error"), str) or isinstance(v.get("tree"), str))
+                for v in loaded.values()
             ):
                 self._parsed = loaded
         missing = [r for r in dict.fromkeys(rules) if r not in self._parsed]
         for rule in missing:
             try:
-                self._parsed[rule] = pickle.dumps(self._environment().compile(rule))
+                tree = tree_to_plain(self._environment().compile(rule))
+                self._parsed[rule] = {"tree": json.dumps(tree, separators=(",", ":"))}
             except celpy.CELParseError as exc:
-                self._parsed[rule] = f"the CEL engine cannot parse it: {str(exc).splitlines()[0]}"
+                error = f"the CEL engine cannot parse it: {str(exc).splitlines()[0]}"
+                self._parsed[rule] = {"error": error}
         if missing:
-            with contextlib.suppress(OSError):  # an unwritable cache costs a parse next time
-                write_file(self._cache, pickle.dumps(self._parsed))
+            with contextlib.suppress(ValueError, RecursionError):
+                cache.put("cel", entry, json.dumps(self._parsed).encode())
 
     def _environment(self) -> celpy.Environment:
         if self._env is None:
@@ -236,9 +297,11 @@ class Engine:
     def _program(self, rule: str) -> Any:
         program = self._programs.get(rule)
         if program is None:
-            ast = pickle.loads(
-                cast(bytes, self._parsed[rule])
-            )  # a str (parse error) never gets here
+            text = self._parsed[rule]["tree"]  # a parse error never gets here
+            try:
+                ast = tree_from_plain(json.loads(text))
+            except (TypeError, ValueError, IndexError, KeyError, RecursionError):
+                ast = self._environment().compile(rule)  # a damaged entry: parse it again
             program = celpy.InterpretedRunner(self._env or _Parsed(), ast, FUNCTIONS)
             self._programs[rule] = program
         return program
@@ -266,8 +329,8 @@ class Engine:
                 TRANSITION, "a transition rule (reads oldSelf): the server runs it on update only"
             )
         parsed = self._parsed.get(rule)
-        if isinstance(parsed, str):
-            return Outcome(NOT_EVALUATED, parsed)
+        if parsed is not None and "error" in parsed:
+            return Outcome(NOT_EVALUATED, str(parsed["error"]))
         if parsed is None:  # not among the rules this engine was built for: a caller bug
             raise KeyError(rule)
         program = self._program(rule)  # outside the try: a broken program is a bug, not a verdict

@@ -3,36 +3,42 @@ the stack never renders or applies them. Each is pinned by sha256 in charts.lock
 like any pinned manifest (cache, offline mirror, URL), so `validate` and a release's admission
 check the stack's custom resources against the schema the cluster serves.
 
-The parsed documents are cached beside the bytes (`<sha256>.json`): a YAML parse of the
-operator's 450 KB CRD costs ~80 ms on every run, reading the JSON ~2 ms.
+The parsed documents are kept as JSON in the derived-data cache (eksinf.cache, HMAC-checked)
+under the pinned sha256: a YAML parse of the operator's 450 KB CRD costs ~80 ms on every run,
+reading the JSON ~2 ms.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
+
+from .. import cache
 
 
 def _docs(stack: Any, spec: Any, mirror: Any, lock: dict) -> list[dict]:
     from .. import manifests
-    from ..atomic import write_file
-    from ..charts import cache_dir
     from ..yamlio import load_docs
 
     entry = lock.get((spec.url, spec.version))
-    parsed = cache_dir().parent / "manifests" / f"{entry.sha256}.json" if entry else None
-    if parsed is not None and parsed.is_file():
+    if entry is not None:
+        hit = cache.get("cluster-crds", _key(entry.sha256))
         try:
-            return json.loads(parsed.read_text(encoding="utf-8"))
+            docs = json.loads(hit) if hit is not None else None
         except ValueError:
-            pass  # a damaged cache entry: parse the verified bytes again
+            docs = None  # a damaged cache entry: parse the verified bytes again
+        if isinstance(docs, list) and all(isinstance(d, dict) for d in docs):
+            return docs
     resolved = manifests.resolve(stack, spec, mirror, lock)  # checks the pin, or exits 3/4
     docs = [d for d in load_docs(resolved.text, spec.mirror_file) if isinstance(d, dict)]
-    write_file(
-        cache_dir().parent / "manifests" / f"{resolved.sha256}.json",
-        json.dumps(docs, sort_keys=True).encode("utf-8"),
-    )
+    with contextlib.suppress(ValueError, TypeError):  # not plain JSON: parsed on every run
+        cache.put("cluster-crds", _key(resolved.sha256), json.dumps(docs, sort_keys=True).encode())
     return docs
+
+
+def _key(sha256: str) -> str:
+    return cache.key(b"cluster-crds-1", sha256.encode())
 
 
 def cluster_crd_units(stack: Any) -> dict[str, list[dict]]:
