@@ -324,8 +324,6 @@ class StackReport:
 def validate_stack(stack: Any) -> StackReport:
     """Every committed unit as rendered (raw) and as the hub publishes it (resolved with the
     stack's profile; the hub plane is never published)."""
-    from ..profile import load_profile
-
     units = configs.read_units(stack.configs_dir)
     bindings = links.load_bindings(stack)
     from .provided import cluster_crd_units
@@ -336,14 +334,24 @@ def validate_stack(stack: Any) -> StackReport:
     raw = admission.check_units(
         units, lambda key: f"configs/{key}.yaml", bound_paths(units, bindings)
     )
+    profile_name, published = published_units(stack, units, bindings)
+    resolved = admission.check_units(
+        published, lambda key: f"resolved({profile_name}) configs/{key}.yaml"
+    )
+    return StackReport(raw, resolved, profile_name, admission.distinct_rules)
+
+
+def published_units(
+    stack: Any, units: dict[str, list[dict]], bindings: list[links.Binding]
+) -> tuple[str, dict[str, list[dict]]]:
+    """(profile name, the units as the hub publishes them): the profile's values written in
+    through the bindings, the hub plane left out (it is never published)."""
+    from ..profile import load_profile
+
     profile = load_profile(stack)
     planes = {c.name: c.plane for c in stack.components}
-    published = {
+    return profile.name, {
         key: docs
         for key, docs in links.resolve_units(units, profile.spec, bindings).items()
         if planes.get(key.split("/")[0]) != "hub"
     }
-    resolved = admission.check_units(
-        published, lambda key: f"resolved({profile.name}) configs/{key}.yaml"
-    )
-    return StackReport(raw, resolved, profile.name, admission.distinct_rules)
