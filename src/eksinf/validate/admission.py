@@ -4,7 +4,8 @@ Each document is checked against the schema the server would use:
 
 - a custom resource against the openAPIV3Schema of its CRD found in the stack (validate.structural)
   including the CRD's CEL rules (validate.cel);
-- a built-in kind against the pinned Kubernetes version's schema (validate.core);
+- a built-in kind against the pinned Kubernetes version's schema (validate.core) and the
+  server's semantic rules no schema says (validate.semantic);
 - a kind the cluster provides, or that is never applied, against a schema shipped in the package
   (validate.core.PINNED);
 - every kind's metadata (validate.meta).
@@ -26,7 +27,7 @@ from typing import Any
 from .. import links, paths
 from ..model import configs, placeholder
 from ..model.resources import find_resource
-from . import core, meta, structural
+from . import core, meta, semantic, structural
 from .structural import INVALID, NOT_EVALUATED, UNRESOLVED
 
 
@@ -274,6 +275,11 @@ class Admission:
             if text in held or placeholder.is_placeholder(value):
                 continue  # reported above, as unresolved or as a stray placeholder
             add(INVALID, text, rule, value, message)
+        if source == "builtin":
+            for where, rule, value, message in semantic.problems(doc):
+                text = paths.format_path(where)
+                if text not in held and not placeholder.is_placeholder(value):
+                    add(INVALID, text, rule, value, message)
 
 
 def bound_paths(

@@ -33,9 +33,10 @@ REFUSED = "refused"
 NOT_CHECKABLE = "not-checkable"
 CRD_API = "apiextensions.k8s.io/v1"
 ESTABLISH_TIMEOUT = 60.0  # seconds for every CRD of a plane to be Established (~1 s here)
-# Server-side apply refuses a field the schema does not declare before validation, in one
-# message, without causes: `... .spec.foo: field not declared in schema`.
-_UNDECLARED = re.compile(r"(\.[\w.\[\]\-/=\"]+): field not declared in schema")
+# Server-side apply types the patch before validation and refuses what does not fit the schema
+# (an unknown field, a wrong type) in one message without causes:
+# `failed to create typed patch object (ns/name; ...): .spec.foo: field not declared in schema`.
+_TYPED = re.compile(r"(?:^|\s)\.([^\s:]+): ([^\n]+)")
 
 
 @dataclass(frozen=True)
@@ -115,16 +116,17 @@ def causes(body: dict[str, Any], status: int) -> list[tuple[str, str]]:
     details = body.get("details")
     found = details.get("causes") if isinstance(details, dict) else None
     out = [
-        (str(c.get("field") or ""), str(c.get("message") or c.get("reason") or ""))
+        (str(c.get("field") or "").replace("<nil>", ""), str(c.get("message") or c.get("reason")))
         for c in (found if isinstance(found, list) else [])[:100]
         if isinstance(c, dict)
     ]
     if out:
         return out
     message = str(body.get("message") or f"HTTP {status}")
-    undeclared = _UNDECLARED.findall(message)
-    if undeclared:
-        return [(path.lstrip("."), "field not declared in schema") for path in undeclared[:100]]
+    if "typed patch" in message:
+        typed = _TYPED.findall(message.split("): ", 1)[-1])
+        if typed:
+            return [(path, text) for path, text in typed[:100]]
     return [("", message)]
 
 
