@@ -7,16 +7,22 @@ sends is stored and each is judged as a create.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
+import requests
 import yaml
-from validate_corpus import CASES, SERVER_ONLY, Case, broken
+from conftest import TOOL_MIRROR
+from validate_corpus import CASES, SERVER_ONLY, Case, broken, holds
 
 from eksinf import argo, links
-from eksinf.kube.client import KubeAuth, KubeClient
+from eksinf.errors import CONTRACT, EksinfError
+from eksinf.kube.client import KubeAuth, KubeClient, object_ref
 from eksinf.model import configs
+from eksinf.model.resources import resource_label
+from eksinf.profile import load_profile
 from eksinf.stack import load_stack
 from eksinf.validate import server
 from eksinf.validate.admission import Admission, crds_of, published_units
@@ -114,3 +120,154 @@ def test_offline_agrees_with_the_server(
     assert any(
         want in ("", _field(f.path)) or _field(f.path).startswith(want + ".") for f in offline
     ), [f.line() for f in offline]
+
+
+PROBE_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.probe.eksinf.dev"},
+    "spec": {
+        "group": "probe.eksinf.dev",
+        "scope": "Namespaced",
+        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "properties": {
+                                    "size": {"type": "integer"},
+                                    "free": {
+                                        "type": "object",
+                                        "x-kubernetes-preserve-unknown-fields": True,
+                                    },
+                                },
+                            }
+                        },
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+def test_what_the_server_does_with_unknown_fields(admin: KubeClient, kube_plane) -> None:
+    """docs/validate.md's account, pinned: server-side apply refuses an unknown field of a
+    built-in kind and of a custom resource; a plain create (no fieldValidation) drops it with
+    a warning; under x-kubernetes-preserve-unknown-fields it is kept."""
+    assert not server.install_crds(admin, "probe", [("probe", PROBE_CRD)]).findings
+    widget = {"apiVersion": "probe.eksinf.dev/v1", "kind": "Widget"}
+    cases = {
+        "builtin": (
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "probe", "namespace": "default"},
+                "extra": 1,
+            },
+            "extra",
+        ),
+        "crd": (
+            {**widget, "metadata": {"name": "w1", "namespace": "default"}, "spec": {"colour": "r"}},
+            "spec.colour",
+        ),
+    }
+    for doc, where in cases.values():
+        assert [(f.field, f.message) for f in server.admit(admin, "p", "u", doc, True, True)] == [
+            (where, "field not declared in schema")
+        ]
+        collection = admin.path(object_ref(doc)).rsplit("/", 1)[0]
+        resp = requests.post(
+            f"{kube_plane.server}{collection}",
+            params={"dryRun": "All"},
+            json=doc,
+            headers={"Authorization": f"Bearer {kube_plane.admin_token}"},
+            verify=str(kube_plane.ca_file),
+            timeout=30,
+        )
+        assert resp.status_code == 201
+        assert f'unknown field \\"{where}\\"' in resp.headers["Warning"]  # a quoted header
+    kept = {
+        **widget,
+        "metadata": {"name": "w2", "namespace": "default"},
+        "spec": {"free": {"colour": "r"}},
+    }
+    status, body = admin.admit(kept, dry_run=True)
+    assert status == 201 and body["spec"] == {"free": {"colour": "r"}}
+    # and the offline check says the same of the CRD's documents
+    offline = Admission(crds_of({"probe": [PROBE_CRD]}), "1.31.0")
+    assert not offline.check_units({"u": [kept]}, str).findings
+    assert [f.path for f in offline.check_units({"u": [cases["crd"][0]]}, str).findings] == [
+        "spec.colour"
+    ]
+
+
+def _resolvable(case: Case, stack) -> bool:
+    """Whether the profile's links still resolve the broken raw unit: an edit of a field a link
+    writes, or of what a link finds its target by (a container's name), breaks the unit for
+    the link engine before any server could see it."""
+    units = configs.read_units(stack.configs_dir)
+    docs = list(units[case.unit])
+    [index] = [
+        i
+        for i, d in enumerate(docs)
+        if d["kind"] == case.kind and d["metadata"]["name"] == case.name
+    ]
+    docs[index] = broken(case, docs[index])
+    try:
+        resolved = links.resolve_units(
+            {case.unit: docs}, load_profile(stack).spec, links.load_bindings(stack)
+        )
+    except EksinfError:
+        return False
+    return holds(case, resolved[case.unit][index])
+
+
+def _break_stack(root: Path, cases: list[Case]) -> None:
+    """Apply every case's edit to the committed (raw) units of a stack copy."""
+    for unit in sorted({c.unit for c in cases}):
+        path = root / "configs" / f"{unit}.yaml"
+        docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+        for case in (c for c in cases if c.unit == unit):
+            [index] = [
+                i
+                for i, d in enumerate(docs)
+                if d["kind"] == case.kind and d["metadata"]["name"] == case.name
+            ]
+            docs[index] = broken(case, docs[index])
+        path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+
+
+def test_validate_server_local_names_every_broken_unit(
+    stack_dir: Path, eksinf, kube_plane, stack_units: tuple, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`eksinf validate --server local` on a stack copy broken in every corpus case at once (the
+    generated Application is no unit): exit 3, valid JSON, and each broken resource refused
+    with its unit and the server's message, nothing else. Two fresh control planes."""
+    _, published, _ = stack_units
+    monkeypatch.setenv("EKSINF_TOOL_MIRROR", str(TOOL_MIRROR))
+    cases = [c for c in CASES if c.unit != APPLICATION and _resolvable(c, stack_units[0])]
+    assert len(cases) >= 30
+    _break_stack(stack_dir, cases)
+    result = eksinf("validate", "--server", "local", "--json", cwd=stack_dir)
+    assert result.code == CONTRACT, result.err
+    report = json.loads(result.out)
+    assert "planes" in report, report
+    assert [p["plane"] for p in report["planes"]] == ["mgmt", "workload"]
+    assert all(f["message"] for f in report["findings"])
+    refused = {(f["unit"], f["resource"]) for f in report["findings"] if f["status"] == "refused"}
+    expected = {
+        (
+            f"configs/{c.unit}.yaml",
+            f"{c_doc(c, published)['apiVersion']} {resource_label(c_doc(c, published))}",
+        )
+        for c in cases
+    }
+    assert refused == expected

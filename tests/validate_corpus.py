@@ -41,7 +41,7 @@ CASES: tuple[Case, ...] = (
     Case("requests-over-limits", "core", *VLLM, (*CTR, "resources", "requests", "memory"), "16Gi", f"{C}.resources.requests"),
     Case("selector-mismatch", "core", *VLLM, ("spec", "selector", "matchLabels"), {"app.kubernetes.io/name": "other"}, "spec.template.metadata.labels"),
     Case("deployment-restart-never", "core", *SMOKE, (*POD, "restartPolicy"), "Never", "spec.template.spec.restartPolicy"),
-    Case("container-name-upper", "core", *VLLM, (*CTR, "name"), "Pause", f"{C}.name"),
+    Case("container-name-upper", "core", *SMOKE, (*CTR, "name"), "Pause", f"{C}.name"),
     Case("env-name-digit", "core", *VLLM, (*CTR, "env", 1, "name"), "1HF_HOME", f"{C}.env[1].name"),
     Case("service-port-range", "core", "inference-workloads/vllm", "Service", "vllm", ("spec", "ports", 0, "port"), 70000, "spec.ports[0].port"),
     Case("container-port-name", "core", *VLLM, (*CTR, "ports", 0, "name"), "Http_Port", f"{C}.ports[0].name"),
@@ -98,3 +98,16 @@ def broken(case: Case, doc: dict) -> dict:
     else:
         node[case.path[-1]] = copy.deepcopy(case.value)
     return out
+
+
+def holds(case: Case, doc: dict) -> bool:
+    """Whether `doc` carries the case's edit."""
+    node: Any = doc
+    for key in case.path[:-1]:
+        try:
+            node = node[key]
+        except (KeyError, IndexError, TypeError):
+            return False
+    last = case.path[-1]
+    present = isinstance(node, dict) and last in node
+    return not present if case.value is DEL else present and node[last] == case.value
