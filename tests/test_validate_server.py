@@ -18,7 +18,7 @@ from conftest import TOOL_MIRROR
 from validate_corpus import CASES, SERVER_ONLY, Case, broken, holds
 
 from eksinf import argo, links
-from eksinf.errors import CONTRACT, EksinfError
+from eksinf.errors import CONTRACT, FAILURE, EksinfError
 from eksinf.kube.client import KubeAuth, KubeClient, object_ref
 from eksinf.model import configs
 from eksinf.model.resources import resource_label
@@ -271,3 +271,58 @@ def test_validate_server_local_names_every_broken_unit(
         for c in cases
     }
     assert refused == expected
+
+
+def test_validate_server_kubeconfig_dry_runs_and_never_passes_what_it_cannot_check(
+    stack_dir: Path, eksinf, kube_plane, admin: KubeClient, tmp_path: Path
+) -> None:
+    """`--server KUBECONFIG`: a dry run on the user's cluster (the session's server, which has
+    the stack's CRDs but not the Gadget kind, nor the namespace `nowhere`). A kind or namespace
+    the cluster lacks is not checkable (exit 1, not a pass); a refusal is exit 3."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump(kube_plane.kubeconfig()))
+    before = admin.get(
+        object_ref(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "smoke-cpu", "namespace": "inference"},
+            }
+        )
+    )
+    unit = stack_dir / "configs" / "inference-workloads" / "smoke-cpu.yaml"
+    docs = [d for d in yaml.safe_load_all(unit.read_text()) if d]
+    extra = [
+        {
+            "apiVersion": "nothere.eksinf.dev/v1",
+            "kind": "Gadget",
+            "metadata": {"name": "g", "namespace": "inference"},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "nowhere"},
+        },
+    ]
+    unit.write_text(yaml.safe_dump_all([*docs, *extra], sort_keys=False))
+    args = ("validate", "--server", str(kubeconfig), "--plane", "workload", "--json")
+    result = eksinf(*args, cwd=stack_dir)
+    assert result.code == FAILURE, result.err
+    report = json.loads(result.out)
+    assert report["refused"] == 0 and report["admitted"] > 30
+    assert sorted((f["status"], f["resource"], f["field"]) for f in report["findings"]) == [
+        ("not-checkable", "nothere.eksinf.dev/v1 Gadget inference/g", ""),
+        ("not-checkable", "v1 ConfigMap nowhere/c", "metadata.namespace"),
+    ]
+    # a dry run stores nothing
+    assert admin.get(object_ref(extra[1])) is None
+    assert admin.get(object_ref(docs[0])) == before
+
+    docs[0]["spec"]["template"]["spec"]["restartPolicy"] = "Never"
+    unit.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    result = eksinf(*args, cwd=stack_dir)
+    assert result.code == CONTRACT, result.err
+    [finding] = json.loads(result.out)["findings"]
+    assert finding["unit"] == "configs/inference-workloads/smoke-cpu.yaml"
+    assert finding["field"] == "spec.template.spec.restartPolicy"
+    assert finding["message"] == 'Unsupported value: "Never": supported values: "Always"'
