@@ -338,7 +338,10 @@ def _order(stack: Any) -> dict[str, int]:
 
 
 def check_local(
-    stack: Any, planes: Iterable[str], mirror: Path | None = None, progress: Callable = print
+    stack: Any,
+    planes: Iterable[str],
+    mirror: Path | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> ServerReport:
     """Each plane on its own fresh local control plane, created for real."""
     from ..kube import localplane
@@ -358,10 +361,11 @@ def check_local(
             report.planes.append(
                 admit_plane(client, plane, by_plane[plane], provided[plane], _order(stack), False)
             )
-        progress(
-            f"validate --server local: plane {plane}: {report.planes[-1].admitted} objects "
-            f"admitted in {time.perf_counter() - started:.1f}s"
-        )
+        if progress is not None:
+            progress(
+                f"validate --server local: plane {plane}: {report.planes[-1].admitted} objects "
+                f"admitted in {time.perf_counter() - started:.1f}s"
+            )
     return report
 
 
