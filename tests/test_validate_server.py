@@ -27,6 +27,7 @@ from eksinf.stack import load_stack
 from eksinf.validate import server
 from eksinf.validate.admission import Admission, crds_of, published_units
 from eksinf.validate.provided import cluster_crd_units
+from eksinf.validate.semantic import RULES
 
 REPO = Path(__file__).resolve().parent.parent
 APPLICATION = "generated/application"
@@ -120,6 +121,10 @@ def test_offline_agrees_with_the_server(
     assert any(
         want in ("", _field(f.path)) or _field(f.path).startswith(want + ".") for f in offline
     ), [f.line() for f in offline]
+    # a semantic rule speaks the server's words
+    semantic_rules = {r.name for r in RULES}
+    for finding in (f for f in offline if f.rule in semantic_rules):
+        assert any(finding.message in s.message for s in found), (finding.message, found)
 
 
 PROBE_CRD = {

@@ -50,6 +50,12 @@ CASES: tuple[Case, ...] = (
     Case("nodeport-on-clusterip", "core", "inference-workloads/vllm", "Service", "vllm", ("spec", "ports", 0, "nodePort"), 30080, "spec.ports[0].nodePort"),
     Case("pdb-min-and-max", "core", "karpenter/karpenter-controller", "PodDisruptionBudget", "karpenter", ("spec", "minAvailable"), 1, "spec"),
     Case("daemonset-rolling-zero", "core", "gpu-runtime/nvidia-device-plugin-controller", "DaemonSet", "nvidia-device-plugin", ("spec", "updateStrategy", "rollingUpdate"), {"maxUnavailable": 0, "maxSurge": 0}, "spec.updateStrategy.rollingUpdate.maxUnavailable"),
+    Case("deployment-rolling-zero", "core", *SMOKE, ("spec", "strategy"), {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "0%", "maxSurge": 0}}, "spec.strategy.rollingUpdate.maxUnavailable"),
+    Case("daemonset-unavailable-zero", "core", "gpu-runtime/nvidia-device-plugin-controller", "DaemonSet", "nvidia-device-plugin", ("spec", "updateStrategy", "rollingUpdate"), {"maxUnavailable": 0}, "spec.updateStrategy.rollingUpdate.maxUnavailable"),
+    Case("selector-expression-mismatch", "core", *SMOKE, ("spec", "selector"), {"matchExpressions": [{"key": "app.kubernetes.io/name", "operator": "NotIn", "values": ["smoke-cpu"]}]}, "spec.template.metadata.labels"),
+    Case("statefulset-restart-onfailure", "core", "argocd/argocd-controller", "StatefulSet", "argocd-application-controller", (*POD, "restartPolicy"), "OnFailure", "spec.template.spec.restartPolicy"),
+    Case("container-port-name-digits", "core", *VLLM, (*CTR, "ports", 0, "name"), "8080", f"{C}.ports[0].name"),
+    Case("container-port-range", "core", *VLLM, (*CTR, "ports", 0, "containerPort"), 0, f"{C}.ports[0].containerPort"),
     # core: schema, quantities, metadata, unknown fields
     Case("replicas-string", "core", *VLLM, ("spec", "replicas"), "two", "spec.replicas"),
     Case("quantity-grammar", "core", *VLLM, (*CTR, "resources", "limits", "memory"), "14GB", ""),

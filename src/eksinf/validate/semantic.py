@@ -106,15 +106,21 @@ _RFC1123 = (
 )
 
 
+def _label(value: str) -> str | None:
+    """A DNS-1123 label's problem, in the server's words."""
+    problem = dns1123_label(value)
+    if problem is None:
+        return None
+    return _RFC1123 if len(value) <= 63 else problem
+
+
 @rule("container name", *POD_KINDS)
 def container_name(doc: dict) -> Iterator[Problem]:
     for at, container in _containers(doc):
         name = container.get("name")
-        if not isinstance(name, str):
-            continue
-        problem = dns1123_label(name)
+        problem = _label(name) if isinstance(name, str) else None
         if problem:
-            yield [*at, "name"], name, _RFC1123 if len(name) <= 63 else problem
+            yield [*at, "name"], name, problem
 
 
 _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
@@ -130,8 +136,7 @@ def env_var_name(doc: dict) -> Iterator[Problem]:
                     [*at, "env", index, "name"],
                     name,
                     "a valid environment variable name must consist of alphabetic characters, "
-                    "digits, '_', '-', or '.', and must not start with a digit (regex used for "
-                    "validation is '[-._a-zA-Z][-._a-zA-Z0-9]*')",
+                    "digits, '_', '-', or '.', and must not start with a digit",
                 )
 
 
@@ -167,8 +172,10 @@ def container_port(doc: dict) -> Iterator[Problem]:
                 yield [*at, "ports", index, "name"], name, problem
             for key in ("containerPort", "hostPort"):
                 value = port.get(key)
-                if key == "hostPort" and value == 0:
-                    continue  # 0 means no host port
+                if value == 0:  # unset: no host port, but a container port is required
+                    if key == "containerPort":
+                        yield [*at, "ports", index, key], value, "Required value"
+                    continue
                 problem = _port_range(value)
                 if problem:
                     yield [*at, "ports", index, key], value, problem
@@ -221,7 +228,7 @@ def service_ports(doc: dict) -> Iterator[Problem]:
         port = _dict(port)
         at = ["spec", "ports", index]
         name = port.get("name")
-        problem = dns1123_label(name) if isinstance(name, str) and name else None
+        problem = _label(name) if isinstance(name, str) and name else None
         if problem:
             yield [*at, "name"], name, problem
         problem = _port_range(port.get("port"))
@@ -271,5 +278,8 @@ def rolling_update(doc: dict) -> Iterator[Problem]:
         yield (
             ["spec", key, "rollingUpdate", "maxUnavailable"],
             unavailable,
-            "cannot be 0 when maxSurge is 0",
+            # the two kinds' validations word it differently
+            "cannot be 0 when maxSurge is 0"
+            if doc.get("kind") == "DaemonSet"
+            else "may not be 0 when `maxSurge` is 0",
         )
