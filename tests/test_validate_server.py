@@ -331,3 +331,17 @@ def test_validate_server_kubeconfig_dry_runs_and_never_passes_what_it_cannot_che
     assert finding["unit"] == "configs/inference-workloads/smoke-cpu.yaml"
     assert finding["field"] == "spec.template.spec.restartPolicy"
     assert finding["message"] == 'Unsupported value: "Never": supported values: "Always"'
+
+
+def test_validate_server_fails_in_valid_json(
+    stack_dir: Path, eksinf, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No server binary (exit 4) or an unknown plane (exit 2): still one JSON object."""
+    monkeypatch.setenv("EKSINF_KUBE_APISERVER", str(tmp_path / "missing"))
+    result = eksinf("validate", "--server", "local", "--json", cwd=stack_dir)
+    assert result.code == 4
+    assert json.loads(result.out)["ok"] is False
+    assert "EKSINF_KUBE_APISERVER" in json.loads(result.out)["error"]
+    result = eksinf("validate", "--server", "local", "--plane", "hub", "--json", cwd=stack_dir)
+    assert result.code == 2
+    assert "unknown plane 'hub'" in json.loads(result.out)["error"]
