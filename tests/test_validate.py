@@ -261,7 +261,7 @@ def test_names_unknown_kinds_and_argo_applications(stack_dir, eksinf):
     assert ("v1 ConfigMap inference/Bad_Name", "metadata.name", "dns1123_subdomain") in got
     assert ("example.com/v1 Gizmo g", "", "known kind") in got
     # Argo CD's own CRD ships in configs/argocd, so its schema judges the Application: the
-    # misspelt field is unknown (the server would prune it) and the real one is missing.
+    # misspelt field is unknown (server-side apply would refuse it) and the real one is missing.
     app = "argoproj.io/v1alpha1 Application argocd/app"
     assert (app, "spec.source.repoUrl", "unknown field") in got
     assert (app, "spec.source.repoURL", "required") in got

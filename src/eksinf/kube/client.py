@@ -376,6 +376,26 @@ class KubeClient:
             self._raise(resp, f"applying {doc['kind']} {doc['metadata'].get('name')}")
         return self._json(resp)
 
+    def admit(self, doc: dict[str, Any], dry_run: bool) -> tuple[int, dict[str, Any]]:
+        """Server-side apply like `apply`, but the server's answer is returned, not raised:
+        (HTTP status, body). A refusal's body is a Status whose `details.causes` name fields.
+        404 with an empty body: the cluster does not serve the kind."""
+        path = self.path(object_ref(doc))
+        if path is None:
+            return 404, {}
+        params = {"fieldManager": FIELD_MANAGER, "force": "true"}
+        if dry_run:
+            params["dryRun"] = "All"
+        resp = self._call(
+            "PATCH",
+            path,
+            params=params,
+            data=json.dumps(doc, sort_keys=True),
+            headers={"Content-Type": "application/apply-patch+yaml"},
+        )
+        body = self._json(resp) if resp.content else {}
+        return resp.status_code, body if isinstance(body, dict) else {}
+
     def patch(self, ref: ResourceRef, body: dict[str, Any]) -> dict[str, Any] | None:
         """JSON merge patch; None when the object does not exist."""
         path = self.path(ref)

@@ -4,7 +4,8 @@ Each document is checked against the schema the server would use:
 
 - a custom resource against the openAPIV3Schema of its CRD found in the stack (validate.structural)
   including the CRD's CEL rules (validate.cel);
-- a built-in kind against the pinned Kubernetes version's schema (validate.core);
+- a built-in kind against the pinned Kubernetes version's schema (validate.core) and the
+  server's semantic rules no schema says (validate.semantic);
 - a kind the cluster provides, or that is never applied, against a schema shipped in the package
   (validate.core.PINNED);
 - every kind's metadata (validate.meta).
@@ -26,7 +27,7 @@ from typing import Any
 from .. import links, paths
 from ..model import configs, placeholder
 from ..model.resources import find_resource
-from . import core, meta, structural
+from . import core, meta, semantic, structural
 from .structural import INVALID, NOT_EVALUATED, UNRESOLVED
 
 
@@ -274,6 +275,11 @@ class Admission:
             if text in held or placeholder.is_placeholder(value):
                 continue  # reported above, as unresolved or as a stray placeholder
             add(INVALID, text, rule, value, message)
+        if source == "builtin":
+            for where, rule, value, message in semantic.problems(doc):
+                text = paths.format_path(where)
+                if text not in held and not placeholder.is_placeholder(value):
+                    add(INVALID, text, rule, value, message)
 
 
 def bound_paths(
@@ -324,8 +330,6 @@ class StackReport:
 def validate_stack(stack: Any) -> StackReport:
     """Every committed unit as rendered (raw) and as the hub publishes it (resolved with the
     stack's profile; the hub plane is never published)."""
-    from ..profile import load_profile
-
     units = configs.read_units(stack.configs_dir)
     bindings = links.load_bindings(stack)
     from .provided import cluster_crd_units
@@ -336,14 +340,24 @@ def validate_stack(stack: Any) -> StackReport:
     raw = admission.check_units(
         units, lambda key: f"configs/{key}.yaml", bound_paths(units, bindings)
     )
+    profile_name, published = published_units(stack, units, bindings)
+    resolved = admission.check_units(
+        published, lambda key: f"resolved({profile_name}) configs/{key}.yaml"
+    )
+    return StackReport(raw, resolved, profile_name, admission.distinct_rules)
+
+
+def published_units(
+    stack: Any, units: dict[str, list[dict]], bindings: list[links.Binding]
+) -> tuple[str, dict[str, list[dict]]]:
+    """(profile name, the units as the hub publishes them): the profile's values written in
+    through the bindings, the hub plane left out (it is never published)."""
+    from ..profile import load_profile
+
     profile = load_profile(stack)
     planes = {c.name: c.plane for c in stack.components}
-    published = {
+    return profile.name, {
         key: docs
         for key, docs in links.resolve_units(units, profile.spec, bindings).items()
         if planes.get(key.split("/")[0]) != "hub"
     }
-    resolved = admission.check_units(
-        published, lambda key: f"resolved({profile.name}) configs/{key}.yaml"
-    )
-    return StackReport(raw, resolved, profile.name, admission.distinct_rules)

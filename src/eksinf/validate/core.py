@@ -21,6 +21,7 @@ import jsonschema
 from referencing import Registry, Resource
 
 from ..model.quantity import parse as parse_quantity
+from .structural import UNKNOWN
 
 QUANTITY_DEF = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 # Kinds whose CRD the cluster (not the stack) provides, or that are never applied: their pinned
@@ -91,6 +92,14 @@ def errors(validator: Any, doc: dict) -> Iterator[tuple[list, str, Any, str]]:
     """(path parts, rule, value, message) per schema error, deepest first within a oneOf."""
     for error in validator.iter_errors(doc):
         rule = str(error.validator)
+        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            # one finding per unknown field, at its own path, as server-side apply names it
+            known = set(
+                (error.schema.get("properties") or {}) if isinstance(error.schema, dict) else ()
+            )
+            for key in sorted(set(error.instance) - known):
+                yield [*error.absolute_path, key], "unknown field", error.instance[key], UNKNOWN
+            continue
         if error.validator in ("enum", "const", "pattern", "format", "type", "maximum", "minimum"):
             rule += f": {error.validator_value}"
         yield list(error.absolute_path), rule, error.instance, error.message

@@ -1,8 +1,8 @@
 """A custom resource against its CRD's openAPIV3Schema, as the API server admits it on create.
 
 The order is the server's (k8s.io/apiextensions-apiserver): nulls of non-nullable fields are
-dropped, defaults are applied, unknown fields are found (the server prunes them silently, which
-is why they are reported here), then the value validations (type, int-or-string, required, enum,
+dropped, defaults are applied, unknown fields are found (server-side apply refuses them; a plain
+create prunes them with only a warning), then the value validations (type, int-or-string, required, enum,
 pattern, bounds, lengths, formats, list types, allOf/anyOf/oneOf/not) and each node's
 `x-kubernetes-validations` CEL rules run.
 
@@ -25,6 +25,11 @@ from typing import Any
 from .. import paths
 from ..model.names import name_rule, schema_pattern
 from ..model.placeholder import is_placeholder, scan
+
+UNKNOWN = (
+    "field not declared in schema: server-side apply refuses it (a plain create drops it with "
+    "a warning)"
+)
 
 INVALID, UNRESOLVED, NOT_EVALUATED = "invalid", "unresolved", "not-evaluated"
 MAX_DEPTH = 64  # bound every walk: no Kubernetes object in the stack nests half as deep
@@ -278,7 +283,7 @@ class _Checker:
                     (*path, key),
                     "unknown field",
                     item,
-                    "the schema has no such field: the API server prunes it without a word",
+                    UNKNOWN,
                 )
 
     def array(self, schema: dict, value: list, path: tuple) -> None:
