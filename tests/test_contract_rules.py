@@ -190,6 +190,30 @@ def test_unreadable_facts_are_unknown_and_block() -> None:
     assert (entry.status, entry.blocks) == ("unknown", True)
 
 
+def test_what_an_unread_cluster_hides_is_unknown_never_a_fail() -> None:
+    """describe-cluster denied: the add-on was never asked about and the AMI alias had no
+    Kubernetes version to resolve against (what gather records then); neither is a FAIL."""
+    facts = replace(
+        good(),
+        cluster=None,
+        cluster_error="AccessDeniedException: not authorized to eks:DescribeCluster",
+        addon_status=None,
+        ami_id=None,
+        ami_error="not read: no cluster version to resolve the alias against",
+        ami_unread=True,
+    )
+    checks = {c.name: c for c in evaluate(facts, SCOPE, NEEDS, True, "argocd")}
+    agent, ami = checks["pod-identity-agent"], checks["gpu-ami"]
+    assert (agent.status, agent.blocks) == ("unknown", True)
+    assert "was not read (AccessDeniedException" in agent.detail
+    assert (ami.status, ami.blocks) == ("unknown", True)
+    # a failed SSM read is unknown too; an alias looked up and not found stays a fail
+    (failed,) = judge(
+        "gpu-ami", replace(good(), ami_id=None, ami_error="Throttling", ami_unread=True)
+    )
+    assert failed.status == "unknown"
+
+
 def test_no_cluster_stops_at_cluster_active() -> None:
     checks = evaluate(replace(good(), cluster=None), SCOPE, NEEDS, True, "argocd")
     assert [(c.name, c.status) for c in checks] == [

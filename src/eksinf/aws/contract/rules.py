@@ -552,16 +552,14 @@ def pod_identity_agent(ctx: Context) -> list[Check]:
     checks: list[Check] = []
     call = f"eks:DescribeAddon clusterName={c} addonName={AGENT_ADDON}"
     fix = f"aws eks create-addon --cluster-name {c} --addon-name {AGENT_ADDON} --region {r}"
-    if facts.addon_error:
+    unread = facts.addon_error or (
+        f"not read: EKS cluster {c} was not read ({facts.cluster_error})"
+        if facts.cluster is None
+        else ""
+    )  # an add-on that was never asked about is unknown, not absent
+    if unread:
         checks.append(
-            Check(
-                "pod-identity-agent",
-                f"the {AGENT_ADDON} add-on",
-                "unknown",
-                facts.addon_error,
-                call,
-                fix,
-            )
+            Check("pod-identity-agent", f"the {AGENT_ADDON} add-on", "unknown", unread, call, fix)
         )
     else:
         ok = facts.addon_status == "ACTIVE"
@@ -1008,7 +1006,7 @@ def gpu_ami(ctx: Context) -> list[Check]:
             Check(
                 "gpu-ami",
                 element,
-                "fail",
+                "unknown" if facts.ami_unread else "fail",  # unread is not unresolvable
                 facts.ami_error,
                 call,
                 "pin gpuAMIAlias in the profile to a released al2023 version for this Kubernetes version",
