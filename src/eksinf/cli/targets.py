@@ -16,6 +16,12 @@ from .common import JSON_OPTION, emit_json, progress, state
 
 ARGOCD_NS_OPTION = typer.Option("argocd", "--argocd-namespace", help="Argo CD's namespace.")
 KIND_OPTION = typer.Option(DEFAULT_KIND, "--kind", help=KIND_HELP)
+ARGOCD_TIMEOUT_OPTION = typer.Option(
+    300,
+    "--argocd-timeout",
+    help="Seconds to wait for an installed Argo CD to become Available; then exit 4 saying "
+    "what the cluster lacks (nodes, pods).",
+)
 NO_ARGOCD_OPTION = typer.Option(
     False, "--no-argocd", help="Do not install Argo CD when it is absent (only check it)."
 )
@@ -50,6 +56,7 @@ def target_add_cmd(
     ),
     argocd_namespace: str = ARGOCD_NS_OPTION,
     no_argocd: bool = NO_ARGOCD_OPTION,
+    argocd_timeout: float = ARGOCD_TIMEOUT_OPTION,
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Register a cluster as a target (hub space NAME, target NAME/target): install Argo CD when
@@ -73,6 +80,7 @@ def target_add_cmd(
             kind=chosen,
             argocd_namespace=argocd_namespace,
             install_argocd=not no_argocd,
+            argocd_timeout=argocd_timeout,
             oci_credentials=_oci_credentials(),
             say=progress,
         )
@@ -148,6 +156,7 @@ def mgmt_up_cmd(
     ),
     argocd_namespace: str = ARGOCD_NS_OPTION,
     no_argocd: bool = NO_ARGOCD_OPTION,
+    argocd_timeout: float = ARGOCD_TIMEOUT_OPTION,
     oci_registry: str = typer.Option(None, "--oci-registry", help="Default: REGISTRY."),
     json_out: bool = JSON_OPTION,
 ) -> None:
@@ -185,6 +194,7 @@ def mgmt_up_cmd(
                 _registry(stack, oci_registry),
                 argocd_namespace=argocd_namespace,
                 install_argocd=not no_argocd,
+                argocd_timeout=argocd_timeout,
                 oci_credentials=_oci_credentials(),
                 say=progress,
             )
