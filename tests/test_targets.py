@@ -558,3 +558,127 @@ def test_target_add_then_deploy_mgmt_applies_to_the_real_server(
     assert "Applied to" in second.out and "0 created, 0 configured, 147 unchanged" in second.out
     assert "Nothing changed." in second.out
     assert versions() == before
+
+
+@pytest.mark.parametrize(
+    ("token", "status"), [("no-rights", 403), ("unknown", 401)], ids=["403", "401"]
+)
+def test_target_add_without_rights_or_with_an_unknown_token_is_diagnosed(
+    eksinf, stack_dir, tmp_path, kube_plane, token, status
+):
+    """The real server's own answers: a user with no RBAC bindings (403) and a token it does not
+    know (401). Both are environment errors (exit 4) that change nothing."""
+    bearer = kube_plane.no_rights_token if token == "no-rights" else "not-a-token-it-knows"
+    given = plane_kubeconfig(kube_plane, tmp_path / "given.kubeconfig", bearer)
+    result = eksinf(
+        "target", "add", f"t{status}", "--plane", "mgmt", "--kubeconfig", str(given),
+        "--argocd-namespace", f"argo-{status}", cwd=stack_dir,
+    )  # fmt: skip
+    assert result.code == 4, result.err
+    assert str(status) in result.err.splitlines()[0]
+    assert not kubeconfig_path(stack_dir, f"t{status}").exists()
+    assert json.loads(eksinf("target", "list", "--json", cwd=stack_dir).out) == []
+    admin = plane_kube(kube_plane)
+    assert admin.get(resource_path("v1", "Namespace", None, f"argo-{status}")) is None
+
+
+def test_sync_on_publish_without_applications_waits_for_none(
+    eksinf, stack_dir, tmp_path, kube_plane
+):
+    """On the real server only the root Application exists (target add applied it) and nothing
+    syncs it: the wait for it is bounded, and a published space without an Application yet is
+    said to have none, never "not Synced within N s" after no wait at all."""
+    ns = "argo-sync"
+    install_argocd(kube_plane, stack_dir, ns)
+    assert eksinf("install", cwd=stack_dir).code == 0
+    assert eksinf("hub", "create-variant", "dev", "platform-profile-base", cwd=stack_dir).code == 0
+    given = plane_kubeconfig(kube_plane, tmp_path / "given.kubeconfig")
+    add = ("target", "add", "w2", "--plane", "workload", "--kubeconfig", str(given),
+           "--argocd-namespace", ns, "--oci-registry", f"oci-layout:{tmp_path / 'oci'}")  # fmt: skip
+    assert eksinf(*add, cwd=stack_dir).code == 0
+    deployed = eksinf(
+        "deploy", "--plane", "workload", "--target", "w2/target", "--sync-timeout", "1",
+        "--argocd-namespace", ns, "--json", cwd=stack_dir,
+    )  # fmt: skip
+    assert deployed.code == 0, deployed.err
+    sync = json.loads(deployed.out)["sync"]
+    assert (sync["status"], sync["refreshed"], sync["notSynced"]) == (
+        "timeout",
+        ["w2-argo-apps"],
+        ["w2-argo-apps"],
+    )
+    assert "inference-workloads-dev" in sync["absent"]
+    space = "inference-workloads-dev"
+    fn = ("fn", "set-replicas", "1", "--space", space, "--unit", "vllm")
+    assert eksinf(*fn, cwd=stack_dir).code == 0
+    published = eksinf("release", "publish", space, "--argocd-namespace", ns, cwd=stack_dir)
+    assert published.code == 0, published.err
+    assert f"sync: no Application {space} in {ns} to refresh" in published.out
+    assert "not Synced within" not in published.out + published.err
+
+
+def test_a_deploy_failing_partway_leaves_nothing_bound(eksinf, stack_dir, tmp_path, kube_plane):
+    """A target whose registry is unreachable (a closed loopback port): deploy fails at its
+    first push, exit 4, and the variants it created are gone, so the target can be removed and
+    added again with the right registry."""
+    from conftest import free_port
+
+    ns = "argo-rollback"
+    install_argocd(kube_plane, stack_dir, ns)
+    assert eksinf("install", cwd=stack_dir).code == 0
+    assert eksinf("hub", "create-variant", "dev", "platform-profile-base", cwd=stack_dir).code == 0
+    given = plane_kubeconfig(kube_plane, tmp_path / "given.kubeconfig")
+    add = ("target", "add", "rb", "--plane", "mgmt", "--kubeconfig", str(given),
+           "--argocd-namespace", ns)  # fmt: skip
+    closed = f"127.0.0.1:{free_port()}/eksinf"
+    assert eksinf(*add, "--oci-registry", closed, cwd=stack_dir).code == 0
+    failed = eksinf(
+        "deploy", "--plane", "mgmt", "--target", "rb/target", "--no-sync", cwd=stack_dir
+    )
+    assert failed.code == 4, failed.err
+    assert "rollback: deleted ack-controllers-dev" in failed.err
+    hub = LocalHub(stack_dir / ".eksinf" / "hub.db")
+    try:
+        variants = [s.slug for s in hub.list_spaces() if s.slug.endswith("-dev")]
+        assert variants == ["platform-profile-dev"]
+        apps = {
+            u.slug: hub.unit_data("rb-argo-apps", u.slug) for u in hub.list_units("rb-argo-apps")
+        }
+        assert {k for k, v in apps.items() if v.strip()} == {"root"}  # children emptied
+    finally:
+        hub.close()
+    removed = eksinf("target", "remove", "rb", "--yes", cwd=stack_dir)
+    assert removed.code == 0, removed.err
+    good = f"oci-layout:{tmp_path / 'oci'}"
+    assert eksinf(*add, "--oci-registry", good, cwd=stack_dir).code == 0
+    again = eksinf("deploy", "--plane", "mgmt", "--target", "rb/target", "--no-sync", cwd=stack_dir)
+    assert again.code == 0, again.err
+
+
+def test_target_add_failing_after_the_cluster_leaves_no_hub_half(
+    eksinf, stack_dir, tmp_path, kube_plane, monkeypatch
+):
+    """The kept kubeconfig cannot be written (simulated: write_kubeconfig raises, as a full
+    disk would): the target space made by this run goes again, so a re-run starts clean."""
+    from eksinf.errors import EksinfError
+    from eksinf.kube import client
+
+    ns = "argo-half"
+    install_argocd(kube_plane, stack_dir, ns)
+    given = plane_kubeconfig(kube_plane, tmp_path / "given.kubeconfig")
+    add = ("target", "add", "half", "--plane", "mgmt", "--kubeconfig", str(given),
+           "--argocd-namespace", ns, "--oci-registry", "oci-layout:x")  # fmt: skip
+
+    def refuse(_path, _config):
+        raise EksinfError("no space left on device", exit_code=4)
+
+    monkeypatch.setattr(client, "write_kubeconfig", refuse)
+    failed = eksinf(*add, cwd=stack_dir)
+    assert failed.code == 4 and "no space left on device" in failed.err
+    hub = LocalHub(stack_dir / ".eksinf" / "hub.db")
+    try:
+        assert [s.slug for s in hub.list_spaces() if "half" in s.slug] == []
+    finally:
+        hub.close()
+    monkeypatch.undo()
+    assert eksinf(*add, cwd=stack_dir).code == 0
