@@ -559,6 +559,21 @@ def test_target_add_then_deploy_mgmt_applies_to_the_real_server(
     assert "Nothing changed." in second.out
     assert versions() == before
 
+    # status reads the same server: the ACK objects exist with no status (no controller runs
+    # here) and no Application exists, so every row is unknown; none is degraded or healthy
+    status = ("status", "--plane", "mgmt", "--argocd-namespace", namespace, "--json")
+    body = json.loads(eksinf(*status, "--kubeconfig", str(given), cwd=stack_dir).out)
+    assert body["state"] == "unknown"
+    assert {r["state"] for r in body["ack"]} == {"unknown"} and len(body["ack"]) == 20
+    assert {(r["sync"], r["state"]) for r in body["argocd"]} == {("Unknown", "unknown")}
+    nobody = plane_kubeconfig(kube_plane, tmp_path / "nobody", kube_plane.no_rights_token)
+    denied = eksinf(*status, "--kubeconfig", str(nobody), cwd=stack_dir)
+    assert denied.code == 1
+    body = json.loads(denied.out)
+    assert body["state"] == "unknown"  # what could not be read is not read, never absent
+    assert {r["state"] for r in body["ack"]} == {"unknown"}
+    assert all("403" in r["message"] for r in body["ack"])
+
 
 @pytest.mark.parametrize(
     ("token", "status"), [("no-rights", 403), ("unknown", 401)], ids=["403", "401"]
