@@ -12,9 +12,11 @@ import datetime as dt
 import json
 import re
 import urllib.parse
+from pathlib import Path
 
 import kubernetes_validate
 import pytest
+import yaml
 from aws_stubs import CapacityReservationsFake, EksExtrasFake, FakeKubeApi
 
 from eksinf.aws import contract, enroll
@@ -517,33 +519,47 @@ def test_capacity_reservation_query_failing_is_unknown(
 
 
 def test_enroll_installs_argocd_when_absent_and_refuses_one_below_the_floor(
-    eksinf, stack_dir, scope, kube, monkeypatch, aws_env
+    eksinf, stack_dir, scope, monkeypatch, aws_env, kube_plane, tmp_path
 ):
-    """The cluster is FakeKubeApi: argocd-server turning Available after the apply is simulated
-    by a callback (no kubelet here)."""
+    """The cluster is the real kube-apiserver (`kube_plane`, namespace argo-enroll of its own).
+    It runs no pods: the first enroll installs the pinned Argo CD and says, exit 4, why it is
+    not Available; the test then plays the Deployment controller (the Available condition
+    written to the status subresource) and the next enroll finds it and converges."""
+    from eksinf.kube.client import KubeClient, parse_kubeconfig, resource_path
+
     seed_cluster(scope)
     conforming_extras(scope, monkeypatch)
-    old = kube.objects.pop(ARGOCD)
-
-    def ready(path: str, obj: dict) -> None:
-        if path == ARGOCD and "status" not in obj:
-            obj["status"] = {"conditions": [{"type": "Available", "status": "True"}]}
-
-    kube.on_patch.append(ready)
-    args = ("enroll", "cluster", "--name", "prod", "--kubeconfig", str(kube.config), "--json")
+    ns = "argo-enroll"
+    given = tmp_path / "given.kubeconfig"
+    given.write_text(yaml.safe_dump(kube_plane.kubeconfig()))
+    args = ("enroll", "cluster", "--name", "prod", "--kubeconfig", str(given),
+            "--argocd-namespace", ns, "--json")  # fmt: skip
     no_argo = eksinf(*args, "--no-argocd", cwd=stack_dir)
     assert no_argo.code == 3 and "argocd-server not found" in no_argo.out
-    first = eksinf(*args, cwd=stack_dir)
-    assert first.code == 0, first.err
-    wiring = json.loads(first.out)["wiring"]
-    assert wiring["argocd"]["action"] == "installed"
-    assert wiring["argocd"]["image"] == "quay.io/argoproj/argocd:v3.4.7"  # the pinned one
-    crd = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/applications.argoproj.io"
-    assert crd in kube.objects
-    second = json.loads(eksinf(*args, cwd=stack_dir).out)["wiring"]
-    assert second["argocd"]["action"] == "present"
-    old["spec"]["template"]["spec"]["containers"][0]["image"] = "quay.io/argoproj/argocd:v3.0.6"
-    kube.put(ARGOCD, old)
+    first = eksinf(*args, "--argocd-timeout", "0", cwd=stack_dir)
+    assert first.code == 4, first.err
+    assert f"argocd-server in {ns} not Available after 0 s: the cluster has no nodes" in first.out
+    kube = KubeClient.from_auth(parse_kubeconfig(kube_plane.kubeconfig(), Path("."), "plane"))
+    crd = "applications.argoproj.io"
+    assert kube.get(resource_path("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, crd))
+    server = resource_path("apps/v1", "Deployment", ns, "argocd-server")
+    resp = kube._http.patch(
+        f"{kube.server}{kube.path(server)}/status",
+        json={"status": {"conditions": [{"type": "Available", "status": "True"}]}},
+        headers={"Content-Type": "application/merge-patch+json"},
+        verify=str(kube_plane.ca_file), timeout=10,
+    )  # fmt: skip
+    assert resp.status_code == 200, resp.text
+    second = eksinf(*args, cwd=stack_dir)
+    assert second.code == 0, second.err
+    wiring = json.loads(second.out)["wiring"]
+    assert (wiring["argocd"]["action"], wiring["argocd"]["image"]) == (
+        "present",
+        "quay.io/argoproj/argocd:v3.4.7",  # the pinned one, read back from the server
+    )
+    assert wiring["applied"] == [f"Application {ns}/prod-argo-apps"]
+    kube.patch(server, {"spec": {"template": {"spec": {"containers": [
+        {"name": "argocd-server", "image": "quay.io/argoproj/argocd:v3.0.6"}]}}}})  # fmt: skip
     below = eksinf(*args, cwd=stack_dir)
     assert below.code == 3 and "argocd-v3.0.6" not in below.out
     assert "quay.io/argoproj/argocd:v3.0.6" in below.out

@@ -11,17 +11,11 @@ import typer
 
 from ..errors import ENVIRONMENT, EksinfError
 from ..model.targets import DEFAULT_KIND, KIND_HELP, target_kind
-from .aws import YES_OPTION, nothing_changed
+from .aws import ARGOCD_TIMEOUT_OPTION, YES_OPTION, nothing_changed
 from .common import JSON_OPTION, emit_json, progress, state
 
 ARGOCD_NS_OPTION = typer.Option("argocd", "--argocd-namespace", help="Argo CD's namespace.")
 KIND_OPTION = typer.Option(DEFAULT_KIND, "--kind", help=KIND_HELP)
-ARGOCD_TIMEOUT_OPTION = typer.Option(
-    300,
-    "--argocd-timeout",
-    help="Seconds to wait for an installed Argo CD to become Available; then exit 4 saying "
-    "what the cluster lacks (nodes, pods).",
-)
 NO_ARGOCD_OPTION = typer.Option(
     False, "--no-argocd", help="Do not install Argo CD when it is absent (only check it)."
 )
