@@ -177,7 +177,9 @@ def deploy_cmd(
         report = flow.deploy(
             hub, stack, plane=plane, target=target, variant=variant, dry_run=dry_run, say=progress
         )
-        if apply and not dry_run:
+        if apply and dry_run:
+            progress("--apply: nothing applied (dry run)")
+        elif apply:
             spaces = [*report.existing, *report.created]
             applied = target_flow.apply_plane(
                 hub, stack.root, target, sorted(spaces), force=force_conflicts, say=progress
