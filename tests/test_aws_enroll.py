@@ -677,3 +677,31 @@ def test_addon_schemas_refresh_records_describe_addon_configuration(
         "added": [], "changed": [], "unchanged": [f"eks-pod-identity-agent {version}"],
         "record": str(record), "written": False,
     }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("token", "status", "element"),
+    [("no-rights", 403, "Argo CD 3.1+"), ("unknown", 401, "a reachable API endpoint")],
+    ids=["403", "401"],
+)
+def test_enroll_diagnoses_401_and_403_from_the_real_server(
+    eksinf, stack_dir, scope, monkeypatch, aws_env, kube_plane, tmp_path, token, status, element
+):
+    """The real kube-apiserver's own answers (a user with no RBAC bindings, a token it does not
+    know), with every AWS element conforming: what the refused identity could not read is
+    "could not check", never "missing", and nothing is wired (exit 3)."""
+    seed_cluster(scope)
+    conforming_extras(scope, monkeypatch)
+    bearer = kube_plane.no_rights_token if token == "no-rights" else "a-token-it-does-not-know"
+    given = tmp_path / "given.kubeconfig"
+    given.write_text(yaml.safe_dump(kube_plane.kubeconfig(bearer)))
+    result = eksinf(
+        "enroll", "cluster", "--name", "denied", "--kubeconfig", str(given),
+        "--argocd-namespace", f"argo-denied-{status}", cwd=stack_dir,
+    )  # fmt: skip
+    assert result.code == 3, result.err
+    (line,) = [ln for ln in result.out.splitlines() if ln.startswith("cluster ")]
+    assert line.startswith(f"cluster may be missing (could not check) {element}")
+    assert str(status) in line
+    assert "FAIL" not in result.out
+    assert not (stack_dir / ".eksinf" / "clusters" / "denied.kubeconfig").exists()

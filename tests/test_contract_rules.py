@@ -190,6 +190,19 @@ def test_unreadable_facts_are_unknown_and_block() -> None:
     assert (entry.status, entry.blocks) == ("unknown", True)
 
 
+def test_a_refused_identity_is_not_an_unreachable_endpoint() -> None:
+    """A 401 the access checks do not explain (they pass): the endpoint answered, so it is not
+    missing; what it guards was not read."""
+    error = "cluster https://k refused GET /version: HTTP 401"
+    facts = replace(good(), version=None, endpoint_status=401, endpoint_error=error)
+    (endpoint,) = judge("endpoint-reachable", facts)
+    assert (endpoint.status, endpoint.blocks) == ("unknown", True)
+    assert endpoint.detail == (
+        f"{error} (the endpoint answered: it refused the kubeconfig's credentials)"
+    )
+    assert "kubeconfig whose user this cluster accepts" in endpoint.fix
+
+
 def test_what_an_unread_cluster_hides_is_unknown_never_a_fail() -> None:
     """describe-cluster denied: the add-on was never asked about and the AMI alias had no
     Kubernetes version to resolve against (what gather records then); neither is a FAIL."""

@@ -175,6 +175,36 @@ def test_install_wait_is_bounded_and_says_what_the_cluster_lacks(stack_dir, kube
     assert "re-run the same command" in err.value.hint
 
 
+def test_a_pending_argocd_pod_is_named_with_its_phase(kube_plane):
+    """A Pod object the real server accepts and nothing schedules (no scheduler, no node)."""
+    kube = plane_kube(kube_plane)
+    ns = "argo-pending"
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    # no controller manager makes the namespace's default ServiceAccount, which admission needs
+    kube.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": "default", "namespace": ns},
+        }
+    )
+    kube.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "argocd-server-0",
+                "namespace": ns,
+                "labels": {"app.kubernetes.io/name": "argocd-server"},
+            },
+            "spec": {"containers": [{"name": "server", "image": "argocd:test"}]},
+        }
+    )
+    assert argocd.why_not_available(kube, ns) == (
+        "the cluster has no nodes; pods not ready: argocd-server-0 Pending"
+    )
+
+
 def sync_on_refresh(api: FakeKubeApi, hub_path: Path) -> list[str]:
     """Simulates Argo CD: an Application given the refresh annotation reports the space's
     latest release digest as Synced (and drops the annotation, as Argo CD does)."""

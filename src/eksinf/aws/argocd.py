@@ -127,7 +127,7 @@ def ensure(
         return ArgoOutcome("present", image, detail)
     docs = install_docs(configs_dir, namespace)
     say(f"argocd: installing {len(docs)} objects into {namespace} (server-side apply)")
-    # CRDs Established before the root Application; one line for the install, not one a object
+    # CRDs Established before the root Application; one line for the install, not one per object
     apply_all(kube, docs, force=True)
     path = resource_path("apps/v1", "Deployment", namespace, SERVER)
     started = clock()
@@ -160,9 +160,13 @@ def why_not_available(kube: KubeClient, namespace: str) -> str:
         nodes: list | None = kube.items(resource_path("v1", "Node"))
     except KubeError:  # an identity that may not list nodes: say nothing about them
         nodes = None
-    pods = kube.items(
-        resource_path("v1", "Pod", namespace), label_selector=f"app.kubernetes.io/name={SERVER}"
-    )
+    try:
+        pods = kube.items(
+            resource_path("v1", "Pod", namespace),
+            label_selector=f"app.kubernetes.io/name={SERVER}",
+        )
+    except KubeError as exc:  # the timeout is the news; why it happened could not be read
+        return f"its pods could not be read ({exc.message})"
     if not pods:
         lack = "the cluster has no nodes, " if nodes == [] else ""
         return (
@@ -177,8 +181,8 @@ def why_not_available(kube: KubeClient, namespace: str) -> str:
             for c in status.get("containerStatuses") or []
         ]
         reason = next((w for w in waiting if w), "") or status.get("reason") or ""
-        states.append(f"{pod['metadata']['name']} {status.get('phase', 'Unknown')}"
-                      + (f" ({reason})" if reason else ""))  # fmt: skip
+        phase = f"{pod['metadata']['name']} {status.get('phase', 'Unknown')}"
+        states.append(f"{phase} ({reason})" if reason else phase)
     lack = "the cluster has no nodes; " if nodes == [] else ""
     return f"{lack}pods not ready: {', '.join(sorted(states))}"
 

@@ -521,6 +521,25 @@ def endpoint_reachable(ctx: Context) -> list[Check]:
                 severity="advisory",
             )
         )
+    elif facts.endpoint_status in (401, 403):
+        # The endpoint answered: it is reachable. It refused this identity, which the access
+        # checks above do not explain, so what lies behind it was not read: unknown, not missing.
+        refused = (
+            "the kubeconfig's credentials"
+            if facts.endpoint_status == 401
+            else "this identity, which it knows but grants nothing"
+        )
+        checks.append(
+            Check(
+                "endpoint-reachable",
+                "a reachable API endpoint",
+                "unknown",
+                f"{facts.endpoint_error} (the endpoint answered: it refused {refused})",
+                call,
+                "use a kubeconfig whose user this cluster accepts (token, client certificate or "
+                "exec plugin for this cluster), or see the access entry checks",
+            )
+        )
     else:
         access = (facts.cluster or {}).get("resourcesVpcConfig", {})
         mode = f"public={access.get('endpointPublicAccess')}, private={access.get('endpointPrivateAccess')}"
