@@ -227,6 +227,9 @@ def sync_on_refresh(api: FakeKubeApi, hub_path: Path) -> list[str]:
 
 
 def test_target_add_then_deploy_mgmt_publishes_and_triggers_a_refresh(eksinf, stack_dir, tmp_path):
+    """FakeKubeApi: Argo CD creating the child Applications and syncing them after a refresh
+    (sync_on_refresh) is what a bare API server cannot do. The same flow against the real
+    server, without Argo CD's reactions: the tests at the end of this file."""
     registry = f"oci-layout:{tmp_path / 'oci'}"
     assert eksinf("install", cwd=stack_dir).code == 0
     assert eksinf("hub", "create-variant", "dev", "platform-profile-base", cwd=stack_dir).code == 0

@@ -106,9 +106,10 @@ def _apply_one(kube: KubeClient, doc: dict[str, Any], force: bool) -> Applied:
     except KubeError as exc:
         if exc.status != 409:
             raise
+        server_says = exc.message.split(": HTTP 409: ", 1)[-1]  # names each field and manager
         raise KubeError(
-            f"applying {ref.label()}: {exc.message} (a field another manager owns; "
-            f"eksinf applies as field manager `eksinf`)",
+            f"applying {ref.label()}: HTTP 409: {server_says} (another field manager owns it; "
+            "eksinf applies as field manager `eksinf`)",
             409,
             hint="Change the field where its manager keeps it, or re-run with --force-conflicts "
             "to take it over (the other manager may change it back).",
