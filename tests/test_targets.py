@@ -714,7 +714,19 @@ def test_a_deploy_failing_partway_leaves_nothing_bound(eksinf, stack_dir, tmp_pa
     assert removed.code == 0, removed.err
     good = f"oci-layout:{tmp_path / 'oci'}"
     assert eksinf(*add, "--oci-registry", good, cwd=stack_dir).code == 0
-    again = eksinf("deploy", "--plane", "mgmt", "--target", "rb/target", "--no-sync", cwd=stack_dir)
+    # --apply without the target's kept kubeconfig is refused before anything is created
+    kept = kubeconfig_path(stack_dir, "rb")
+    kept.rename(tmp_path / "kept")
+    deploy = ("deploy", "--plane", "mgmt", "--target", "rb/target", "--no-sync")
+    refused = eksinf(*deploy, "--apply", cwd=stack_dir)
+    assert refused.code == 2 and "target rb/target has no kept kubeconfig" in refused.err
+    hub = LocalHub(stack_dir / ".eksinf" / "hub.db")
+    try:
+        assert not hub.space_exists("ack-controllers-dev")
+    finally:
+        hub.close()
+    (tmp_path / "kept").rename(kept)
+    again = eksinf(*deploy, cwd=stack_dir)
     assert again.code == 0, again.err
 
 
