@@ -185,9 +185,7 @@ def deploy_cmd(
                 hub, stack.root, target, sorted(spaces), force=force_conflicts, say=progress
             )
         if not dry_run and not no_sync:
-            from ..flows import targets
-
-            sync = targets.sync_after_publish(
+            sync = target_flow.sync_after_publish(
                 hub, stack.root, target, report.published, argocd_namespace, sync_timeout,
                 say=progress,
             )  # fmt: skip
