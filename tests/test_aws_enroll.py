@@ -12,9 +12,12 @@ import datetime as dt
 import json
 import re
 import urllib.parse
+from pathlib import Path
 
 import kubernetes_validate
 import pytest
+import requests
+import yaml
 from aws_stubs import CapacityReservationsFake, EksExtrasFake, FakeKubeApi
 
 from eksinf.aws import contract, enroll
@@ -517,33 +520,48 @@ def test_capacity_reservation_query_failing_is_unknown(
 
 
 def test_enroll_installs_argocd_when_absent_and_refuses_one_below_the_floor(
-    eksinf, stack_dir, scope, kube, monkeypatch, aws_env
+    eksinf, stack_dir, scope, monkeypatch, aws_env, kube_plane, tmp_path
 ):
-    """The cluster is FakeKubeApi: argocd-server turning Available after the apply is simulated
-    by a callback (no kubelet here)."""
+    """The cluster is the real kube-apiserver (`kube_plane`, namespace argo-enroll of its own).
+    It runs no pods: the first enroll installs the pinned Argo CD and says, exit 4, why it is
+    not Available; the test then plays the Deployment controller (the Available condition
+    written to the status subresource) and the next enroll finds it and converges."""
+    from eksinf.kube.client import KubeClient, parse_kubeconfig, resource_path
+
     seed_cluster(scope)
     conforming_extras(scope, monkeypatch)
-    old = kube.objects.pop(ARGOCD)
-
-    def ready(path: str, obj: dict) -> None:
-        if path == ARGOCD and "status" not in obj:
-            obj["status"] = {"conditions": [{"type": "Available", "status": "True"}]}
-
-    kube.on_patch.append(ready)
-    args = ("enroll", "cluster", "--name", "prod", "--kubeconfig", str(kube.config), "--json")
+    ns = "argo-enroll"
+    given = tmp_path / "given.kubeconfig"
+    given.write_text(yaml.safe_dump(kube_plane.kubeconfig()))
+    args = ("enroll", "cluster", "--name", "prod", "--kubeconfig", str(given),
+            "--argocd-namespace", ns, "--json")  # fmt: skip
     no_argo = eksinf(*args, "--no-argocd", cwd=stack_dir)
     assert no_argo.code == 3 and "argocd-server not found" in no_argo.out
-    first = eksinf(*args, cwd=stack_dir)
-    assert first.code == 0, first.err
-    wiring = json.loads(first.out)["wiring"]
-    assert wiring["argocd"]["action"] == "installed"
-    assert wiring["argocd"]["image"] == "quay.io/argoproj/argocd:v3.4.7"  # the pinned one
-    crd = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/applications.argoproj.io"
-    assert crd in kube.objects
-    second = json.loads(eksinf(*args, cwd=stack_dir).out)["wiring"]
-    assert second["argocd"]["action"] == "present"
-    old["spec"]["template"]["spec"]["containers"][0]["image"] = "quay.io/argoproj/argocd:v3.0.6"
-    kube.put(ARGOCD, old)
+    first = eksinf(*args, "--argocd-timeout", "0", cwd=stack_dir)
+    assert first.code == 4, first.err
+    assert f"argocd-server in {ns} not Available after 0 s: the cluster has no nodes" in first.out
+    kube = KubeClient.from_auth(parse_kubeconfig(kube_plane.kubeconfig(), Path("."), "plane"))
+    crd = "applications.argoproj.io"
+    assert kube.get(resource_path("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, crd))
+    server = resource_path("apps/v1", "Deployment", ns, "argocd-server")
+    resp = requests.patch(
+        f"{kube.server}{kube.path(server)}/status",
+        json={"status": {"conditions": [{"type": "Available", "status": "True"}]}},
+        headers={"Content-Type": "application/merge-patch+json",
+                 "Authorization": f"Bearer {kube_plane.admin_token}"},
+        verify=str(kube_plane.ca_file), timeout=10,
+    )  # fmt: skip
+    assert resp.status_code == 200, resp.text
+    second = eksinf(*args, cwd=stack_dir)
+    assert second.code == 0, second.err
+    wiring = json.loads(second.out)["wiring"]
+    assert (wiring["argocd"]["action"], wiring["argocd"]["image"]) == (
+        "present",
+        "quay.io/argoproj/argocd:v3.4.7",  # the pinned one, read back from the server
+    )
+    assert wiring["applied"] == [f"Application {ns}/prod-argo-apps"]
+    kube.patch(server, {"spec": {"template": {"spec": {"containers": [
+        {"name": "argocd-server", "image": "quay.io/argoproj/argocd:v3.0.6"}]}}}})  # fmt: skip
     below = eksinf(*args, cwd=stack_dir)
     assert below.code == 3 and "argocd-v3.0.6" not in below.out
     assert "quay.io/argoproj/argocd:v3.0.6" in below.out
@@ -661,3 +679,31 @@ def test_addon_schemas_refresh_records_describe_addon_configuration(
         "added": [], "changed": [], "unchanged": [f"eks-pod-identity-agent {version}"],
         "record": str(record), "written": False,
     }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("token", "status", "element"),
+    [("no-rights", 403, "Argo CD 3.1+"), ("unknown", 401, "a reachable API endpoint")],
+    ids=["403", "401"],
+)
+def test_enroll_diagnoses_401_and_403_from_the_real_server(
+    eksinf, stack_dir, scope, monkeypatch, aws_env, kube_plane, tmp_path, token, status, element
+):
+    """The real kube-apiserver's own answers (a user with no RBAC bindings, a token it does not
+    know), with every AWS element conforming: what the refused identity could not read is
+    "could not check", never "missing", and nothing is wired (exit 3)."""
+    seed_cluster(scope)
+    conforming_extras(scope, monkeypatch)
+    bearer = kube_plane.no_rights_token if token == "no-rights" else "a-token-it-does-not-know"
+    given = tmp_path / "given.kubeconfig"
+    given.write_text(yaml.safe_dump(kube_plane.kubeconfig(bearer)))
+    result = eksinf(
+        "enroll", "cluster", "--name", "denied", "--kubeconfig", str(given),
+        "--argocd-namespace", f"argo-denied-{status}", cwd=stack_dir,
+    )  # fmt: skip
+    assert result.code == 3, result.err
+    (line,) = [ln for ln in result.out.splitlines() if ln.startswith("cluster ")]
+    assert line.startswith(f"cluster may be missing (could not check) {element}")
+    assert str(status) in line
+    assert "FAIL" not in result.out
+    assert not (stack_dir / ".eksinf" / "clusters" / "denied.kubeconfig").exists()

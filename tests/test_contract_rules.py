@@ -190,13 +190,52 @@ def test_an_unexplained_401_names_the_credentials_never_the_network() -> None:
         good(), version=None, endpoint_status=401, endpoint_error=diagnosis, endpoint_hint="log in"
     )
     (endpoint,) = judge("endpoint-reachable", facts)
-    assert (endpoint.status, endpoint.detail, endpoint.fix) == ("fail", diagnosis, "log in")
+    # it answered, so what it guards was not read: unknown (blocking), with the diagnosis' fix
+    assert (endpoint.status, endpoint.blocks, endpoint.fix) == ("unknown", True, "log in")
+    assert endpoint.detail.startswith(diagnosis)
 
 
 def test_unreadable_facts_are_unknown_and_block() -> None:
     facts = replace(good(), access_entries=None, access_error="AccessDenied")
     (entry,) = judge("access-entry", facts)
     assert (entry.status, entry.blocks) == ("unknown", True)
+
+
+def test_a_refused_identity_is_not_an_unreachable_endpoint() -> None:
+    """A 401 the access checks do not explain (they pass): the endpoint answered, so it is not
+    missing; what it guards was not read."""
+    error = "cluster https://k refused GET /version: HTTP 401"
+    facts = replace(good(), version=None, endpoint_status=401, endpoint_error=error)
+    (endpoint,) = judge("endpoint-reachable", facts)
+    assert (endpoint.status, endpoint.blocks) == ("unknown", True)
+    assert endpoint.detail == (
+        f"{error} (the endpoint answered: it refused the kubeconfig's credentials)"
+    )
+    assert "kubeconfig whose user this cluster accepts" in endpoint.fix
+
+
+def test_what_an_unread_cluster_hides_is_unknown_never_a_fail() -> None:
+    """describe-cluster denied: the add-on was never asked about and the AMI alias had no
+    Kubernetes version to resolve against (what gather records then); neither is a FAIL."""
+    facts = replace(
+        good(),
+        cluster=None,
+        cluster_error="AccessDeniedException: not authorized to eks:DescribeCluster",
+        addon_status=None,
+        ami_id=None,
+        ami_error="not read: no cluster version to resolve the alias against",
+        ami_unread=True,
+    )
+    checks = {c.name: c for c in evaluate(facts, SCOPE, NEEDS, True, "argocd")}
+    agent, ami = checks["pod-identity-agent"], checks["gpu-ami"]
+    assert (agent.status, agent.blocks) == ("unknown", True)
+    assert "was not read (AccessDeniedException" in agent.detail
+    assert (ami.status, ami.blocks) == ("unknown", True)
+    # a failed SSM read is unknown too; an alias looked up and not found stays a fail
+    (failed,) = judge(
+        "gpu-ami", replace(good(), ami_id=None, ami_error="Throttling", ami_unread=True)
+    )
+    assert failed.status == "unknown"
 
 
 def test_no_cluster_stops_at_cluster_active() -> None:

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import CONTRACT, FAILURE, EksinfError, shell_command
-from ..kube.client import KubeClient, ResourceRef, resource_path
+from ..errors import CONTRACT, ENVIRONMENT, EksinfError, shell_command
+from ..kube.apply import apply_all
+from ..kube.client import KubeClient, KubeError, ResourceRef, resource_path
 from ..model.resources import CLUSTER_SCOPED_KINDS
 from ..yamlio import load_docs
 from .contract.facts import ARGOCD_FLOOR, version_of
@@ -126,8 +127,8 @@ def ensure(
         return ArgoOutcome("present", image, detail)
     docs = install_docs(configs_dir, namespace)
     say(f"argocd: installing {len(docs)} objects into {namespace} (server-side apply)")
-    for doc in docs:
-        kube.apply(doc)
+    # CRDs Established before the root Application; one line for the install, not one per object
+    apply_all(kube, docs, force=True)
     path = resource_path("apps/v1", "Deployment", namespace, SERVER)
     started = clock()
     deadline = started + timeout
@@ -138,15 +139,52 @@ def ensure(
             break
         if clock() >= deadline:
             raise EksinfError(
-                f"argocd-server in {namespace} not Available after {int(timeout)} s",
-                hint=f"Check `{shell_command('kubectl', '-n', namespace, 'get', 'pods')}`; "
-                "re-running enroll converges.",
-                exit_code=FAILURE,
+                f"argocd-server in {namespace} not Available after {int(timeout)} s: "
+                + why_not_available(kube, namespace),
+                hint="Argo CD's objects are applied; once the cluster runs its pods "
+                f"(`{shell_command('kubectl', '-n', namespace, 'get', 'pods')}`), re-run the same "
+                "command: it converges and changes nothing else.",
+                exit_code=ENVIRONMENT,
             )
         say(f"argocd: waiting for {SERVER} to be Available ({int(clock() - started)} s)")
         sleep(poll)
     image = server_image(kube, namespace)
     return ArgoOutcome("installed", image, f"{len(docs)} objects applied; {SERVER} Available")
+
+
+def why_not_available(kube: KubeClient, namespace: str) -> str:
+    """What the cluster lacks for argocd-server to run, from what it says: no node to run any
+    pod (a bare API server, a cluster whose nodes are all gone), no pod at all (nothing runs the
+    Deployment controller), or pods that are not ready (their phase and waiting reason)."""
+    try:
+        nodes: list | None = kube.items(resource_path("v1", "Node"))
+    except KubeError:  # an identity that may not list nodes: say nothing about them
+        nodes = None
+    try:
+        pods = kube.items(
+            resource_path("v1", "Pod", namespace),
+            label_selector=f"app.kubernetes.io/name={SERVER}",
+        )
+    except KubeError as exc:  # the timeout is the news; why it happened could not be read
+        return f"its pods could not be read ({exc.message})"
+    if not pods:
+        lack = "the cluster has no nodes, " if nodes == [] else ""
+        return (
+            f"{lack}no {SERVER} pod exists (no controller has created one: is the cluster's "
+            "controller manager running?)"
+        )
+    states = []
+    for pod in pods:
+        status = pod.get("status") or {}
+        waiting = [
+            (c.get("state") or {}).get("waiting", {}).get("reason")
+            for c in status.get("containerStatuses") or []
+        ]
+        reason = next((w for w in waiting if w), "") or status.get("reason") or ""
+        phase = f"{pod['metadata']['name']} {status.get('phase', 'Unknown')}"
+        states.append(f"{phase} ({reason})" if reason else phase)
+    lack = "the cluster has no nodes; " if nodes == [] else ""
+    return f"{lack}pods not ready: {', '.join(sorted(states))}"
 
 
 # ---- sync on publish ---------------------------------------------------------------------------

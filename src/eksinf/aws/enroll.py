@@ -173,6 +173,7 @@ def wire(
     oci_credentials: tuple[str, str] | None,
     argocd_configs: Path | None = None,
     say: Callable[[str], None] = lambda _m: None,
+    argocd_timeout: float = 300,
 ) -> dict[str, Any]:
     """Install Argo CD when absent (from `argocd_configs`, the stack's configs/, when given),
     apply the cluster half, then keep the kubeconfig. Idempotent."""
@@ -187,7 +188,9 @@ def wire(
     docs, skipped = wiring_docs(name, registry, argocd_namespace, oci_credentials)
     outcome = None
     if argocd_configs is not None:
-        outcome = argocd.ensure(access.kube, argocd_configs, argocd_namespace, say=say)
+        outcome = argocd.ensure(
+            access.kube, argocd_configs, argocd_namespace, timeout=argocd_timeout, say=say
+        )
     # The cluster first: a refused apply leaves no hub half and no kubeconfig behind.
     applied = apply_wiring(access.kube, docs)
     if access.generated is not None:

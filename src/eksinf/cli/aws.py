@@ -315,6 +315,14 @@ def mgmt_kube(
     return KubeClient.from_kubeconfig(Path(path), session, context)
 
 
+ARGOCD_TIMEOUT_OPTION = typer.Option(
+    300,
+    "--argocd-timeout",
+    help="Seconds to wait for an installed Argo CD to become Available; then exit 4 saying "
+    "what the cluster lacks (nodes, pods).",
+)
+
+
 def ack_namespace(ctx: typer.Context) -> str:
     return state(ctx).stack().versions.get("ACK_NAMESPACE", "ack-system")
 
@@ -628,6 +636,7 @@ def enroll_cluster_cmd(
     no_argocd: bool = typer.Option(
         False, "--no-argocd", help="Do not install Argo CD when absent (then it must be there)."
     ),
+    argocd_timeout: float = ARGOCD_TIMEOUT_OPTION,
     aws_profile: str = AWS_PROFILE_OPTION,
     json_out: bool = JSON_OPTION,
 ) -> None:
@@ -702,6 +711,7 @@ def enroll_cluster_cmd(
         chosen,
         install_argocd=not no_argocd,
         say=progress,
+        argocd_timeout=argocd_timeout,
     )
     if json_out:
         emit_json({**report.as_json(), "wiring": wiring})

@@ -150,22 +150,42 @@ def deploy_cmd(
         "target's kubeconfig; 0: do not wait. Success means serving; a HyperPod endpoint's "
         "pending SageMaker registration is reported, not waited for.",
     ),
+    apply: bool = typer.Option(
+        False,
+        "--apply",
+        help="Also apply the plane's objects to the target's cluster (its kept kubeconfig) by "
+        "server-side apply, CRDs first: for a cluster whose Argo CD does not sync.",
+    ),
+    force_conflicts: bool = typer.Option(
+        False,
+        "--force-conflicts",
+        help="With --apply: take over fields another field manager owns (default: refuse, "
+        "exit 3, naming the field and its manager).",
+    ),
     hub_choice: str = HUB_OPTION,
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Create a plane's variants bound to a target, link them to the profile, resolve, publish;
     then ask the target's Argo CD to refresh what was published (unless --no-sync)."""
     from ..flows import deploy as flow
+    from ..flows import targets as target_flow
 
-    sync = served = None
+    sync = served = applied = None
     with _hub(ctx, hub_choice) as (hub, stack):
+        if apply:
+            target_flow.target_kubeconfig(stack.root, target)  # refused before any change
         report = flow.deploy(
             hub, stack, plane=plane, target=target, variant=variant, dry_run=dry_run, say=progress
         )
+        if apply and dry_run:
+            progress("--apply: nothing applied (dry run)")
+        elif apply:
+            spaces = [*report.existing, *report.created]
+            applied = target_flow.apply_plane(
+                hub, stack.root, target, sorted(spaces), force=force_conflicts, say=progress
+            )
         if not dry_run and not no_sync:
-            from ..flows import targets
-
-            sync = targets.sync_after_publish(
+            sync = target_flow.sync_after_publish(
                 hub, stack.root, target, report.published, argocd_namespace, sync_timeout,
                 say=progress,
             )  # fmt: skip
@@ -183,15 +203,21 @@ def deploy_cmd(
             "(published; Argo CD will still pick the release up at its next poll)"
         )
     if json_out:
-        body = {**report.to_json(), "sync": sync}
+        body = {**report.to_json(), "sync": sync, "applied": applied}
         if served is not None:
             body["serving"] = {k: v for k, v in served.items() if k != "lines"}
         emit_json(body)
     elif not dry_run:
+        if applied is not None:
+            typer.echo(
+                f"Applied to {applied['server']}: {applied['created']} created, "
+                f"{applied['configured']} configured, {applied['unchanged']} unchanged."
+            )
+        unchanged = not report.changed and not (applied and applied["changed"])
         typer.echo(
             f"Deployed plane {plane} ({variant}) to {target}: {len(report.created)} created, "
             f"{len(report.published)} published, {len(report.current)} already current."
-            + ("" if report.changed else " Nothing changed.")
+            + (" Nothing changed." if unchanged else "")
         )
     if sync is not None and not json_out and sync["status"] == "skipped":
         typer.echo(f"sync: skipped ({sync['reason']})")
@@ -201,6 +227,7 @@ def deploy_cmd(
             f"sync: {len(sync['refreshed'])} Application(s) refreshed; "
             f"{len(sync['seconds'])} Synced at the new release (slowest {slowest} s)"
             + (f"; not yet: {', '.join(sync['notSynced'])}" if sync["notSynced"] else "")
+            + (f"; no Application yet: {', '.join(sync['absent'])}" if sync["absent"] else "")
         )
     if served is not None:
         _report_serving(served, plane, serve_timeout, json_out)
@@ -468,6 +495,11 @@ def release_publish(
         )
     if sync is not None and sync["status"] == "skipped":
         typer.echo(f"sync: skipped ({sync['reason']})")
+    elif sync is not None and space in sync["absent"]:
+        typer.echo(
+            f"sync: no Application {space} in {argocd_namespace} to refresh (Argo CD creates it "
+            "from the target's root Application, then pulls this release); nothing waited for"
+        )
     elif sync is not None:
         took = sync["seconds"].get(space)
         typer.echo(

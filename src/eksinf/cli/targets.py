@@ -11,7 +11,7 @@ import typer
 
 from ..errors import ENVIRONMENT, EksinfError, shell_command
 from ..model.targets import DEFAULT_KIND, KIND_HELP, target_kind
-from .aws import YES_OPTION, nothing_changed
+from .aws import ARGOCD_TIMEOUT_OPTION, YES_OPTION, nothing_changed
 from .common import JSON_OPTION, emit_json, progress, state
 
 ARGOCD_NS_OPTION = typer.Option("argocd", "--argocd-namespace", help="Argo CD's namespace.")
@@ -57,6 +57,7 @@ def target_add_cmd(
     ),
     argocd_namespace: str = ARGOCD_NS_OPTION,
     no_argocd: bool = NO_ARGOCD_OPTION,
+    argocd_timeout: float = ARGOCD_TIMEOUT_OPTION,
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Register a cluster as a target (hub space NAME, target NAME/target): install Argo CD when
@@ -80,6 +81,7 @@ def target_add_cmd(
             kind=chosen,
             argocd_namespace=argocd_namespace,
             install_argocd=not no_argocd,
+            argocd_timeout=argocd_timeout,
             oci_credentials=_oci_credentials(),
             say=progress,
         )
@@ -158,6 +160,7 @@ def mgmt_up_cmd(
     ),
     argocd_namespace: str = ARGOCD_NS_OPTION,
     no_argocd: bool = NO_ARGOCD_OPTION,
+    argocd_timeout: float = ARGOCD_TIMEOUT_OPTION,
     oci_registry: str = typer.Option(None, "--oci-registry", help="Default: REGISTRY."),
     json_out: bool = JSON_OPTION,
 ) -> None:
@@ -195,6 +198,7 @@ def mgmt_up_cmd(
                 _registry(stack, oci_registry),
                 argocd_namespace=argocd_namespace,
                 install_argocd=not no_argocd,
+                argocd_timeout=argocd_timeout,
                 oci_credentials=_oci_credentials(),
                 say=progress,
             )

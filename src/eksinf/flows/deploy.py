@@ -493,6 +493,33 @@ def deploy(
                 )
             )
         checkpoint("deploy.promoted")
+    try:
+        _bind_link_publish(
+            hub, stack, components, variant, target, kind, profile, report, gate, say
+        )
+    except BaseException:
+        # A failure partway (an unreachable registry, a refused release) must not leave
+        # variants bound to the target: they would block `target remove`, and a re-added target
+        # could not take them. What this run created goes; what existed before stays.
+        roll_back(hub, report.created, target, say)
+        raise
+    return report
+
+
+def _bind_link_publish(
+    hub: Hub,
+    stack: Stack,
+    components: list[Any],
+    variant: str,
+    target: str,
+    kind: TargetKind,
+    profile: dict,
+    report: DeployReport,
+    gate: ReleaseGate | None,
+    say: Say,
+) -> None:
+    """Create the missing variants bound to `target`, link and publish. Appends to `report`
+    as it goes: `report.created` is what a failure must roll back."""
     for comp in components:
         space = variant_space(comp.name, variant)
         if space in report.existing:
@@ -534,7 +561,30 @@ def deploy(
         checkpoint("deploy.published-one")
     if apps:
         _publish(hub, stack, gate, apps, report, say)
-    return report
+
+
+def roll_back(hub: Hub, created: list[str], target: str, say: Say) -> list[str]:
+    """Delete the variant spaces a failed deploy created, and empty their child Applications
+    in the target's apps space (a later publish of it must not point at a missing release).
+    Best effort: what cannot be undone is said, and the original error is the one raised."""
+    apps = None
+    try:
+        apps = hub.get_target(target).apps_space
+        members = {u.slug for u in hub.list_units(apps)} if apps else set()
+    except Exception:  # noqa: BLE001 - the hub itself may be what failed
+        members = set()
+    undone = []
+    for space in reversed(created):
+        try:
+            if apps and space in members:
+                hub.update_unit(apps, space, "", f"deploy of {space} failed: rolled back")
+            hub.delete_space(space, recursive=True)
+        except Exception as exc:  # noqa: BLE001
+            say(f"rollback: could not delete {space} ({exc}); delete it with `eksinf hub delete`")
+            continue
+        undone.append(space)
+        say(f"rollback: deleted {space} (created by this failed deploy)")
+    return undone
 
 
 def name_the_cluster(hub: Hub, spaces: list[str], cluster: str, kind: TargetKind) -> list[str]:

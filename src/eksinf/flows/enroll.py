@@ -26,6 +26,7 @@ def enroll(
     kind: TargetKind,
     install_argocd: bool = False,
     say: Any = lambda _m: None,
+    argocd_timeout: float = 300,
 ) -> dict[str, Any]:
     """Install Argo CD when absent (unless told not to), wire the cluster, keep its kubeconfig,
     then create the hub half, recording the target's kind. Idempotent."""
@@ -37,6 +38,7 @@ def enroll(
         oci_credentials,
         stack_root / "configs" if install_argocd else None,
         say,
+        argocd_timeout,
     )
     return {**wiring, "target": hub_target(stack_root, name, registry, kind), "kind": kind.name}
 

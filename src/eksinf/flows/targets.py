@@ -83,6 +83,7 @@ def add(
     kind: TargetKind = KINDS[DEFAULT_KIND],
     argocd_namespace: str = "argocd",
     install_argocd: bool = True,
+    argocd_timeout: float = 300,
     oci_credentials: tuple[str, str] | None = None,
     say: Any = lambda _m: None,
 ) -> TargetInfo:
@@ -112,7 +113,9 @@ def add(
             )
     kube.version()  # reachable, or exit 4 before anything is written
     if install_argocd:
-        outcome = argocd.ensure(kube, stack_root / "configs", argocd_namespace, say=say)
+        outcome = argocd.ensure(
+            kube, stack_root / "configs", argocd_namespace, timeout=argocd_timeout, say=say
+        )
     else:
         image = argocd.server_image(kube, argocd_namespace)
         if image is None:
@@ -124,9 +127,19 @@ def add(
         outcome = argocd.ArgoOutcome("present", image, "left alone (--no-argocd)")
     docs, _skipped = wiring_docs(name, registry, argocd_namespace, oci_credentials)
     applied = apply_wiring(kube, docs)
-    write_kubeconfig(kubeconfig_path(stack_root, name), reduced)
     labels = {MODE_LABEL: TARGET_MODE, PLANE_LABEL: plane, **kind_labels(kind)}
-    ensure_target_space(hub, name, registry, owner_labels(**labels))
+    new_space = not hub.space_exists(name)
+    try:
+        ensure_target_space(hub, name, registry, owner_labels(**labels))
+        write_kubeconfig(kubeconfig_path(stack_root, name), reduced)
+    except BaseException:
+        # The hub half is whole or absent: a new target space left without its target, gate or
+        # kubeconfig would refuse the next `target add` (it exists) and mean nothing.
+        if new_space:
+            for space in (apps_space(name), name):
+                if hub.space_exists(space):
+                    hub.delete_space(space, recursive=True)
+        raise
     return replace(info(hub, stack_root, name), argocd=outcome.as_json(), applied=tuple(applied))
 
 
@@ -179,6 +192,59 @@ def missing_tools(which: Any = shutil.which) -> list[str]:
     return missing
 
 
+# ---- apply straight to the cluster (deploy --apply) ------------------------------------------
+
+
+def target_kubeconfig(stack_root: Path, target: str) -> Path:
+    """The kept kubeconfig of `target` (`<space>/<target>`); usage error when there is none."""
+    space = target.split("/", 1)[0]
+    path = kubeconfig_path(stack_root, space)
+    if not path.is_file():
+        raise EksinfError(
+            f"target {target} has no kept kubeconfig ({path}): nothing to apply to",
+            hint="Add the cluster with `eksinf target add NAME --plane P --kubeconfig FILE`, "
+            "or drop --apply and let Argo CD pull the release.",
+            exit_code=USAGE,
+        )
+    return path
+
+
+def apply_plane(
+    hub: Any,
+    stack_root: Path,
+    target: str,
+    spaces: list[str],
+    *,
+    force: bool = False,
+    say: Any = lambda _m: None,
+) -> dict[str, Any]:
+    """Apply the units of `spaces` (the plane's variants, as the hub resolved them) to the
+    target's cluster with server-side apply, CRDs first (kube.apply). Returns what changed."""
+    from ..kube.apply import apply_all
+    from ..kube.client import KubeClient
+    from ..yamlio import load_docs
+
+    kube = KubeClient.from_kubeconfig(target_kubeconfig(stack_root, target))
+    docs = [
+        doc
+        for space in spaces
+        for unit in hub.list_units(space)
+        for doc in load_docs(hub.unit_data(space, unit.slug), f"{space}/{unit.slug}")
+        if isinstance(doc, dict)
+    ]
+    say(f"apply: {len(docs)} objects of {len(spaces)} space(s) to {kube.server}")
+    applied = apply_all(kube, docs, force=force, say=say)
+    counts = {a: sum(1 for x in applied if x.action == a) for a in APPLY_ACTIONS}
+    return {
+        "server": kube.server,
+        **counts,
+        "changed": [x.as_json() for x in applied if x.action != "unchanged"],
+    }
+
+
+APPLY_ACTIONS = ("created", "configured", "unchanged")
+
+
 # ---- sync on publish ------------------------------------------------------------------------
 
 
@@ -210,12 +276,18 @@ def sync_after_publish(
     refreshed = request_refresh(kube, argocd_namespace, sorted(published))
     say(f"sync: refresh requested for {len(refreshed)} Application(s) in {argocd_namespace}")
     wanted = {name: hub.list_releases(name)[-1].manifest_digest for name in refreshed}
+    absent = sorted(set(published) - set(refreshed))
+    for name in absent:
+        say(f"sync: no Application {name} in {argocd_namespace} yet: nothing to wait for")
     took = wait_synced(kube, argocd_namespace, wanted, timeout, poll, say)
     late = sorted(n for n, t in took.items() if t is None)
+    # "absent" is not a timeout: no Application exists to sync (Argo CD's root Application
+    # creates it at its next poll, and it then pulls the release), so nothing was waited for
+    status = "timeout" if late else "synced" if refreshed else "absent"
     return {
-        "status": "synced" if not late else "timeout",
+        "status": status,
         "refreshed": refreshed,
-        "absent": sorted(set(published) - set(refreshed)),
+        "absent": absent,
         "seconds": {n: t for n, t in sorted(took.items()) if t is not None},
         "notSynced": late,
         "timeout": timeout,

@@ -355,12 +355,17 @@ class KubeClient:
             self._raise(resp, f"GET {path}")
         return list(self._json(resp).get("items") or [])
 
-    def apply(self, doc: dict[str, Any], dry_run: bool = False) -> dict[str, Any]:
+    def apply(
+        self, doc: dict[str, Any], dry_run: bool = False, force: bool = True
+    ) -> dict[str, Any]:
         """Server-side apply: create or update to exactly these fields, owned by eksinf.
 
-        `dry_run` asks the server to admit the object without storing it (dryRun=All)."""
+        `dry_run` asks the server to admit the object without storing it (dryRun=All).
+        `force=False` lets the server refuse (HTTP 409) a field another manager owns."""
         path = self._must_path(object_ref(doc), "applying")
-        params = {"fieldManager": FIELD_MANAGER, "force": "true"}
+        params = {"fieldManager": FIELD_MANAGER}
+        if force:
+            params["force"] = "true"
         if dry_run:
             params["dryRun"] = "All"
         resp = self._call(

@@ -187,6 +187,9 @@ class Facts:
     ami_id: str | None = None
     ami_source: str = ""
     ami_error: str = ""
+    # True when ami_error says what could not be read (no cluster version, a failed call), so
+    # the alias's fate is unknown; False when the alias was looked up and does not resolve
+    ami_unread: bool = False
     reservations: list[dict[str, Any]] | None = None
     reservations_error: str = ""
     version: str | None = None
@@ -468,7 +471,8 @@ def _association_role(eks: Any, iam: Any, cluster: str, summary: dict[str, Any])
 def _gather_ami(session: AwsSession, scope: StackScope, facts: Facts) -> None:
     version = (facts.cluster or {}).get("version")
     if not version:
-        facts.ami_error = "no cluster version to resolve the alias against"
+        facts.ami_error = "not read: no cluster version to resolve the alias against"
+        facts.ami_unread = True
         return
     target = ami_parameter(scope.gpu_ami_alias, version)
     if target is None:
@@ -482,6 +486,7 @@ def _gather_ami(session: AwsSession, scope: StackScope, facts: Facts) -> None:
     except AWS_FAILURES as exc:
         if error_code(exc) != "ParameterNotFound":
             facts.ami_error = translate(exc, "ssm get-parameter").message
+            facts.ami_unread = True
             return
     images, err = _aws(
         "ec2 describe-images",
@@ -493,6 +498,7 @@ def _gather_ami(session: AwsSession, scope: StackScope, facts: Facts) -> None:
         facts.ami_id, facts.ami_source = images[0]["ImageId"], f"image {image_name}"
     else:
         facts.ami_error = err or f"neither SSM {param} nor an Amazon image named {image_name}"
+        facts.ami_unread = bool(err)
 
 
 def _gather_kube(kube: KubeClient, facts: Facts, argocd_namespace: str) -> None:

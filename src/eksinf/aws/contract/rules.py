@@ -543,15 +543,23 @@ def endpoint_reachable(ctx: Context) -> list[Check]:
             )
         )
     elif facts.endpoint_status in (401, 403):
-        # it answered: the credentials are the problem, not the network path
+        # The endpoint answered: it is reachable. It refused this identity, which the access
+        # checks above do not explain, so what lies behind it was not read: unknown, not missing.
+        refused = (
+            "the kubeconfig's credentials"
+            if facts.endpoint_status == 401
+            else "this identity, which it knows but grants nothing"
+        )
         checks.append(
             Check(
                 "endpoint-reachable",
                 "a reachable API endpoint",
-                "fail",
-                facts.endpoint_error,
+                "unknown",
+                f"{facts.endpoint_error} (the endpoint answered: it refused {refused})",
                 call,
-                facts.endpoint_hint or "fix the kubeconfig's credentials for this cluster",
+                facts.endpoint_hint
+                or "use a kubeconfig whose user this cluster accepts (token, client certificate "
+                "or exec plugin for this cluster), or see the access entry checks",
             )
         )
     else:
@@ -595,16 +603,14 @@ def pod_identity_agent(ctx: Context) -> list[Check]:
         "--region",
         r,
     )
-    if facts.addon_error:
+    unread = facts.addon_error or (
+        f"not read: EKS cluster {c} was not read ({facts.cluster_error})"
+        if facts.cluster is None
+        else ""
+    )  # an add-on that was never asked about is unknown, not absent
+    if unread:
         checks.append(
-            Check(
-                "pod-identity-agent",
-                f"the {AGENT_ADDON} add-on",
-                "unknown",
-                facts.addon_error,
-                call,
-                fix,
-            )
+            Check("pod-identity-agent", f"the {AGENT_ADDON} add-on", "unknown", unread, call, fix)
         )
     else:
         ok = facts.addon_status == "ACTIVE"
@@ -1092,7 +1098,7 @@ def gpu_ami(ctx: Context) -> list[Check]:
             Check(
                 "gpu-ami",
                 element,
-                "fail",
+                "unknown" if facts.ami_unread else "fail",  # unread is not unresolvable
                 facts.ami_error,
                 call,
                 "pin gpuAMIAlias in the profile to a released al2023 version for this Kubernetes version",
