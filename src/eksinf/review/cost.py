@@ -159,11 +159,7 @@ def max_hourly(
         steps.append(f"{resource} {limit:g} x ${rate:.4f} ({worst})")
         if bound is None or value < bound:
             bound = value
-    if bound is None:
-        return PoolCost(
-            None, None, "unknown: no limit bounds every candidate type", names, unpriced
-        )
-    if unpriced:
+    if unpriced:  # checked first: a missing price is the reason, whatever the limits bound
         # what the priced types alone can really reach: whole nodes of one type within the limits
         reach = max(
             (
@@ -177,9 +173,13 @@ def max_hourly(
         return PoolCost(
             None,
             reach,
-            f"unknown: no price for {', '.join(unpriced)} in {region}; the priced types alone "
-            f"reach ${reach:.2f}/h",
+            f"unknown: no price for {', '.join(unpriced)} in {region}"
+            + (f"; the priced types alone reach ${reach:.2f}/h" if reach else ""),
             names,
             unpriced,
+        )
+    if bound is None:
+        return PoolCost(
+            None, None, "unknown: no limit bounds every candidate type", names, unpriced
         )
     return PoolCost(bound, None, "; ".join(steps), names, unpriced)
