@@ -258,7 +258,11 @@ def test_unreachable_price_list_falls_back_to_the_labelled_table(
     run(ec2, "g6.xlarge", {STACK_TAG_KEY: scope.stack})
     result = eksinf("status", "--json", cwd=stack_dir)
     (row,) = json.loads(result.out)["instances"]
-    assert (row["hourly"], row["priceSource"], row["priceReadAt"]) == (0.8048, "table", "2025-05-31")
+    assert (row["hourly"], row["priceSource"], row["priceReadAt"]) == (
+        0.8048,
+        "table",
+        "2025-05-31",
+    )
     assert "live prices unavailable (pricing get-products: AccessDeniedException" in result.err
     assert not pricing.cache_file(scope.region).exists()  # a failure is not cached
     text = eksinf("status", cwd=stack_dir)

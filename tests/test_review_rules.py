@@ -448,3 +448,96 @@ def test_a_type_bigger_than_the_limit_is_left_out():
         pool({"nvidia.com/gpu": "4"}, **{FAMILY: ["p5e"]}), "us-west-2", prices, catalogue
     )
     assert got.candidates == () and got.hourly == 0.0  # p5e.48xlarge has 8 GPUs: nothing fits
+
+
+def _iam_context(new_statement: dict) -> dict:
+    base = files(role({"Statement": [stmt(["s3:GetObject"], "arn:aws:s3:::b/*")]}))
+    head = files(role({"Statement": [stmt(["s3:GetObject"], "arn:aws:s3:::b/*"), new_statement]}))
+    (res,) = resources(base, head)
+    (found,) = [r for r in res["risks"] if r["reason"].startswith("new action(s)")]
+    return found
+
+
+def test_iam_new_actions_carry_their_statement_and_whether_they_can_act():
+    # ec2:DeleteVolume on instance ARNs only: a no-op, flagged and kept (parliament's check)
+    noop = _iam_context(
+        stmt(
+            ["ec2:DeleteVolume"],
+            "arn:aws:ec2:*:*:instance/*",
+            Sid="Own",
+            Condition={"Null": {"aws:ResourceTag/x": "false"}},
+        )
+    )
+    assert noop["path"].endswith("(json).Statement[Sid=Own]")
+    assert "no-op" in noop["reason"]
+    assert noop["context"]["Resource"] == '"arn:aws:ec2:*:*:instance/*"'
+    assert noop["context"]["Condition"] == '{"Null": {"aws:ResourceTag/x": "false"}}'
+    assert noop["context"]["takes effect"].startswith("no: a no-op, ec2:DeleteVolume acts only on")
+    # one that can act and one that cannot, in one statement without a Sid
+    partly = _iam_context(
+        stmt(["ec2:DeleteVolume", "ec2:TerminateInstances"], "arn:aws:ec2:*:*:instance/*")
+    )
+    assert partly["path"].endswith("(json).Statement[1]")
+    assert "no-op" not in partly["reason"]
+    assert partly["context"]["takes effect"].startswith("partly: ec2:DeleteVolume is a no-op")
+    assert partly["context"]["Condition"] == "none"
+    # Resource "*" matches everything: the widening takes effect
+    anywhere = _iam_context(stmt(["ec2:DeleteVolume"], "*"))
+    assert anywhere["context"]["takes effect"].startswith("yes")
+    # NotResource cannot be matched by ARN form: said, not guessed
+    negated = _iam_context(
+        {
+            "Effect": "Allow",
+            "Action": "ec2:DeleteVolume",
+            "NotResource": "arn:aws:ec2:*:*:volume/keep",
+        }
+    )
+    assert negated["context"]["takes effect"].startswith(
+        "not checked: the statement uses NotResource"
+    )
+
+
+def service(kind: str = "ClusterIP", **annotations: str) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "web", "namespace": "ns", "annotations": annotations},
+        "spec": {"type": kind, "ports": [{"port": 80}]},
+    }
+
+
+def security_group(*cidrs: str) -> dict:
+    rules = [
+        {"ipProtocol": "tcp", "fromPort": 443, "toPort": 443, "ipRanges": [{"cidrIP": c}]}
+        for c in cidrs
+    ]
+    return {
+        "apiVersion": "ec2.services.k8s.aws/v1alpha1",
+        "kind": "SecurityGroup",
+        "metadata": {"name": "sg", "namespace": "ns"},
+        "spec": {"name": "sg", "description": "d", "ingressRules": rules},
+    }
+
+
+def test_network_exposed():
+    assert (
+        "network-exposed"
+        in classes(files(service()), files(service("LoadBalancer")))["Service/web"]
+    )
+    assert "network-exposed" in classes(files(), files(service("NodePort")))["Service/web"]
+    scheme = "service.beta.kubernetes.io/aws-load-balancer-scheme"
+    found = classes(
+        files(service("LoadBalancer", **{scheme: "internal"})),
+        files(service("LoadBalancer", **{scheme: "internet-facing"})),
+    )
+    assert found["Service/web"] == ["network-exposed"]
+    opened = classes(
+        files(security_group("10.0.0.0/16")), files(security_group("10.0.0.0/16", "0.0.0.0/0"))
+    )
+    assert opened["SecurityGroup/sg"] == ["network-exposed"]
+    # narrowing, or a change that exposes nothing new, is not exposure
+    narrowed = classes(files(service("LoadBalancer")), files(service("ClusterIP")))
+    assert "network-exposed" not in narrowed.get("Service/web", [])
+    assert "network-exposed" not in classes(
+        files(security_group("0.0.0.0/0")), files(security_group("0.0.0.0/0", "10.0.0.0/8"))
+    ).get("SecurityGroup/sg", [])

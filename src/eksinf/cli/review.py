@@ -83,9 +83,10 @@ def diff_cmd(
     Compares configs/ (and render/ bindings, versions.env, iam/, chart versions) at BASE with the
     working tree. A side whose configs/ is stale is rendered first (BASE in a temporary git
     worktree under .eksinf/diff/, removed afterwards). Each change is checked against the risk
-    classes (--list-classes); NodePool limit and instance-family changes show the maximum
-    hourly and monthly cost before and after. Exit 0 (also for "no changes"), 1 when a
-    --fail-on class appears.
+    classes (--list-classes) and listed most severe first; GPU totals and the NodePools'
+    maximum hourly and monthly cost show before and after (live Price List rates when AWS
+    credentials are configured, else the shipped snapshot). Exit 0 (also for "no changes"),
+    1 when a --fail-on class appears.
     """
     from ..review import report
 

@@ -748,7 +748,7 @@ def _md_findings(rev: Review) -> list[str]:
     first = [f for f in found if f.risk.cls == top]
     rest = found[len(first) :]
     cls = CLASSES[top]
-    out = [f"#### {cls.marker} Highest risk: `{cls.id}` ({cls.title})", ""]
+    out = [f"#### {cls.marker} Highest risk: `{cls.id}` · {cls.title}", ""]
     out += [line for f in first for line in _md_finding(f)]
     out.append("")
     if rest:
