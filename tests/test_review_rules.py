@@ -541,3 +541,38 @@ def test_network_exposed():
     assert "network-exposed" not in classes(
         files(security_group("0.0.0.0/0")), files(security_group("0.0.0.0/0", "10.0.0.0/8"))
     ).get("SecurityGroup/sg", [])
+
+
+def nodegroup(max_size: int, *types: str) -> dict:
+    return {
+        "apiVersion": "eks.services.k8s.aws/v1alpha1",
+        "kind": "Nodegroup",
+        "metadata": {"name": "system", "namespace": "ns"},
+        "spec": {
+            "scalingConfig": {"minSize": 1, "maxSize": max_size},
+            "instanceTypes": list(types),
+        },
+    }
+
+
+def test_node_group_maximum_cost():
+    profile = {"configs/platform-profile/profile.yaml": yaml.safe_dump(
+        {"apiVersion": "eksinf.dev/v1alpha1", "kind": "PlatformProfile", "metadata": {"name": "p"},
+         "spec": {"region": "us-west-2"}}
+    )}  # fmt: skip
+    report = to_json(
+        review(
+            snapshot(files(nodegroup(4, "t4g.medium"), extra=profile)),
+            snapshot(files(nodegroup(6, "t4g.medium", "x9z.mega"), extra=profile)),
+            "base",
+            "head",
+        )
+    )
+    (group,) = report["cost"]["nodePools"]
+    assert group["nodePool"] == "nodegroup/system"
+    assert group["before"]["hourly"] == pytest.approx(4 * 0.0336)  # the system pool's type
+    # a type without a price: unknown, named, with what the priced one alone reaches
+    assert group["after"]["hourly"] is None and group["after"]["unpriced"] == ["x9z.mega"]
+    assert group["after"]["atLeastHourly"] == pytest.approx(6 * 0.0336)
+    assert report["cost"]["monthlyMaximumDelta"] is None
+    assert report["cost"]["deltaUnknownBecause"] == ["x9z.mega"]

@@ -206,7 +206,7 @@ def _price_table(before, after, region: str | None, mode: str, aws_profile: str 
     (live) or when credentials are configured (auto). A failed read is a note, never a zero."""
     from ..prices import load_catalogue, load_prices
     from ..review.cost import candidates
-    from ..review.report import Prices, is_pool, snapshot_source
+    from ..review.report import Prices, is_nodegroup, is_pool, snapshot_source
 
     table = load_prices()
     snap = Prices(table, snapshot_source(table))
@@ -219,13 +219,19 @@ def _price_table(before, after, region: str | None, mode: str, aws_profile: str 
     if mode == "auto" and not session.has_credentials(metadata=False):
         return snap, ()
     catalogue = load_catalogue()
+    resources = [r for side in (before, after) for r in side.resources]
     types = sorted(
         {
             t.name
-            for s in (before, after)
-            for r in s.resources
+            for r in resources
             if is_pool(r)
             for t in candidates(r.doc.get("spec") or {}, catalogue)[0]
+        }
+        | {
+            str(t)
+            for r in resources
+            if is_nodegroup(r)
+            for t in (r.doc.get("spec") or {}).get("instanceTypes") or []
         }
     )
     if not types:

@@ -15,7 +15,7 @@ from ..model.quantity import parse
 from ..prices import PriceTable, load_catalogue, load_prices
 from ..stack import PLANES
 from .changes import CRD_KIND, ResourceChange, compare
-from .cost import PoolCost, max_hourly
+from .cost import PoolCost, max_hourly, nodegroup_max_hourly
 from .risks import CLASSES, Risk, assess, severity
 from .snapshot import INPUT_API, STACK_GROUP, Resource, Snapshot
 from .structural import FieldChange, crd_outline
@@ -192,20 +192,28 @@ def _costs(
             return None
         if region is None:
             return PoolCost(None, None, "unknown: the profile names no region")
+        if is_nodegroup(r):
+            return nodegroup_max_hourly(r.doc.get("spec") or {}, region, prices)
         return max_hourly(r.doc.get("spec") or {}, region, prices, catalogue)
 
     out = []
     for c in changes:
-        if not is_pool(c.resource):
+        r = c.resource
+        if is_pool(r):
+            paths: tuple[str, ...] = ("spec.limits", "spec.template.spec.requirements")
+            name = r.name
+        elif is_nodegroup(r):
+            paths = ("spec.scalingConfig", "spec.instanceTypes", "spec.launchTemplate")
+            name = f"nodegroup/{r.name}"
+        else:
             continue
-        touched = c.op != "changed" or any(
-            f.path.startswith(("spec.limits", "spec.template.spec.requirements")) for f in c.fields
-        )
-        if touched:
-            out.append(
-                PoolChange(c.resource.component, c.resource.name, bound(c.before), bound(c.after))
-            )
+        if c.op != "changed" or any(f.path.startswith(paths) for f in c.fields):
+            out.append(PoolChange(r.component, name, bound(c.before), bound(c.after)))
     return out
+
+
+def is_nodegroup(r: Resource) -> bool:
+    return (r.group, r.kind) == ("eks.services.k8s.aws", "Nodegroup")
 
 
 WORKLOAD_KINDS = {
@@ -545,7 +553,7 @@ def _cost_lines(rev: Review) -> list[str]:
     for p in rev.costs:
         before, after = cost_cells(p.before, hours), cost_cells(p.after, hours)
         lines.append(
-            f"  NodePool {p.pool}: max {before[0]}/h ({before[1]}/month) -> "
+            f"  {_pool_label(p)}: max {before[0]}/h ({before[1]}/month) -> "
             f"{after[0]}/h ({after[1]}/month)"
         )
         for side, cost in (("before", p.before), ("after", p.after)):
@@ -555,9 +563,13 @@ def _cost_lines(rev: Review) -> list[str]:
     return lines
 
 
+def _pool_label(p: PoolChange) -> str:
+    return p.pool if p.pool.startswith("nodegroup/") else f"NodePool {p.pool}"
+
+
 def cost_heading(rev: Review) -> str:
     return (
-        f"NodePool maximum cost (on-demand, {rev.region or 'region unknown'}; prices: "
+        f"Maximum cost of the NodePools and node groups changed (on-demand, {rev.region or 'region unknown'}; prices: "
         f"{rev.price_source})"
     )
 
@@ -801,7 +813,7 @@ def to_markdown(rev: Review, details: str | None = None, limit: int = MARKDOWN_L
         head += [
             f"**{cost_heading(rev)}:**",
             "",
-            "| NodePool | before $/h | after $/h | before $/month | after $/month |",
+            "| pool | before $/h | after $/h | before $/month | after $/month |",
             "|---|---:|---:|---:|---:|",
         ]
         for p in rev.costs:
