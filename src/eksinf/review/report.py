@@ -734,7 +734,7 @@ def _md_component(comp: ComponentReview) -> tuple[str, list[tuple[str, int]]]:
 _MD_CLOSE = "</details>\n"
 
 
-MD_FINDINGS = 60  # findings listed in the comment's collapsed list; the JSON has every one
+MD_FINDINGS = 60  # findings listed per part of the comment (open, collapsed); the JSON has all
 
 
 def _md_code(text: str) -> str:
@@ -761,7 +761,9 @@ def _md_findings(rev: Review) -> list[str]:
     rest = found[len(first) :]
     cls = CLASSES[top]
     out = [f"#### {cls.marker} Highest risk: `{cls.id}` · {cls.title}", ""]
-    out += [line for f in first for line in _md_finding(f)]
+    out += [line for f in first[:MD_FINDINGS] for line in _md_finding(f)]
+    if len(first) > MD_FINDINGS:
+        out.append(f"- ... {len(first) - MD_FINDINGS} more `{top}` in the JSON report")
     out.append("")
     if rest:
         classes = ", ".join(
