@@ -31,6 +31,7 @@ ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64
 COLLECT = ("--collect-data", "eksinf", "--collect-data", "botocore", "--collect-all", "helm_python")
 COLLECT += ("--collect-data", "jsonschema_specifications", "--copy-metadata", "eksinf")
 COLLECT += ("--collect-data", "kubernetes_validate", "--collect-data", "celpy")  # eksinf validate
+COLLECT += ("--collect-data", "parliament")  # eksinf diff: the IAM action table
 # The command modules, which cli/app.py imports by name (app.MODULES), one per run.
 COLLECT += ("--collect-submodules", "eksinf.cli")
 

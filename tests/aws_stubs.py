@@ -626,10 +626,26 @@ def recorded(name: str) -> dict:
     return json.loads((PRICING_FIXTURES / name).read_text())["response"]
 
 
+def priced_answer(instance_type: str, region: str, usd: str) -> dict:
+    """The recorded g6.xlarge answer re-addressed to another type and region with the rate
+    `usd`: the same botocore shape, for a rate a test chooses (a stand-in, not AWS's figure)."""
+    answer = recorded("get-products-g6.xlarge-us-west-2.json")
+    item = json.loads(answer["PriceList"][0])
+    attrs = item["product"]["attributes"]
+    attrs.update(
+        instanceType=instance_type, regionCode=region, usagetype=f"BoxUsage:{instance_type}"
+    )
+    for term in item["terms"]["OnDemand"].values():
+        for dim in term["priceDimensions"].values():
+            dim["pricePerUnit"]["USD"] = usd
+    return {**answer, "PriceList": [json.dumps(item)]}
+
+
 @dataclass
 class PriceListFake:
     failure: str | None = None  # an error code to answer with (e.g. AccessDeniedException)
     calls: list[dict[str, str]] = field(default_factory=list)
+    rates: dict[tuple[str, str], str] = field(default_factory=dict)  # (type, region) -> USD
 
     def get_products(self, **params: Any) -> dict:
         model = get_session().get_service_model("pricing").operation_model("GetProducts")
@@ -642,8 +658,11 @@ class PriceListFake:
                 {"Error": {"Code": self.failure, "Message": "not allowed"}}, "GetProducts"
             )
         name = f"get-products-{match.get('instanceType')}-{match.get('regionCode')}.json"
+        key = (match.get("instanceType", ""), match.get("regionCode", ""))
         if (PRICING_FIXTURES / name).is_file():
             answer = recorded(name)
+        elif key in self.rates:
+            answer = priced_answer(*key, self.rates[key])
         else:  # the API's answer for a product it does not list
             answer = {"FormatVersion": "aws_v1", "PriceList": []}
         return assert_botocore_shape("pricing", "GetProducts", answer)

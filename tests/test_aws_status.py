@@ -87,7 +87,7 @@ def test_status_json_counts_only_this_stack(eksinf, stack_dir, scope, aws_env):
     # One unknown price makes the total a lower bound, not a number.
     assert report["cost"]["hourly"] is None and report["cost"]["complete"] is False
     # g6.xlarge from the Price List (0.8048), the types it does not list from the table.
-    assert report["cost"]["hourlyKnown"] == pytest.approx(2 * 0.034 + 0.8048 + 0.072)
+    assert report["cost"]["hourlyKnown"] == pytest.approx(2 * 0.0336 + 0.8048 + 0.0725)
     sources = {i["type"]: i["priceSource"] for i in report["instances"]}
     assert sources == {
         "t4g.medium": "table",
@@ -258,7 +258,11 @@ def test_unreachable_price_list_falls_back_to_the_labelled_table(
     run(ec2, "g6.xlarge", {STACK_TAG_KEY: scope.stack})
     result = eksinf("status", "--json", cwd=stack_dir)
     (row,) = json.loads(result.out)["instances"]
-    assert (row["hourly"], row["priceSource"], row["priceReadAt"]) == (0.805, "table", "2026-12-01")
+    assert (row["hourly"], row["priceSource"], row["priceReadAt"]) == (
+        0.8048,
+        "table",
+        "2025-05-31",
+    )
     assert "live prices unavailable (pricing get-products: AccessDeniedException" in result.err
     assert not pricing.cache_file(scope.region).exists()  # a failure is not cached
     text = eksinf("status", cwd=stack_dir)

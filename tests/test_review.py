@@ -92,7 +92,11 @@ def delete_doc(path: Path, marker: str) -> None:
 
 @pytest.fixture(scope="module")
 def changed_stack(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The five changes of the acceptance, rendered into configs/ and left uncommitted."""
+    """The acceptance changes (issues 14 and 26), rendered into configs/ and left uncommitted:
+    a chart bump, ec2:DeleteVolume added to Karpenter's statement that covers only instance and
+    launch-template ARNs, vLLM moved to v0.11.2 with 2 replicas of 2 GPUs, the quantized-gpu
+    NodePool's GPU limit raised from 4 to 16 with 12xlarge allowed, the private-c subnet and the
+    node Role deleted."""
     root = copy_stack(tmp_path_factory.mktemp("review") / "stack")
     # the upstream manifests are found beside the chart mirror, as in ../shared
     mirrors = tmp_path_factory.mktemp("mirrors")
@@ -106,21 +110,18 @@ def changed_stack(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pin_charts(load_stack(root), mirror)
     edit(
         root / "render/karpenter-aws/controller-identity.yaml",
-        '"ec2:DescribeSubnets"',
-        '"ec2:DescribeSubnets",\n              "ec2:DescribeVolumes"',
+        '"Action": ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"]',
+        '"Action": ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate", "ec2:DeleteVolume"]',
     )
-    edit(
-        root / "render/inference-workloads/vllm.yaml",
-        "vllm/vllm-openai:v0.11.0",
-        "vllm/vllm-openai:v0.11.2",
-    )
+    vllm = root / "render/inference-workloads/vllm.yaml"
+    edit(vllm, "vllm/vllm-openai:v0.11.0", "vllm/vllm-openai:v0.11.2")
+    edit(vllm, "replicas: 0", "replicas: 2")
+    edit(vllm, "nvidia.com/gpu: 1", "nvidia.com/gpu: 2")
     pools = root / "render/karpenter/nodepools.yaml"
-    text = pools.read_text()
-    h200 = text.index("name: h200")
-    pools.write_text(
-        text[:h200] + text[h200:].replace('nvidia.com/gpu: "8"', 'nvidia.com/gpu: "16"', 1)
-    )
+    edit(pools, 'nvidia.com/gpu: "4"', 'nvidia.com/gpu: "16"')
+    edit(pools, "values: [xlarge, 2xlarge]", "values: [xlarge, 2xlarge, 12xlarge]")
     delete_doc(root / "render/aws-network/network.yaml", "name: inference-demo-private-c\n")
+    delete_doc(root / "render/eks-cluster/iam-roles.yaml", "name: inference-demo-node-role\n")
     write_configs(render_stack(load_stack(root), mirror))
     return root
 
@@ -144,6 +145,7 @@ def find(report: dict, component: str, kind: str, name: str) -> dict:
 
 
 # (component, kind, name, change, field path, risk class) for each acceptance change
+IAM_STATEMENT = "spec.inlinePolicies.karpenter-controller(json).Statement[Sid=DeleteOwnResources]"
 EXPECTED = [
     ("karpenter", "Chart", "karpenter", "changed", "spec.version", "chart-bumped"),
     (
@@ -151,7 +153,7 @@ EXPECTED = [
         "Role",
         "inference-demo-karpenter-controller",
         "changed",
-        "spec.inlinePolicies.karpenter-controller(json).Statement[Sid=ReadEC2State].Action",
+        f"{IAM_STATEMENT}.Action",
         "iam-widened",
     ),
     (
@@ -162,16 +164,18 @@ EXPECTED = [
         "spec.template.spec.containers[name=vllm].image",
         "image-changed",
     ),
+    ("inference-workloads", "Deployment", "vllm", "changed", "spec.replicas", "capacity-changed"),
     (
         "karpenter",
         "NodePool",
-        "h200",
+        "quantized-gpu",
         "changed",
         'spec.limits["nvidia.com/gpu"]',
         "capacity-changed",
     ),
     ("aws-network", "Subnet", "inference-demo-private-c", "removed", None, "infra-deleted"),
     ("aws-network", "Subnet", "inference-demo-private-c", "removed", None, "aws-resource-deleted"),
+    ("eks-cluster", "Role", "inference-demo-node-role", "removed", None, "aws-resource-deleted"),
 ]
 
 
@@ -191,7 +195,7 @@ def test_json_details(report_json):
     assert (version["old"], version["new"]) == ("1.14.0", "1.14.1")
     assert any("1.14.0 -> 1.14.1 (patch)" in r["reason"] for r in chart["risks"])
     role = find(report_json, "karpenter-aws", "Role", "inference-demo-karpenter-controller")
-    assert any("ec2:DescribeVolumes" in r["reason"] for r in role["risks"])
+    assert any("ec2:DeleteVolume" in r["reason"] for r in role["risks"])
     image = find(report_json, "inference-workloads", "Deployment", "vllm")["fields"]
     assert {"path": "spec.template.spec.containers[name=vllm].image", "change": "changed",
             "old": "vllm/vllm-openai:v0.11.0", "new": "vllm/vllm-openai:v0.11.2"} in image  # fmt: skip
@@ -199,17 +203,13 @@ def test_json_details(report_json):
     deploy = find(report_json, "karpenter", "Deployment", "karpenter")
     assert deploy["change"] == "changed"
     assert "chart-bumped" not in [r["class"] for r in deploy["risks"]]
-    # the h200 pool: 8 -> 16 GPUs of p5e/p5en.48xlarge (8 GPUs, $35.0/h each in prices.json)
-    pool = next(p for p in report_json["cost"]["nodePools"] if p["nodePool"] == "h200")
-    assert pool["before"]["hourly"] == 35.0 and pool["after"]["hourly"] == 70.0
-    assert pool["after"]["monthly"] == 70.0 * 730
     # nothing else changed: the untouched pools and components are absent
     names = {
         (c["component"], r["kind"], r["name"])
         for c in report_json["components"]
         for r in c["resources"]
     }
-    assert ("karpenter", "NodePool", "quantized-gpu") not in names
+    assert ("karpenter", "NodePool", "h200") not in names
     assert not any(c == "gpu-runtime" for c, _, _ in names)
 
 
@@ -229,7 +229,7 @@ def test_text_and_markdown_name_resource_path_and_class(changed_stack, eksinf, f
     if fmt == "markdown":
         assert out.startswith("<!-- eksinf-diff -->\n")
         assert "<details>" in out and "| `capacity-changed` |" in out
-        assert "| `karpenter/h200` | $35.00 | $70.00 | $25,550.00 | $51,100.00 |" in out
+        assert "| `karpenter/quantized-gpu` | $8.97 | $41.97 | $6,546.87 | $30,638.51 |" in out
         assert len(out) < 65_000
 
 
@@ -286,3 +286,149 @@ def test_unknown_base_is_a_usage_error_with_valid_json(tmp_path, eksinf):
     error = json.loads(res.out)
     assert "no-such-ref" in error["error"]
     assert error["exit"] == 2 and error["changed"] is None  # the shape every command fails with
+
+
+# ---- issue 26: severity order, IAM in context, GPU totals, prices, colour ----------------------
+
+
+def test_aws_deletion_comes_first_in_all_three_formats(changed_stack, report_json, eksinf):
+    """Removing an ACK Role (and a Subnet) puts aws-resource-deleted first, and every finding
+    after it in severity order, in JSON, text and Markdown alike."""
+    findings = report_json["findings"]
+    order = [c["id"] for c in report_json["classes"]]
+    assert [f["class"] for f in findings[:2]] == ["aws-resource-deleted"] * 2
+    assert [order.index(f["class"]) for f in findings] == sorted(
+        order.index(f["class"]) for f in findings
+    )
+    assert findings[0]["marker"] == "⛔" and "Role" in " ".join(f["resource"] for f in findings[:2])
+    text = eksinf("--stack", str(changed_stack), "diff", "main").out
+    listed = text.split("findings, most severe first:\n", 1)[1].splitlines()
+    assert listed[0].startswith("  ⛔ aws-resource-deleted: ")
+    classes = [
+        ln.split()[1].rstrip(":")
+        for ln in listed
+        if ln.startswith("  ") and not ln.startswith("   ") and ln.strip()
+    ]
+    assert classes[:3] == ["aws-resource-deleted", "aws-resource-deleted", "iam-widened"]
+    md = eksinf("--stack", str(changed_stack), "diff", "main", "--format", "markdown").out
+    top = md.index("#### ⛔ Highest risk: `aws-resource-deleted`")
+    assert top < md.index("<details>")  # shown open, before anything collapsed
+    first_rest = md.index("more finding(s), most severe first: 🔓 iam-widened")
+    assert top < first_rest < md.index("<summary><b>")
+    assert "inference-demo-node-role" in md[top:first_rest]
+
+
+def test_iam_finding_shows_resource_condition_and_no_op(report_json, changed_stack, eksinf):
+    (iam,) = [f for f in report_json["findings"] if f["class"] == "iam-widened"]
+    assert iam["path"] == IAM_STATEMENT
+    assert "ec2:DeleteVolume" in iam["reason"] and "no-op" in iam["reason"]
+    ctx = iam["context"]
+    assert ctx["Resource"] == '["arn:aws:ec2:*:*:instance/*", "arn:aws:ec2:*:*:launch-template/*"]'
+    assert ctx["Condition"] == '{"Null": {"aws:ResourceTag/karpenter.sh/nodepool": "false"}}'
+    assert ctx["takes effect"].startswith("no: a no-op, ec2:DeleteVolume acts only on arn:")
+    assert "volume/" in ctx["takes effect"] and "parliament" in ctx["takes effect"]
+    text = eksinf("--stack", str(changed_stack), "diff", "main").out
+    assert f"    Resource: {ctx['Resource']}" in text and "    takes effect: no: a no-op" in text
+    md = eksinf("--stack", str(changed_stack), "diff", "main", "--format", "markdown").out
+    assert f"  - Resource: `{ctx['Resource']}`" in md and "  - takes effect: `no: a no-op" in md
+
+
+def test_gpu_totals_and_monthly_delta(report_json, changed_stack, eksinf):
+    gpus = report_json["gpus"]
+    # vLLM: 0 replicas -> 2 replicas x 2 GPUs; pools: quantized-gpu 4 -> 16, h200 8 (unchanged)
+    assert gpus["requested"] == {"before": 0, "after": 4}
+    assert gpus["nodePoolMaximum"] == {"before": 12, "after": 24}
+    assert {"resource": "apps/v1 Deployment inference/vllm", "before": 0, "after": 4} in gpus[
+        "workloads"
+    ]
+    cost = report_json["cost"]
+    (pool,) = cost["nodePools"]
+    # us-west-2 snapshot: 4 x g6e.2xlarge's L40S at $2.24208; 16 x g6e.12xlarge's at $10.49264/4
+    assert pool["before"]["hourly"] == pytest.approx(4 * 2.24208, abs=1e-4)
+    assert pool["after"]["hourly"] == pytest.approx(16 * 10.49264 / 4, abs=1e-4)
+    assert cost["monthlyMaximumDelta"] == pytest.approx(
+        (16 * 10.49264 / 4 - 4 * 2.24208) * 730, abs=0.01
+    )
+    assert cost["priceSource"].startswith(
+        "snapshot of https://aws.amazon.com/ec2/pricing/on-demand/"
+    )
+    text = eksinf("--stack", str(changed_stack), "diff", "main").out
+    assert "GPUs requested by workloads: 0 -> 4" in text
+    assert "GPU NodePools' maximum: 12 -> 24" in text
+    assert "monthly maximum delta: +$24,091.64" in text
+
+
+def test_eu_west_1_is_unknown_by_name_from_the_snapshot_and_known_live(
+    changed_stack, eksinf, aws_env, monkeypatch
+):
+    """The snapshot does not price eu-west-1: every cell names the types it lacks, never $0.
+    With credentials the Price List prices them. moto has no pricing service, so only
+    pricing:GetProducts is stubbed, with answers in botocore's shape carrying stand-in rates
+    (not AWS's eu-west-1 figures)."""
+    from aws_stubs import PriceListFake
+
+    off = eksinf(
+        "--stack", str(changed_stack), "diff", "main", "--json", "--region", "eu-west-1",
+        "--prices", "snapshot",
+    )  # fmt: skip
+    (pool,) = json.loads(off.out)["cost"]["nodePools"]
+    assert pool["after"]["hourly"] is None and "g6e.12xlarge" in pool["after"]["unpriced"]
+    text = eksinf(
+        "--stack",
+        str(changed_stack),
+        "diff",
+        "main",
+        "--region",
+        "eu-west-1",
+        "--prices",
+        "snapshot",
+    ).out
+    assert "unknown (no price: g5.xlarge, " in text and "$0.00" not in text
+    assert "monthly maximum delta: unknown (" in text
+
+    rates = {}
+    for family, base in (("g5", 1.0), ("g6", 0.9), ("g6e", 2.0)):
+        for size, factor in (("xlarge", 1), ("2xlarge", 1.25), ("12xlarge", 5)):
+            rates[(f"{family}.{size}", "eu-west-1")] = f"{base * factor:.4f}"
+    fake = PriceListFake(rates=rates).install(monkeypatch)
+    monkeypatch.setenv("EKSINF_CACHE_DIR", str(changed_stack.parent / "cache"))
+    live = eksinf("--stack", str(changed_stack), "diff", "main", "--json", "--region", "eu-west-1")
+    assert live.code == 0, live.err
+    report = json.loads(live.out)
+    (pool,) = report["cost"]["nodePools"]
+    assert pool["before"]["hourly"] == pytest.approx(4 * 2.5)  # g6e.2xlarge: 1 GPU at 2.5
+    assert pool["after"]["hourly"] == pytest.approx(16 * 10.0 / 4)  # g6e.12xlarge: 4 at 10.0
+    assert report["cost"]["priceSource"].startswith("AWS Price List API (pricing:GetProducts)")
+    assert {c["regionCode"] for c in fake.calls} == {"eu-west-1"}
+
+
+def test_diff_lines_and_colour(changed_stack, eksinf, monkeypatch):
+    md = eksinf("--stack", str(changed_stack), "diff", "main", "--format", "markdown").out
+    assert "```diff\n- spec.replicas: 0\n+ spec.replicas: 2\n" in md
+    assert "\x1b[" not in md
+    plain = eksinf("--stack", str(changed_stack), "diff", "main").out
+    assert "\x1b[" not in plain  # not a terminal: no colour
+    assert "    - spec.replicas: 0\n    + spec.replicas: 2\n" in plain
+    forced = eksinf("--stack", str(changed_stack), "diff", "main", "--color").out
+    assert "\x1b[31m    - spec.replicas: 0\x1b[0m" in forced
+    assert "\x1b[32m    + spec.replicas: 2\x1b[0m" in forced
+    assert "\x1b[31m\x1b[1m  ⛔ aws-resource-deleted" in forced
+    # stripped of colour, the text is the same facts
+    import re
+
+    assert re.sub(r"\x1b\[[0-9;]*m", "", forced) == plain
+
+
+def test_colour_follows_the_terminal_and_no_color(monkeypatch):
+    import sys
+
+    from eksinf.cli.review import _colour
+
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert _colour(None) is True
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert _colour(None) is False and _colour(True) is True
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False, raising=False)
+    monkeypatch.delenv("NO_COLOR")
+    assert _colour(None) is False and _colour(False) is False

@@ -44,7 +44,7 @@ def test_diff_step_produces_the_sticky_comment_body(tmp_path: Path):
     assert body.startswith(MARKER + "\n")
     assert len(body) < MARKDOWN_LIMIT
     assert "Deployment inference/vllm" in body and "capacity-changed" in body
-    assert "~ spec.replicas: 0 -> 1" in body
+    assert "```diff\n- spec.replicas: 0\n+ spec.replicas: 1\n```" in body  # GitHub colours it
     report = json.loads((root / "eksinf-diff.json").read_text())
     assert report["changed"] is True
     assert report["notes"], "the working tree's configs/ was stale and rendered: the note says so"

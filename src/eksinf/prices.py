@@ -2,13 +2,14 @@
 the instance catalogue that says how many CPUs, how much memory and how many GPUs each type has.
 
 Both are hand-kept data files under `eksinf/data/`; a type or region they do not list is unknown,
-never free.
+never free. The price table is a dated snapshot of public on-demand prices (its `about` says
+which and what it leaves out); live Price List answers replace its figures where they exist.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -20,6 +21,14 @@ class PriceTable:
     as_of: str
     hours_per_month: int
     regions: dict[str, Any]
+    source: str = "the shipped price table"  # where the figures were read
+
+    def with_rates(self, region: str, rates: dict[str, float], source: str) -> PriceTable:
+        """This table with `rates` (instance type -> USD per hour) read live for `region`: they
+        replace the shipped figures; types they lack keep theirs."""
+        here = dict(self.regions.get(region, {}))
+        here["instances"] = {**here.get("instances", {}), **rates}
+        return replace(self, regions={**self.regions, region: here}, source=source)
 
     def instance_rate(self, region: str, instance_type: str) -> float | None:
         return self.regions.get(region, {}).get("instances", {}).get(instance_type)
@@ -31,7 +40,9 @@ class PriceTable:
 @cache
 def load_prices() -> PriceTable:
     raw = json.loads(resources.files("eksinf").joinpath("data/prices.json").read_text())
-    return PriceTable(raw["about"], raw["as_of"], raw["hours_per_month"], raw["regions"])
+    return PriceTable(
+        raw["about"], raw["as_of"], raw["hours_per_month"], raw["regions"], raw["source"]
+    )
 
 
 @dataclass(frozen=True)

@@ -194,6 +194,17 @@ class AwsSession:
             )
         return self._clients[key]
 
+    def has_credentials(self, metadata: bool = True) -> bool:
+        """Whether the credential chain finds credentials, without calling AWS. `metadata=False`
+        leaves out the instance and container metadata providers, which wait on a network
+        timeout where there is no metadata service (a laptop, most CI runners)."""
+        with aws_errors("looking for AWS credentials"):
+            if not metadata:
+                resolver = self._boto._session.get_component("credential_provider")
+                for name in ("iam-role", "container-role"):
+                    resolver.remove(name)
+            return self._boto.get_credentials() is not None
+
     @cached_property
     def caller(self) -> Caller:
         with aws_errors("checking the caller identity (sts get-caller-identity)"):

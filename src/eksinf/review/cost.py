@@ -159,11 +159,7 @@ def max_hourly(
         steps.append(f"{resource} {limit:g} x ${rate:.4f} ({worst})")
         if bound is None or value < bound:
             bound = value
-    if bound is None:
-        return PoolCost(
-            None, None, "unknown: no limit bounds every candidate type", names, unpriced
-        )
-    if unpriced:
+    if unpriced:  # checked first: a missing price is the reason, whatever the limits bound
         # what the priced types alone can really reach: whole nodes of one type within the limits
         reach = max(
             (
@@ -177,9 +173,47 @@ def max_hourly(
         return PoolCost(
             None,
             reach,
-            f"unknown: no price for {', '.join(unpriced)} in {region}; the priced types alone "
-            f"reach ${reach:.2f}/h",
+            f"unknown: no price for {', '.join(unpriced)} in {region}"
+            + (f"; the priced types alone reach ${reach:.2f}/h" if reach else ""),
             names,
             unpriced,
         )
+    if bound is None:
+        return PoolCost(
+            None, None, "unknown: no limit bounds every candidate type", names, unpriced
+        )
     return PoolCost(bound, None, "; ".join(steps), names, unpriced)
+
+
+# A node group that names no instance type and no launch template gets this one (ACK eks
+# Nodegroup CRD, spec.instanceTypes: "then t3.medium is used, by default").
+NODEGROUP_DEFAULT_TYPE = "t3.medium"
+
+
+def nodegroup_max_hourly(spec: dict, region: str, prices: PriceTable) -> PoolCost:
+    """The most an EKS managed node group can cost per hour: `scalingConfig.maxSize` nodes of
+    its dearest instance type (a launch template's type is not read here: unknown)."""
+    max_size = (spec.get("scalingConfig") or {}).get("maxSize")
+    if not isinstance(max_size, int) or isinstance(max_size, bool) or max_size < 0:
+        return PoolCost(None, None, "unknown: no scalingConfig.maxSize")
+    types = [str(t) for t in spec.get("instanceTypes") or []]
+    if not types:
+        if spec.get("launchTemplate"):
+            return PoolCost(None, None, "unknown: the instance type is in its launch template")
+        types = [NODEGROUP_DEFAULT_TYPE]
+    rates = {t: prices.instance_rate(region, t) for t in types}
+    unpriced = tuple(t for t, r in rates.items() if r is None)
+    priced = [(r, t) for t, r in rates.items() if r is not None]
+    if unpriced:
+        reach = max_size * max(priced)[0] if priced else 0.0
+        return PoolCost(
+            None,
+            reach,
+            f"unknown: no price for {', '.join(unpriced)} in {region}",
+            tuple(types),
+            unpriced,
+        )
+    rate, worst = max(priced)
+    return PoolCost(
+        max_size * rate, None, f"maxSize {max_size} x ${rate:.4f} ({worst})", tuple(types)
+    )

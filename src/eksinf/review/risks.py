@@ -25,9 +25,15 @@ class Risk:
     cls: str
     reason: str
     path: str = ""
+    # what a reader needs beside the reason, as (label, value) pairs: an IAM statement's
+    # Resource and Condition, and whether the widening can take effect
+    context: tuple[tuple[str, str], ...] = ()
 
-    def as_dict(self) -> dict[str, str]:
-        return {"class": self.cls, "reason": self.reason, "path": self.path}
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"class": self.cls, "reason": self.reason, "path": self.path}
+        if self.context:
+            out["context"] = dict(self.context)
+        return out
 
 
 Rule = Callable[[ResourceChange], Iterator[Risk]]
@@ -37,26 +43,37 @@ Rule = Callable[[ResourceChange], Iterator[Risk]]
 class RiskClass:
     id: str
     title: str
+    marker: str  # one per class, the same in every format, so a finding's class shows at a glance
     rule: Rule
 
 
+# Registration order is severity order, most severe first: every report lists findings in it.
 CLASSES: dict[str, RiskClass] = {}
+
+Found = tuple[str, str] | tuple[str, str, tuple[tuple[str, str], ...]]
 
 
 def risk_class(
-    id: str, title: str
-) -> Callable[[Callable[[ResourceChange], Iterator[tuple[str, str]]]], Rule]:
-    """Register a rule that yields (path, reason) pairs under class `id`."""
+    id: str, title: str, marker: str
+) -> Callable[[Callable[[ResourceChange], Iterator[Found]]], Rule]:
+    """Register a rule that yields (path, reason) or (path, reason, context) under class `id`."""
 
-    def register(fn: Callable[[ResourceChange], Iterator[tuple[str, str]]]) -> Rule:
+    def register(fn: Callable[[ResourceChange], Iterator[Found]]) -> Rule:
         def rule(change: ResourceChange) -> Iterator[Risk]:
-            for path, reason in fn(change):
-                yield Risk(id, reason, path)
+            for found in fn(change):
+                yield Risk(id, found[1], found[0], found[2] if len(found) == 3 else ())
 
-        CLASSES[id] = RiskClass(id, title, rule)
+        assert marker not in {c.marker for c in CLASSES.values()}, f"{id}: marker taken"
+        CLASSES[id] = RiskClass(id, title, marker, rule)
         return rule
 
     return register
+
+
+def severity(cls: str) -> int:
+    """0 for the most severe class; an unknown id sorts last."""
+    order = list(CLASSES)
+    return order.index(cls) if cls in order else len(order)
 
 
 def assess(change: ResourceChange) -> list[Risk]:
@@ -108,7 +125,7 @@ def _is(resource: Resource, group: str, *kinds: str) -> bool:
 DELETION_POLICY = "services.k8s.aws/deletion-policy"
 
 
-@risk_class("aws-resource-deleted", "AWS resource deleted (an ACK object removed or renamed)")
+@risk_class("aws-resource-deleted", "AWS resource deleted (an ACK object removed or renamed)", "⛔")
 def _aws_resource_deleted(change: ResourceChange) -> Iterator[tuple[str, str]]:
     """First of all classes: the one change no rollback undoes. A removed ACK object (a rename
     removes the old one) is pruned by Argo CD, and ACK deletes the AWS resource behind it."""
@@ -205,8 +222,88 @@ def _grants(docs: dict[str, tuple[str, dict]]) -> dict[str, set]:
     return out
 
 
-@risk_class("iam-widened", "IAM policy widened")
-def _iam_widened(change: ResourceChange) -> Iterator[tuple[str, str]]:
+def _statement_path(path: str, index: int, statement: dict) -> str:
+    sid = statement.get("Sid")
+    return f"{path}(json).Statement[{f'Sid={sid}' if sid else index}]"
+
+
+def _in_context(
+    path: str, index: int, statement: dict, actions: list[str]
+) -> tuple[str, str, tuple[tuple[str, str], ...]]:
+    """A new-actions finding with the statement's Resource and Condition, and whether the actions
+    can take effect there: an action none of whose resource ARNs the statement's Resource can
+    match does nothing (flagged as a no-op, never hidden)."""
+    more = f" (+{len(actions) - 8} more)" if len(actions) > 8 else ""
+    reason = f"new action(s) allowed: {', '.join(actions[:8])}{more}"
+    if "NotResource" in statement:
+        where = f"NotResource {json.dumps(statement['NotResource'], sort_keys=True)}"
+        effect = "not checked: the statement uses NotResource"
+    else:
+        resources = [str(r) for r in _as_list(statement.get("Resource"))]
+        where = json.dumps(resources if len(resources) != 1 else resources[0])
+        mismatch, why_not = resource_mismatch(actions, resources)
+        if why_not:
+            effect = f"not checked: {why_not}"
+        elif mismatch and set(mismatch) >= set(actions):
+            effect = (
+                "no: a no-op, "
+                + "; ".join(f"{a} acts only on {mismatch[a]}" for a in actions)
+                + f", which the Resource cannot match ({ANALYSER})"
+            )
+            reason += " (a no-op: the statement's Resource cannot match them)"
+        elif mismatch:
+            effect = (
+                "partly: "
+                + "; ".join(
+                    f"{a} is a no-op (acts only on {mismatch[a]})" for a in sorted(mismatch)
+                )
+                + f"; the others can ({ANALYSER})"
+            )
+        else:
+            effect = f"yes: the Resource can match every new action ({ANALYSER})"
+    condition = statement.get("Condition")
+    context = (
+        ("Resource", where),
+        ("Condition", json.dumps(condition, sort_keys=True) if condition else "none"),
+        ("takes effect", effect),
+    )
+    return _statement_path(path, index, statement), reason, context
+
+
+ANALYSER = "parliament RESOURCE_MISMATCH"
+
+
+def resource_mismatch(actions: list[str], resources: list[str]) -> tuple[dict[str, str], str]:
+    """action -> the ARN form it acts on, for each action whose resources none of `resources`
+    can match; and why nothing was checked ("" when it was). parliament (the IAM linter by
+    Duo Labs) holds AWS's action-to-resource-type table; eksinf keeps none of its own."""
+    try:
+        import parliament
+    except ImportError:
+        return {}, "parliament is not installed"
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": actions, "Resource": resources}],
+    }
+    try:
+        analysed = parliament.analyze_policy_string(json.dumps(policy))
+    except Exception as exc:  # a linter failure must not stop the review; it is reported
+        return {}, f"parliament failed ({type(exc).__name__})"
+    out: dict[str, str] = {}
+    for finding in analysed.findings:
+        if finding.issue != "RESOURCE_MISMATCH":
+            continue
+        for item in _as_list(finding.detail):
+            if isinstance(item, dict) and "action" in item:
+                form = item.get("required_format")
+                out[str(item["action"])] = (
+                    " or ".join(map(str, form)) if isinstance(form, list) else str(form)
+                )
+    return out, ""
+
+
+@risk_class("iam-widened", "IAM policy widened", "🔓")
+def _iam_widened(change: ResourceChange) -> Iterator[Found]:
     before, after = policies(change.before), policies(change.after)
     for path, (role, doc) in after.items():
         old = _grants({path: before[path]} if path in before else {})
@@ -215,9 +312,10 @@ def _iam_widened(change: ResourceChange) -> Iterator[tuple[str, str]]:
         wild = [a for a in added if "*" in a or a.startswith("NotAction")]
         if wild:
             yield path, f"wildcard action(s) allowed: {', '.join(wild)}"
-        if added:
-            more = f" (+{len(added) - 8} more)" if len(added) > 8 else ""
-            yield path, f"new action(s) allowed: {', '.join(added[:8])}{more}"
+        for index, statement in enumerate(_allow(doc) if role == "permissions" else []):
+            mine = sorted({str(a) for a in _as_list(statement.get("Action"))} & set(added))
+            if mine:
+                yield _in_context(path, index, statement, mine)
         anywhere = sorted((new["any-resource"] - old["any-resource"]) - set(added))
         if anywhere:
             yield path, f'now allowed on every resource ("*"): {", ".join(anywhere[:8])}'
@@ -236,6 +334,119 @@ def _iam_widened(change: ResourceChange) -> Iterator[tuple[str, str]]:
         attached = sorted(str(a) for a in arns_after - arns_before)
         if attached:
             yield "spec.policies", f"managed polic(y/ies) attached: {', '.join(attached)}"
+
+
+# ---- secrets ---------------------------------------------------------------------------------
+
+_CREDENTIAL_WORDS = {"password", "passwd", "secret", "token", "credential", "credentials"}
+_CREDENTIAL_PAIRS = {("api", "key"), ("access", "key"), ("private", "key"), ("secret", "key")}
+_CREDENTIAL_VALUE = re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b|-----BEGIN [A-Z ]*PRIVATE KEY-----")
+_REFERENCE = re.compile(r"secretKeyRef|secretRef|secretName|valueFrom", re.IGNORECASE)
+
+
+def credential_name(name: str) -> bool:
+    """`AWS_SECRET_ACCESS_KEY`, `apiKey`, `db-password`: yes. `httpTokens`, `tokenizer`: no."""
+    words = [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name)]
+    return bool(_CREDENTIAL_WORDS & set(words)) or any(
+        pair in _CREDENTIAL_PAIRS for pair in zip(words, words[1:], strict=False)
+    )
+
+
+def _credential_leaf(path: str, value: Any) -> bool:
+    if not isinstance(value, str) or not value or is_placeholder(value) or _REFERENCE.search(path):
+        return False
+    if _CREDENTIAL_VALUE.search(value):
+        return True
+    tail = re.split(r"\.(?=[^.\]]*$)", path)[-1]  # the last key
+    if tail == "value":  # env[name=X].value: the name is the key
+        named = re.findall(r"\[name=([^\]]+)\]", path)
+        tail = named[-1] if named else tail
+    return credential_name(tail.strip('[]"'))
+
+
+@risk_class("secret-added", "Secret or credentials-like value added", "🔑")
+def _secret(change: ResourceChange) -> Iterator[tuple[str, str]]:
+    r = change.resource
+    if r.kind == "Secret" and not r.group and change.op in ("added", "changed"):
+        keys = sorted({*(r.doc.get("data") or {}), *(r.doc.get("stringData") or {})})
+        if change.op == "added":
+            yield "data", f"Secret added with key(s) {', '.join(keys) or '(none)'}"
+        else:
+            for f in _fields(change, "added", "changed"):
+                if f.path.startswith(("data", "stringData")):
+                    yield f.path, "Secret value added or changed"
+        return
+    if change.op == "removed" or r.kind == CRD_KIND:  # a schema holds no values
+        return
+    pairs = (
+        leaves("", change.after.doc if change.after else None)
+        if change.op == "added"
+        else ((p, v) for f in _fields(change, "added", "changed") for p, v in leaves(f.path, f.new))
+    )
+    for path, value in pairs:
+        if _credential_leaf(path, value):
+            yield path, "a literal credentials-like value: keep it in a Secret, not in the unit"
+
+
+# ---- network exposure ------------------------------------------------------------------------
+
+_EXPOSED_TYPES = ("LoadBalancer", "NodePort")
+_OPEN_CIDRS = {"0.0.0.0/0", "::/0"}
+_SCHEME_KEYS = (
+    "service.beta.kubernetes.io/aws-load-balancer-scheme",
+    "alb.ingress.kubernetes.io/scheme",
+)
+
+
+def _open_rules(doc: dict) -> set[str]:
+    """A SecurityGroup's ingress rules open to every address, each as its JSON."""
+    rules = _as_list((doc.get("spec") or {}).get("ingressRules"))
+    out = set()
+    for rule in rules:
+        if not isinstance(rule, dict):
+            continue
+        cidrs = {
+            str(x.get("cidrIP")) for x in _as_list(rule.get("ipRanges")) if isinstance(x, dict)
+        }
+        cidrs |= {
+            str(x.get("cidrIPv6")) for x in _as_list(rule.get("ipv6Ranges")) if isinstance(x, dict)
+        }
+        if cidrs & _OPEN_CIDRS:
+            out.add(json.dumps(rule, sort_keys=True))
+    return out
+
+
+@risk_class("network-exposed", "Network exposure widened", "🌐")
+def _network(change: ResourceChange) -> Iterator[tuple[str, str]]:
+    """What becomes reachable from outside: a Service turned LoadBalancer or NodePort, an
+    internet-facing load-balancer scheme, an Ingress added, a security group opened to every
+    address."""
+    if change.after is None:
+        return
+    r = change.after
+    new = r.doc
+    old = change.before.doc if change.before is not None else {}
+    if r.kind == "Service" and not r.group:
+        was = (old.get("spec") or {}).get("type", "ClusterIP") if old else None
+        now = (new.get("spec") or {}).get("type", "ClusterIP")
+        if now in _EXPOSED_TYPES and now != was:
+            yield (
+                "spec.type",
+                f"Service type {was or '(new)'} -> {now}: reachable from outside the cluster",
+            )
+    if r.kind == "Ingress" and r.group == "networking.k8s.io" and change.op == "added":
+        yield "spec", "Ingress added: routes outside traffic into the cluster"
+    annotations = (new.get("metadata") or {}).get("annotations") or {}
+    old_annotations = (old.get("metadata") or {}).get("annotations") or {}
+    for key in _SCHEME_KEYS:
+        if (
+            annotations.get(key) == "internet-facing"
+            and old_annotations.get(key) != "internet-facing"
+        ):
+            yield join("metadata.annotations", key), "load balancer scheme internet-facing"
+    if (r.group, r.kind) == ("ec2.services.k8s.aws", "SecurityGroup"):
+        for rule in sorted(_open_rules(new) - _open_rules(old)):
+            yield "spec.ingressRules", f"ingress open to every address: {_short(rule, 120)}"
 
 
 # ---- infrastructure deleted or replaced ------------------------------------------------------
@@ -262,7 +473,7 @@ IMMUTABLE = {
 KARPENTER_KINDS = {("karpenter.sh", "NodePool"), ("karpenter.k8s.aws", "EC2NodeClass")}
 
 
-@risk_class("infra-deleted", "Infrastructure deleted or replaced")
+@risk_class("infra-deleted", "Infrastructure deleted or replaced", "💥")
 def _infra_deleted(change: ResourceChange) -> Iterator[tuple[str, str]]:
     r = change.resource
     if change.op == "removed":
@@ -294,7 +505,7 @@ def _infra_deleted(change: ResourceChange) -> Iterator[tuple[str, str]]:
 # ---- CRDs ------------------------------------------------------------------------------------
 
 
-@risk_class("crd-version-removed", "CRD version removed or storage version changed")
+@risk_class("crd-version-removed", "CRD version removed or storage version changed", "🧩")
 def _crd(change: ResourceChange) -> Iterator[tuple[str, str]]:
     r = change.resource
     if r.kind != CRD_KIND:
@@ -326,58 +537,6 @@ def _crd(change: ResourceChange) -> Iterator[tuple[str, str]]:
             yield "spec.versions", f"no longer served: {line}"
 
 
-# ---- secrets ---------------------------------------------------------------------------------
-
-_CREDENTIAL_WORDS = {"password", "passwd", "secret", "token", "credential", "credentials"}
-_CREDENTIAL_PAIRS = {("api", "key"), ("access", "key"), ("private", "key"), ("secret", "key")}
-_CREDENTIAL_VALUE = re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b|-----BEGIN [A-Z ]*PRIVATE KEY-----")
-_REFERENCE = re.compile(r"secretKeyRef|secretRef|secretName|valueFrom", re.IGNORECASE)
-
-
-def credential_name(name: str) -> bool:
-    """`AWS_SECRET_ACCESS_KEY`, `apiKey`, `db-password`: yes. `httpTokens`, `tokenizer`: no."""
-    words = [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name)]
-    return bool(_CREDENTIAL_WORDS & set(words)) or any(
-        pair in _CREDENTIAL_PAIRS for pair in zip(words, words[1:], strict=False)
-    )
-
-
-def _credential_leaf(path: str, value: Any) -> bool:
-    if not isinstance(value, str) or not value or is_placeholder(value) or _REFERENCE.search(path):
-        return False
-    if _CREDENTIAL_VALUE.search(value):
-        return True
-    tail = re.split(r"\.(?=[^.\]]*$)", path)[-1]  # the last key
-    if tail == "value":  # env[name=X].value: the name is the key
-        named = re.findall(r"\[name=([^\]]+)\]", path)
-        tail = named[-1] if named else tail
-    return credential_name(tail.strip('[]"'))
-
-
-@risk_class("secret-added", "Secret or credentials-like value added")
-def _secret(change: ResourceChange) -> Iterator[tuple[str, str]]:
-    r = change.resource
-    if r.kind == "Secret" and not r.group and change.op in ("added", "changed"):
-        keys = sorted({*(r.doc.get("data") or {}), *(r.doc.get("stringData") or {})})
-        if change.op == "added":
-            yield "data", f"Secret added with key(s) {', '.join(keys) or '(none)'}"
-        else:
-            for f in _fields(change, "added", "changed"):
-                if f.path.startswith(("data", "stringData")):
-                    yield f.path, "Secret value added or changed"
-        return
-    if change.op == "removed" or r.kind == CRD_KIND:  # a schema holds no values
-        return
-    pairs = (
-        leaves("", change.after.doc if change.after else None)
-        if change.op == "added"
-        else ((p, v) for f in _fields(change, "added", "changed") for p, v in leaves(f.path, f.new))
-    )
-    for path, value in pairs:
-        if _credential_leaf(path, value):
-            yield path, "a literal credentials-like value: keep it in a Secret, not in the unit"
-
-
 # ---- images and models -----------------------------------------------------------------------
 
 _MODEL = re.compile(r"model", re.IGNORECASE)
@@ -393,7 +552,7 @@ def _model_arg(args: Any) -> str | None:
     return None
 
 
-@risk_class("image-changed", "Container image or model changed")
+@risk_class("image-changed", "Container image or model changed", "📦")
 def _image(change: ResourceChange) -> Iterator[tuple[str, str]]:
     if change.op != "changed":
         return
@@ -415,6 +574,43 @@ def _image(change: ResourceChange) -> Iterator[tuple[str, str]]:
             yield f.path, f"--model {_model_arg(f.old)} -> {_model_arg(f.new)}"
 
 
+# ---- charts ----------------------------------------------------------------------------------
+
+
+def version_delta(old: str, new: str) -> str:
+    """major | minor | patch | pre-release | downgrade | other, by semantic-version parts."""
+
+    def parts(v: str) -> tuple[tuple[int, ...], str] | None:
+        m = re.match(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+.*)?$", v)
+        return ((int(m[1]), int(m[2]), int(m[3])), m[4] or "") if m else None
+
+    a, b = parts(old), parts(new)
+    if a is None or b is None:
+        return "other"
+    if b[0] < a[0]:
+        return "downgrade"
+    for index, name in enumerate(("major", "minor", "patch")):
+        if a[0][index] != b[0][index]:
+            return name
+    return "pre-release"
+
+
+@risk_class("chart-bumped", "Chart version bump", "⏫")
+def _chart(change: ResourceChange) -> Iterator[tuple[str, str]]:
+    r = change.resource
+    if r.kind != CHART_KIND:
+        return
+    old = ((change.before.doc.get("spec") or {}) if change.before else {}).get("version")
+    new = ((change.after.doc.get("spec") or {}) if change.after else {}).get("version")
+    chart = ((r.doc.get("spec") or {}).get("chart")) or r.name
+    if change.op == "changed" and old != new:
+        yield "spec.version", f"chart {chart} {old} -> {new} ({version_delta(str(old), str(new))})"
+    elif change.op == "changed":
+        yield "spec.sha256", f"chart {chart} {new}: a different archive under the same version"
+    else:
+        yield "spec.version", f"chart {chart} {old or new} {change.op}"
+
+
 # ---- capacity --------------------------------------------------------------------------------
 
 INSTANCE_KEYS = re.compile(
@@ -424,7 +620,9 @@ INSTANCE_KEYS = re.compile(
 
 
 @risk_class(
-    "capacity-changed", "Replicas, GPU requests, NodePool limits or instance families changed"
+    "capacity-changed",
+    "Replicas, GPU requests, NodePool limits or instance families changed",
+    "📈",
 )
 def _capacity(change: ResourceChange) -> Iterator[tuple[str, str]]:
     r = change.resource
@@ -453,7 +651,7 @@ def _capacity(change: ResourceChange) -> Iterator[tuple[str, str]]:
 # ---- sync waves ------------------------------------------------------------------------------
 
 
-@risk_class("sync-wave-changed", "Sync-wave order changed")
+@risk_class("sync-wave-changed", "Sync-wave order changed", "🔀")
 def _wave(change: ResourceChange) -> Iterator[tuple[str, str]]:
     path = join("metadata.annotations", SYNC_WAVE)
     for f in _fields(change):
@@ -470,7 +668,7 @@ def _wave(change: ResourceChange) -> Iterator[tuple[str, str]]:
 # ---- links -----------------------------------------------------------------------------------
 
 
-@risk_class("link-changed", "Placeholder or profile binding added or removed")
+@risk_class("link-changed", "Placeholder or profile binding added or removed", "🔗")
 def _link(change: ResourceChange) -> Iterator[tuple[str, str]]:
     r = change.resource
     if r.kind == BINDING_KIND:
@@ -494,40 +692,3 @@ def _link(change: ResourceChange) -> Iterator[tuple[str, str]]:
                         "no longer comes from the profile"
                     ),
                 )
-
-
-# ---- charts ----------------------------------------------------------------------------------
-
-
-def version_delta(old: str, new: str) -> str:
-    """major | minor | patch | pre-release | downgrade | other, by semantic-version parts."""
-
-    def parts(v: str) -> tuple[tuple[int, ...], str] | None:
-        m = re.match(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+.*)?$", v)
-        return ((int(m[1]), int(m[2]), int(m[3])), m[4] or "") if m else None
-
-    a, b = parts(old), parts(new)
-    if a is None or b is None:
-        return "other"
-    if b[0] < a[0]:
-        return "downgrade"
-    for index, name in enumerate(("major", "minor", "patch")):
-        if a[0][index] != b[0][index]:
-            return name
-    return "pre-release"
-
-
-@risk_class("chart-bumped", "Chart version bump")
-def _chart(change: ResourceChange) -> Iterator[tuple[str, str]]:
-    r = change.resource
-    if r.kind != CHART_KIND:
-        return
-    old = ((change.before.doc.get("spec") or {}) if change.before else {}).get("version")
-    new = ((change.after.doc.get("spec") or {}) if change.after else {}).get("version")
-    chart = ((r.doc.get("spec") or {}).get("chart")) or r.name
-    if change.op == "changed" and old != new:
-        yield "spec.version", f"chart {chart} {old} -> {new} ({version_delta(str(old), str(new))})"
-    elif change.op == "changed":
-        yield "spec.sha256", f"chart {chart} {new}: a different archive under the same version"
-    else:
-        yield "spec.version", f"chart {chart} {old or new} {change.op}"

@@ -215,6 +215,21 @@ def without_unchanged_units(
     )
 
 
+GPU_MARK = "nvidia.com/gpu"
+
+
+def gpu_units(files: dict[str, str]) -> dict[str, str]:
+    """The unit files that can hold a GPU request or a GPU NodePool (they name nvidia.com/gpu),
+    CRDs left out: the few the GPU totals need, without parsing the whole stack."""
+    return {
+        rel: text
+        for rel, text in files.items()
+        if rel.startswith("configs/")
+        and GPU_MARK in text
+        and "kind: CustomResourceDefinition" not in text
+    }
+
+
 def snapshot(files: dict[str, str]) -> Snapshot:
     resources = _units(files) + _charts(files) + _bindings(files)
     resources += _policy_files(files) + _versions(files)
