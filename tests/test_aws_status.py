@@ -336,7 +336,7 @@ def test_recorded_answers_parse_to_the_rates_they_hold():
     }
 
 
-# ---- no tracebacks, no NaN (issue 23, class 8) -------------------------------------------------
+# ---- no tracebacks, no NaN -------------------------------------------------
 
 
 def strict_json(text: str):

@@ -154,7 +154,7 @@ def test_mgmt_sweeps_only_the_stack_vpc_and_ends_clean(eksinf, stack_dir, scope,
 
 
 def test_teardown_reaches_only_the_stack(eksinf, stack_dir, scope, aws_env, tmp_path):
-    """Issue 23 class 4: cluster `<cluster>-blue` (its EKS security group is named with ours as a
+    """cluster `<cluster>-blue` (its EKS security group is named with ours as a
     prefix) and another team's detached interface in the stack's VPC survive and are listed as
     left, with id and why, in the plan and in the result; the stack's own are deleted. The
     stack and a decoy folder are byte-identical afterwards."""
@@ -263,7 +263,7 @@ def test_ownership_is_exact_and_shared_is_not_owned(scope):
 def test_odd_aws_answers_are_one_line_errors_and_never_guessed(
     eksinf, stack_dir, scope, aws_env, monkeypatch
 ):
-    """Issue 23 class 8: a NAT gateway answered without its id is an environment error (exit 4,
+    """a NAT gateway answered without its id is an environment error (exit 4,
     one line), in the plan's current state and in the run; interfaces and groups answered
     without an id or with odd tags are skipped or left, never deleted."""
     seeded = seed_orphans(scope)

@@ -370,7 +370,7 @@ def test_engine_template_list_equals_the_archive_walk(stack_dir, chart_mirror):
 
 
 def test_an_http_index_over_the_yaml_bound_is_refused_unread(tmp_path, http_repo, cache, eksinf):
-    """Issue 23 class 5: every network read is bounded; an index.yaml larger than any YAML
+    """every network read is bounded; an index.yaml larger than any YAML
     eksinf reads (16 MiB) is refused from its Content-Length, before its body is read."""
     served, url = http_repo
     (served / "charts").mkdir()

@@ -1,4 +1,4 @@
-"""The guard follows values through tpl (issue 23, class 6): a value whose template actions reach
+"""The guard follows values through tpl: a value whose template actions reach
 lookup, time, random or crypto functions is a finding when the chart passes that value through
 tpl. The render's determinism check cannot see these (lookup is empty on both renders, a date
 agrees within a day), so before, they passed the guard."""

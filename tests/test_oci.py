@@ -377,7 +377,7 @@ def test_cli_version_tag_is_immutable(eksinf, stack_dir, registry):
     assert latest.manifest_digest == json.loads(first.out)["pushed"][0]["manifestDigest"]
 
 
-# ---- a registry that answers what docker-registry never would (issue 23, classes 5 and 8) -----
+# ---- a registry that answers what docker-registry never would -----
 # The real docker-registry cannot be made to send oversized, trickling or malformed answers, or a
 # plain-HTTP token realm on another host: `Hostile` is a stand-in HTTP server on 127.0.0.1 that
 # answers each path as a test says, in the distribution API's shape, and records what it was sent.

@@ -288,7 +288,7 @@ def test_unknown_base_is_a_usage_error_with_valid_json(tmp_path, eksinf):
     assert error["exit"] == 2 and error["changed"] is None  # the shape every command fails with
 
 
-# ---- issue 26: severity order, IAM in context, GPU totals, prices, colour ----------------------
+# ---- severity order, IAM in context, GPU totals, prices, colour ----------------------
 
 
 def test_aws_deletion_comes_first_in_all_three_formats(changed_stack, report_json, eksinf):

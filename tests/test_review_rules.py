@@ -133,7 +133,7 @@ def test_crd_schema_is_summarised_not_dumped():
 
 
 def test_classes_are_registered_in_severity_order_each_with_its_own_marker():
-    # the order is the severity order every report sorts findings by (issue 26): AWS deletions,
+    # the order is the severity order every report sorts findings by: AWS deletions,
     # IAM widening, secrets, network exposure, destruction, image and version changes, capacity
     assert list(CLASSES) == [
         "aws-resource-deleted", "iam-widened", "secret-added", "network-exposed", "infra-deleted",

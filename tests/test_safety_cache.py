@@ -1,4 +1,4 @@
-"""Code never comes from data (issue 23, class 1): the derived-data cache holds plain data under
+"""Code never comes from data: the derived-data cache holds plain data under
 an HMAC, in a folder only the user can change, and a run served from it accepts exactly what a
 fresh run accepts. Through the CLI where a command reads the cache, with the stack, a decoy
 folder, the cache and the hub fingerprinted before and after."""

@@ -1,4 +1,4 @@
-"""No tracebacks (issue 23, class 8): a unit with a tag YAML does not define, reaching the hub
+"""No tracebacks: a unit with a tag YAML does not define, reaching the hub
 through install, sandbox up or hub upload, and a stack this user may not write, each end in one
 `eksinf:` line with its exit code; the stack, a decoy folder, the cache and the hub are
 byte-identical afterwards."""

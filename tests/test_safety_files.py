@@ -1,4 +1,4 @@
-"""Local files (issue 23, class 7): the stack lock is the user's own, inputs are regular files
+"""Local files: the stack lock is the user's own, inputs are regular files
 that exist once, and a write the disk refuses is exit 4 with the output as it was. Through the
 CLI, with the stack, a decoy folder and the cache fingerprinted before and after."""
 

@@ -1,4 +1,4 @@
-"""No half-done work (issue 23, class 10): a `charts lock` that fails writes nothing, a sandbox
+"""No half-done work: a `charts lock` that fails writes nothing, a sandbox
 name is checked against every rule before anything is created, and `push` refuses a bundle that
 `pull` would refuse. Through the CLI, with the stack, a decoy folder, the cache and the hub
 fingerprinted before and after."""

@@ -1,4 +1,4 @@
-"""The local hub survives a full disk (issue 23, class 2): a write that does not fit is reported
+"""The local hub survives a full disk: a write that does not fit is reported
 as disk full (exit 4) and rolled back, the hub opens again once there is space, with its history
 intact; "corrupt" is said only when SQLite's own check says so, with the WAL read; and no hint
 tells anyone to move a healthy hub aside.

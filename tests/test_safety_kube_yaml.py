@@ -1,4 +1,4 @@
-"""Values and units are read as Helm and Kubernetes read them (issue 23, class 6).
+"""Values and units are read as Helm and Kubernetes read them.
 
 Kubernetes and Helm read YAML through sigs.k8s.io/yaml (go-yaml v2's scalar table): `y`, `n`,
 `on`, `off` are booleans, `0755` is octal, `1e3` is a number, `1:30` is text. eksinf reads

@@ -133,7 +133,7 @@ def test_an_empty_or_eksinf_written_folder_is_replaced(world, eksinf, tmp_path):
     assert not (out / "u.yaml").exists() and (out / MARKER).is_file()
 
 
-# ---- swap names: only folders eksinf marked are eksinf's (issue 23, class 3) --------------
+# ---- swap names: only folders eksinf marked are eksinf's --------------
 
 
 def _decoy_at(path: Path, kind: str, decoy: Path) -> None:

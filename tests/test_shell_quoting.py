@@ -1,4 +1,4 @@
-"""Printed fix commands are shell-quoted (issue 23, class 9): a value from input (a folder, a
+"""Printed fix commands are shell-quoted: a value from input (a folder, a
 name, an ARN) that holds a space or a quote reaches the printed command as one word, so pasting
 the command runs exactly what it names."""
 
