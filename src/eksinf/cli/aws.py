@@ -316,7 +316,9 @@ def mgmt_kube(
 
 
 def ack_namespace(ctx: typer.Context) -> str:
-    return state(ctx).stack().versions.get("ACK_NAMESPACE", "ack-system")
+    from ..aws.creds import ack_namespace as namespace_of
+
+    return namespace_of(state(ctx).stack().versions)
 
 
 def nothing_changed() -> None:

@@ -3,6 +3,7 @@ parse, call `deploy` or the `Hub`, format."""
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -150,15 +151,24 @@ def deploy_cmd(
         "target's kubeconfig; 0: do not wait. Success means serving; a HyperPod endpoint's "
         "pending SageMaker registration is reported, not waited for.",
     ),
+    no_creds_check: bool = typer.Option(
+        False,
+        "--no-creds-check",
+        help="mgmt plane: deploy even when the target cluster has no (or an expired) ACK "
+        "credentials Secret.",
+    ),
     hub_choice: str = HUB_OPTION,
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Create a plane's variants bound to a target, link them to the profile, resolve, publish;
-    then ask the target's Argo CD to refresh what was published (unless --no-sync)."""
+    then ask the target's Argo CD to refresh what was published (unless --no-sync). The mgmt
+    plane first needs the ACK controllers' credentials Secret on the target's cluster."""
     from ..flows import deploy as flow
 
     sync = served = None
     with _hub(ctx, hub_choice) as (hub, stack):
+        if plane == "mgmt" and not no_creds_check:
+            _check_controller_creds(stack, target)
         report = flow.deploy(
             hub, stack, plane=plane, target=target, variant=variant, dry_run=dry_run, say=progress
         )
@@ -204,6 +214,20 @@ def deploy_cmd(
         )
     if served is not None:
         _report_serving(served, plane, serve_timeout, json_out)
+
+
+def _check_controller_creds(stack: Stack, target: str) -> None:
+    """The target's cluster: the kubeconfig eksinf keeps for its space, else the one `cub
+    cluster up` wrote under that name (the original's convention: a cub cluster X has target
+    X/target)."""
+    from ..aws.creds import ack_namespace, require_secret
+    from ..model.names import cub_cluster_kubeconfig, kubeconfig_path
+
+    space = target.partition("/")[0]
+    kubeconfigs = [kubeconfig_path(stack.root, space)]
+    with contextlib.suppress(EksinfError):  # not a name cub could have given a cluster
+        kubeconfigs.append(cub_cluster_kubeconfig(space))
+    require_secret(space, kubeconfigs, ack_namespace(stack.versions), say=progress)
 
 
 def _report_serving(served: dict, plane: str, timeout: float, json_out: bool) -> None:
