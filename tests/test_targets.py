@@ -121,6 +121,11 @@ def test_target_add_then_deploy_mgmt_publishes_and_triggers_a_refresh(eksinf, st
     assert eksinf("hub", "create-variant", "dev", "platform-profile-base", cwd=stack_dir).code == 0
     with FakeKubeApi(token="m") as api:
         becomes_available(api)
+        # the ACK controllers' credentials (eksinf creds use-existing): the mgmt deploy needs them
+        api.put(
+            "/api/v1/namespaces/ack-system/secrets/aws-creds",
+            {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "aws-creds"}, "data": {}},
+        )
         given = api.kubeconfig(tmp_path / "given.kubeconfig")
         added = eksinf(
             "target", "add", "m1", "--plane", "mgmt", "--kubeconfig", str(given),
