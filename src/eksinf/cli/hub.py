@@ -26,7 +26,10 @@ if TYPE_CHECKING:
     from ..stack import Stack
 
 HUB_OPTION = typer.Option(
-    None, "--hub", help="Hub backend: local (SQLite, default) or cub. Default: .eksinf/config.yaml."
+    None,
+    "--hub",
+    help="Hub backend: local (SQLite) or cub. Default: .eksinf/config.yaml's hub:, else cub "
+    "when run as `cub eksinf`, else local.",
 )
 VARIANT_OPTION = typer.Option(
     "dev", "--variant", help="Variant name: spaces are <component>-<variant>."
