@@ -600,6 +600,12 @@ def test_byo_cluster_fix_is_a_command_that_deploys_the_identity_without_an_ack_c
     assert eksinf("hub", "create-variant", "dev", "platform-profile-base", cwd=stack_dir).code == 0
     with FakeKubeApi(token="m") as mgmt:
         mgmt.put(ARGOCD, kube.objects[ARGOCD])
+        # the controllers' credentials, as `eksinf creds use-existing` writes them: the mgmt
+        # deploy refuses without them
+        mgmt.put(
+            "/api/v1/namespaces/ack-system/secrets/aws-creds",
+            {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "aws-creds"}, "data": {}},
+        )
         given = mgmt.kubeconfig(tmp_path / "mgmt.kubeconfig")
         added = eksinf(
             *add_cmd.split()[1:-1],

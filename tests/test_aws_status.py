@@ -14,7 +14,7 @@ from eksinf.aws.scope import StackScope
 from eksinf.aws.session import AwsIdentity, AwsSession
 from eksinf.aws.status import PriceTable, RawStatus, build_status, format_text, to_json
 from eksinf.prices import load_prices
-from eksinf.profile import STACK_TAG_KEY, load_profile
+from eksinf.profile import ORIGINAL_STACK_TAG_KEY, STACK_TAG_KEY, load_profile
 from eksinf.stack import load_stack
 
 
@@ -96,6 +96,17 @@ def test_status_json_counts_only_this_stack(eksinf, stack_dir, scope, aws_env):
         "x9z.mega": "unknown",
     }
     assert "GPU node" in result.err and "x9z.mega" in result.err
+
+
+def test_status_counts_instances_the_original_tagged(eksinf, stack_dir, scope, aws_env):
+    """A stack the Go original built tags its instances eks-inference.confighub.com/stack only:
+    they are the stack's too; that key naming another stack is not."""
+    ec2 = session_for(scope).client("ec2")
+    ours = run(ec2, "t4g.medium", {ORIGINAL_STACK_TAG_KEY: scope.stack})
+    run(ec2, "t4g.medium", {ORIGINAL_STACK_TAG_KEY: "other-stack"})
+    result = eksinf("status", "--json", cwd=stack_dir)
+    assert result.code == 0, result.err
+    assert [i["id"] for i in json.loads(result.out)["instances"]] == ours
 
 
 def test_status_text_shows_unknown_and_fixed_costs(eksinf, stack_dir, scope, aws_env):

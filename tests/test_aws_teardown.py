@@ -5,6 +5,7 @@ SimulatePrincipalPolicy, which moto lacks, stubbed in botocore's response shape)
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -15,7 +16,7 @@ from eksinf.aws import creds as creds_mod
 from eksinf.aws import teardown as td
 from eksinf.aws.scope import StackScope
 from eksinf.aws.session import AwsIdentity, AwsSession
-from eksinf.profile import STACK_TAG_KEY, load_profile
+from eksinf.profile import ORIGINAL_STACK_TAG_KEY, STACK_TAG_KEY, load_profile
 from eksinf.stack import load_stack
 
 ARGO = "/apis/apps/v1/namespaces/argocd/statefulsets/argocd-application-controller"
@@ -773,3 +774,39 @@ def test_an_assumed_role_is_simulated_as_its_role(scope, aws_env, monkeypatch):
     assumed = AwsSession(AwsIdentity.resolve(scope.region), credentials=creds["Credentials"])
     assert ":assumed-role/ops/me" in assumed.caller.arn
     assert td.simulation_arn(assumed) == role["Arn"] and "/team/ops" in role["Arn"]
+
+
+def test_a_stack_the_original_tagged_is_swept_and_its_instance_is_billing(
+    eksinf, stack_dir, scope, aws_env
+):
+    """A stack the Go original built carries only its stack tag key
+    (eks-inference.confighub.com/stack): its VPC is the stack's, so a detached interface with
+    that tag is swept; its running instance is billing, so the teardown is not clean."""
+    ec2 = session_for(scope).client("ec2")
+    _, subnet = seed_vpc(ec2, "10.44.0.0/16", {ORIGINAL_STACK_TAG_KEY: scope.stack})
+    eni = ec2.create_network_interface(
+        SubnetId=subnet,
+        TagSpecifications=tag_spec("network-interface", {ORIGINAL_STACK_TAG_KEY: scope.stack}),
+    )["NetworkInterface"]["NetworkInterfaceId"]
+    plan = eksinf("teardown", "--plane", "mgmt", cwd=stack_dir)
+    assert f"inside VPCs tagged {STACK_TAG_KEY}={scope.stack} or " in plan.out
+    assert f"detached ENI {eni}" in plan.out
+    swept = eksinf("teardown", "--plane", "mgmt", "--yes", "--json", cwd=stack_dir)
+    assert swept.code == 0, swept.err
+    assert json.loads(swept.out)["clean"]
+    left = {e["NetworkInterfaceId"] for e in ec2.describe_network_interfaces()["NetworkInterfaces"]}
+    assert eni not in left
+    ec2.run_instances(
+        ImageId="ami-12345678", InstanceType="g6.xlarge", MinCount=1, MaxCount=1,
+        TagSpecifications=tag_spec("instance", {ORIGINAL_STACK_TAG_KEY: scope.stack}),
+    )  # fmt: skip
+    billing = eksinf("teardown", "--plane", "mgmt", "--yes", cwd=stack_dir)
+    assert billing.code == 1 and "left: instance i-" in billing.out
+
+
+def test_the_originals_tag_naming_another_stack_is_not_ours(scope):
+    both = dataclasses.replace(scope, also_tag_keys=(ORIGINAL_STACK_TAG_KEY,))
+    assert both.tagged_ours({ORIGINAL_STACK_TAG_KEY: scope.stack})
+    assert not both.tagged_ours({ORIGINAL_STACK_TAG_KEY: "other-stack"})
+    other = {ORIGINAL_STACK_TAG_KEY: "other-stack", scope.cluster_tag: "owned"}
+    assert not td.is_stack_eni({"TagSet": [{"Key": k, "Value": v} for k, v in other.items()]}, both)

@@ -103,6 +103,13 @@ def test_publish_reads_the_bare_release_and_reports_no_unit_count(cub, tmp_path)
     cub.done()
 
 
+def test_release_list_leaves_out_withdrawn_releases(cub, tmp_path):
+    """`cub release withdraw` keeps the record with `Published: false`: not listed."""
+    hub = hub_for(cub, "release-withdrawn", tmp_path)
+    assert [r.release_num for r in hub.list_releases("karpenter-dev")] == [1, 3]
+    cub.done()
+
+
 def test_release_publish_treats_unchanged_as_current(cub, tmp_path):
     hub = hub_for(cub, "publish-unchanged", tmp_path)
     assert deploy.publish(hub, "karpenter-dev")[0] == "published"

@@ -188,3 +188,22 @@ def test_a_private_bundle_is_pulled_by_eksinf_and_staged_for_cub(
     assert refused.code == 4 and auth_registry in refused.err
     assert "EKSINF_REGISTRY_USERNAME" in refused.err
     assert len([c for c in cub.calls() if c[:2] == ["variant", "upload"]]) == 1
+
+
+def test_run_as_cub_eksinf_the_default_hub_is_confighub(eksinf, stack_dir, cub, monkeypatch):  # noqa: F811
+    """Under cub's plugin environment (CUB_PLUGIN=1) install goes to ConfigHub through cub with
+    no --hub and no config; `--hub local` and the stack's config.yaml still choose the embedded
+    hub."""
+    store = cub.simulate()
+    monkeypatch.setenv("CUB_PLUGIN", "1")
+    installed = eksinf("install", cwd=stack_dir)
+    assert installed.code == 0, installed.err
+    assert any(c[:2] == ["variant", "upload"] for c in cub.calls())
+    assert not (stack_dir / ".eksinf" / "hub.db").exists()
+    assert store.is_file()  # the ConfigHub stand-in holds the bases
+    before = len(cub.calls())
+    assert eksinf("hub", "spaces", "--hub", "local", cwd=stack_dir).code == 0
+    (stack_dir / ".eksinf").mkdir(exist_ok=True)
+    (stack_dir / ".eksinf" / "config.yaml").write_text("hub: local\n")
+    assert eksinf("hub", "spaces", cwd=stack_dir).code == 0
+    assert len(cub.calls()) == before  # neither went to cub

@@ -139,6 +139,9 @@ def test_the_installed_plugin_runs_version_components_and_sandbox_up(asset, tmp_
         shutil.copy2(REPO / name, stack / name)
     for name in STACK_DIRS:
         shutil.copytree(REPO / name, stack / name)
+    # Under cub the default hub is ConfigHub through cub; no cub binary here: the embedded hub.
+    (stack / ".eksinf").mkdir()
+    (stack / ".eksinf" / "config.yaml").write_text("hub: local\n")
     env = {  # what plugin_exec.go's pluginEnv adds, on a bare environment
         "PATH": "/usr/bin:/bin",
         "HOME": str(tmp_path),

@@ -74,6 +74,21 @@ def mark_available(plane, namespace: str, name: str = "argocd-server") -> None:
     assert resp.status_code == 200, resp.text
 
 
+def ack_credentials(plane) -> None:
+    """The ACK controllers' credentials Secret (what `eksinf creds use-existing` writes), which
+    the mgmt deploy checks for first: created on the real server, idempotently."""
+    kube = plane_kube(plane)
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ack-system"}})
+    kube.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "aws-creds", "namespace": "ack-system"},
+            "stringData": {"credentials": "[default]\n"},
+        }
+    )
+
+
 def install_argocd(plane, stack_dir: Path, namespace: str) -> argocd.ArgoOutcome:
     """The pinned Argo CD installed into `namespace` of the real server; its becoming
     Available is `mark_available`'s, at the installer's first wait."""
@@ -238,6 +253,11 @@ def test_target_add_then_deploy_mgmt_publishes_and_triggers_a_refresh(eksinf, st
     with FakeKubeApi(token="m") as api:
         # Argo CD is present (its install on the real server: the tests above and below)
         api.put(SERVER, argocd_server("quay.io/argoproj/argocd:v3.4.7"))
+        # the ACK controllers' credentials (eksinf creds use-existing): the mgmt deploy needs them
+        api.put(
+            "/api/v1/namespaces/ack-system/secrets/aws-creds",
+            {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "aws-creds"}, "data": {}},
+        )
         given = api.kubeconfig(tmp_path / "given.kubeconfig")
         added = eksinf(
             "target", "add", "m1", "--plane", "mgmt", "--kubeconfig", str(given),
@@ -572,6 +592,7 @@ def test_target_add_then_deploy_mgmt_applies_to_the_real_server(
     assert info["applied"] == [f"Application {namespace}/accept-argo-apps"]
     assert kubectl(given, "get", "application", "accept-argo-apps", "-n", namespace)["spec"]
 
+    ack_credentials(kube_plane)
     deploy = ("deploy", "--plane", "mgmt", "--target", "accept/target", "--apply", "--no-sync")
     first = eksinf(*deploy, "--json", cwd=stack_dir)
     assert first.code == 0, first.err
@@ -697,6 +718,7 @@ def test_a_deploy_failing_partway_leaves_nothing_bound(eksinf, stack_dir, tmp_pa
            "--argocd-namespace", ns)  # fmt: skip
     closed = f"127.0.0.1:{free_port()}/eksinf"
     assert eksinf(*add, "--oci-registry", closed, cwd=stack_dir).code == 0
+    ack_credentials(kube_plane)
     failed = eksinf(
         "deploy", "--plane", "mgmt", "--target", "rb/target", "--no-sync", cwd=stack_dir
     )

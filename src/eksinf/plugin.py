@@ -28,6 +28,7 @@ from . import __version__
 HOOK = "CUB_PLUGIN_HOOK"  # "install" or "upgrade" while cub runs the binary as a hook
 HOOK_DIR = "CUB_PLUGIN_DIR"  # the plugin's folder, where the hook writes the manifest
 MANIFEST = "cub-plugin.yaml"
+RUN_ENV = "CUB_PLUGIN"  # "1" when cub runs the plugin (`cub eksinf ...`, plugin_exec.go)
 COMMAND = "eksinf"  # `cub eksinf ...`
 SUMMARY = "Render, link and deploy the GPU-inference stack on Amazon EKS through ConfigHub"
 
@@ -59,3 +60,9 @@ def handle_hook(argv0: str) -> bool:
         raise SystemExit(f"eksinf: {HOOK} is set but {HOOK_DIR} is empty")
     write_file(Path(folder) / MANIFEST, manifest(Path(argv0).name).encode())
     return True
+
+
+def under_cub() -> bool:
+    """Whether this run is `cub eksinf ...`: its hub is then ConfigHub through cub by default,
+    as the Go original's was (hub.default_backend)."""
+    return os.environ.get(RUN_ENV) == "1"

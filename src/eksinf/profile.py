@@ -33,6 +33,9 @@ COMPONENT = "platform-profile"
 UNIT_FILE = "profile.yaml"
 # Tag key carried by every AWS resource the stack owns; its value is the profile's name.
 STACK_TAG_KEY = "eksinf.dev/stack"
+# The Go original's stack tag key: a stack it built carries this one only, so status and
+# teardown read it too (docs/migrating.md); eksinf never writes it.
+ORIGINAL_STACK_TAG_KEY = "eks-inference.confighub.com/stack"
 
 # AWS naming rules (as documented for each API).
 _STACK_NAME = name_rule(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")  # a DNS label: also a K8s name

@@ -16,7 +16,7 @@ import base64
 import datetime as dt
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -240,6 +240,55 @@ def read_secret(kube: KubeClient, namespace: str) -> SecretInfo:
         source=ann.get(ANN_SOURCE),
         expired=expired,
     )
+
+
+def ack_namespace(versions: Mapping[str, str]) -> str:
+    """The namespace of the ACK controllers and their Secret: versions.env's ACK_NAMESPACE."""
+    return versions.get("ACK_NAMESPACE", "ack-system")
+
+
+def require_secret(
+    cluster: str, kubeconfigs: list[Path], namespace: str, say: Callable[[str], None]
+) -> bool:
+    """The mgmt deploy's precheck: the ACK controllers read their credentials once, at start,
+    so a plane deployed before the Secret exists reconciles nothing until someone restarts them.
+    Refuses (exit 3, with the fix) when the cluster answers and has no Secret, or an expired
+    one. A cluster eksinf has no kubeconfig for, or that does not answer, is not checked (said
+    on stderr): the original let those through too. Returns whether the Secret was seen."""
+    path = next((p for p in kubeconfigs if p.is_file()), None)
+    if path is None:
+        say(f"credentials not checked: no kubeconfig for cluster {cluster}")
+        return False
+    try:
+        kube = KubeClient.from_kubeconfig(path)
+        kube.version()
+    except EksinfError as exc:
+        if exc.exit_code != ENVIRONMENT:
+            raise
+        say(f"credentials not checked: cluster {cluster} does not answer ({exc.message})")
+        return False
+    info = read_secret(kube, namespace)
+    fix = (
+        f"eksinf creds use-existing --kubeconfig {path} (your identity) or "
+        f"eksinf creds create-user --kubeconfig {path} --yes (a scoped IAM user)"
+    )
+    if not info.present:
+        raise EksinfError(
+            f"cluster {cluster} has no Secret {namespace}/{SECRET_NAME}: the ACK controllers "
+            "read AWS credentials once, at start, and would create nothing",
+            hint=f"Write it first: {fix}. To deploy anyway: --no-creds-check.",
+            exit_code=CONTRACT,
+        )
+    if info.expired:
+        raise EksinfError(
+            f"the credentials in {cluster}'s Secret {namespace}/{SECRET_NAME} expired at "
+            f"{info.expires_at}: the ACK controllers cannot reach AWS",
+            hint=f"aws sso login && eksinf creds refresh --kubeconfig {path}. "
+            "To deploy anyway: --no-creds-check.",
+            exit_code=CONTRACT,
+        )
+    say(f"credentials present in {cluster} ({namespace}/{SECRET_NAME})")
+    return True
 
 
 # ---- modes -----------------------------------------------------------------------------------

@@ -29,13 +29,23 @@ class StackScope:
     # command line (--eks-cluster, --region), and enroll refuses when they then differ.
     profile_cluster: str = ""
     profile_region: str = ""
+    # Stack tag keys read besides `tag_key` (never written): the Go original's, so a stack it
+    # built is counted and torn down.
+    also_tag_keys: tuple[str, ...] = ()
 
     @classmethod
-    def from_profile(cls, profile: Any, tag_key: str, region: str | None = None) -> StackScope:
+    def from_profile(
+        cls,
+        profile: Any,
+        tag_key: str,
+        region: str | None = None,
+        also_tag_keys: tuple[str, ...] = (),
+    ) -> StackScope:
         spec = profile.spec or {}
         return cls(
             stack=profile.name,
             tag_key=tag_key,
+            also_tag_keys=also_tag_keys,
             cluster=profile.cluster_name,
             network=profile.network_name,
             region=region or profile.region,
@@ -52,13 +62,31 @@ class StackScope:
     def cluster_tag(self) -> str:
         return f"kubernetes.io/cluster/{self.cluster}"
 
+    @property
+    def tag_keys(self) -> tuple[str, ...]:
+        """Every stack tag key read, eksinf's first."""
+        return (self.tag_key, *self.also_tag_keys)
+
+    @property
+    def tag_text(self) -> str:
+        """The stack tags as a plan line names them."""
+        return " or ".join(f"{key}={self.stack}" for key in self.tag_keys)
+
+    def stack_tag_value(self, tags: dict[str, str]) -> str | None:
+        """The stack a resource's tags name (eksinf's key first), None when they name none."""
+        return next((tags[k] for k in self.tag_keys if k in tags), None)
+
+    def tagged_ours(self, tags: dict[str, str]) -> bool:
+        return any(tags.get(k) == self.stack for k in self.tag_keys)
+
     def instance_filter_sets(self) -> list[list[dict[str, Any]]]:
-        """EC2 ANDs filters, so "stack tag OR cluster tag" is three queries whose union we take."""
+        """EC2 ANDs filters, so "a stack tag OR a cluster tag" is one query each, unioned."""
         return [
-            [{"Name": f"tag:{self.tag_key}", "Values": [self.stack]}],
+            *self.stack_filter_sets(),
             [{"Name": "tag-key", "Values": [self.cluster_tag]}],
             [{"Name": "tag:eks:cluster-name", "Values": [self.cluster]}],
         ]
 
-    def stack_filter(self) -> list[dict[str, Any]]:
-        return [{"Name": f"tag:{self.tag_key}", "Values": [self.stack]}]
+    def stack_filter_sets(self) -> list[list[dict[str, Any]]]:
+        """One filter list per stack tag key: the union of their answers is the stack's."""
+        return [[{"Name": f"tag:{key}", "Values": [self.stack]}] for key in self.tag_keys]

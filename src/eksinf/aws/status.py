@@ -145,11 +145,12 @@ def zone_of(inst: dict[str, Any]) -> str:
 
 
 def stack_vpc_ids(session: AwsSession, scope: StackScope) -> list[str]:
+    found: set[str] = set()
     with aws_errors("finding the stack's VPC (ec2 describe-vpcs by stack tag)"):
-        vpcs = paginate(
-            session.client("ec2"), "describe_vpcs", "Vpcs", Filters=scope.stack_filter()
-        )
-    return sorted(answer_field(v, "VpcId", "ec2 describe-vpcs") for v in vpcs)
+        for filters in scope.stack_filter_sets():
+            vpcs = paginate(session.client("ec2"), "describe_vpcs", "Vpcs", Filters=filters)
+            found |= {answer_field(v, "VpcId", "ec2 describe-vpcs") for v in vpcs}
+    return sorted(found)
 
 
 def stack_nat_gateways(session: AwsSession, scope: StackScope) -> list[dict]:
@@ -158,7 +159,7 @@ def stack_nat_gateways(session: AwsSession, scope: StackScope) -> list[dict]:
     state = {"Name": "state", "Values": ["pending", "available"]}
     found: dict[str, dict] = {}
     with aws_errors("listing the stack's NAT gateways (ec2 describe-nat-gateways)"):
-        queries = [scope.stack_filter()]
+        queries = scope.stack_filter_sets()
         vpcs = stack_vpc_ids(session, scope)
         if vpcs:
             queries.append([{"Name": "vpc-id", "Values": vpcs}])

@@ -100,8 +100,9 @@ def cluster_owned(tags: dict[str, str], scope: StackScope, name_tags: tuple[str,
 def is_stack_eni(eni: dict[str, Any], scope: StackScope) -> bool:
     """Tagged by the stack, or made by its cluster (its tags or EKS's description say so)."""
     tags = tags_of(eni)
-    if scope.tag_key in tags:  # another stack's tag outweighs a cluster of the same name
-        return tags[scope.tag_key] == scope.stack
+    named = scope.stack_tag_value(tags)
+    if named is not None:  # another stack's tag outweighs a cluster of the same name
+        return named == scope.stack
     return cluster_owned(tags, scope, EKS_NAME_TAGS) or eni.get(
         "Description"
     ) == eks_control_plane_description(scope)
@@ -117,7 +118,7 @@ def not_ours_why(resource: dict[str, Any], scope: StackScope) -> str:
     """One line a reviewer can act on: the other stack or cluster the resource's tags name, or
     that nothing ties it to this stack (with its description and requester, when it has them)."""
     tags = tags_of(resource)
-    keys = [scope.tag_key] if scope.tag_key in tags else []
+    keys = [k for k in scope.tag_keys if k in tags][:1]
     keys += sorted(k for k in tags if k.startswith(CLUSTER_TAG_PREFIX))
     keys += [k for k in EKS_NAME_TAGS if k in tags]
     if keys:
@@ -216,11 +217,11 @@ def orphans(session: AwsSession, scope: StackScope, vpcs: list[str]) -> Orphans:
         if not isinstance(group_id, str) or group.get("VpcId") not in vpcs:
             continue
         tags = tags_of(group)
-        if tags.get(scope.tag_key) == scope.stack or group.get("GroupName") == "default":
+        if scope.tagged_ours(tags) or group.get("GroupName") == "default":
             continue
         # EKS tags the group it makes for a cluster with exactly these; the other name tags
         # mark instances and their interfaces.
-        if cluster_owned(tags, scope, (EKS_CLUSTER_NAME_TAG,)) and scope.tag_key not in tags:
+        if cluster_owned(tags, scope, (EKS_CLUSTER_NAME_TAG,)) and not scope.stack_tag_value(tags):
             ours_sgs.append(group_id)
         else:
             left.append(NotOurs("security group", group_id, not_ours_why(group, scope)))
@@ -238,7 +239,7 @@ def idle_eips(session: AwsSession, scope: StackScope) -> list[dict[str, Any]]:
         {
             "allocationId": a.get("AllocationId"),
             "publicIp": a.get("PublicIp"),
-            "stack": tags_of(a).get(scope.tag_key) == scope.stack,
+            "stack": scope.tagged_ours(tags_of(a)),
         }
         for a in sorted(
             (a for a in addresses if isinstance(a, dict)),
@@ -460,7 +461,7 @@ def is_karpenter_profile(profile: dict[str, Any], tags: dict[str, str], scope: S
     made by hand) is not ours to delete."""
     return (
         str(profile.get("Path", "")).startswith(karpenter_profile_path(scope))
-        or tags.get(scope.tag_key) == scope.stack
+        or scope.tagged_ours(tags)
         or scope.cluster_tag in tags
         or tags.get("eks:eks-cluster-name") == scope.cluster
     )
@@ -734,7 +735,7 @@ def plan_lines(plan: TeardownPlan, scope: StackScope) -> list[str]:
             f"{', '.join(plan.spaces['workload']) or '(no workload spaces)'} "
             "(the space running Karpenter keeps running so it can remove the emptied nodes)",
             "workload: wait until EC2 shows no pending/running instance tagged "
-            f"{scope.tag_key}={scope.stack}, {scope.cluster_tag} or eks:cluster-name={scope.cluster}",
+            f"{scope.tag_text}, {scope.cluster_tag} or eks:cluster-name={scope.cluster}",
         ]
     if "mgmt" in plan.planes:
         lines += [
@@ -749,11 +750,11 @@ def plan_lines(plan: TeardownPlan, scope: StackScope) -> list[str]:
             *[f"  wave {o.wave:>3}: {o.label}" for o in plan.objects],
             f"mgmt: release Karpenter's instance profiles on node role {scope.node_role} "
             "(iam:ListInstanceProfilesForRole; path "
-            f"{karpenter_profile_path(scope)}* or tagged {scope.tag_key}={scope.stack}, "
+            f"{karpenter_profile_path(scope)}* or tagged {scope.tag_text}, "
             f"{scope.cluster_tag} or eks:eks-cluster-name={scope.cluster}), also whenever the "
             "ACK deletion stalls",
-            f"mgmt: sweep, only inside VPCs tagged {scope.tag_key}={scope.stack}: detached ENIs "
-            f"tagged {scope.tag_key}={scope.stack}, {scope.cluster_tag}=owned or "
+            f"mgmt: sweep, only inside VPCs tagged {scope.tag_text}: detached ENIs "
+            f"tagged {scope.tag_text}, {scope.cluster_tag}=owned or "
             f"{'/'.join(EKS_NAME_TAGS)}={scope.cluster}, or described "
             f"'{eks_control_plane_description(scope)}'; security groups tagged "
             f"{scope.cluster_tag}=owned or {EKS_CLUSTER_NAME_TAG}={scope.cluster} (never by "

@@ -12,7 +12,7 @@ import typer
 
 from .. import stacklock
 from ..errors import USAGE, EksinfError, write_failure
-from . import common
+from . import common, original
 from .common import State, progress
 
 SETTINGS: dict[str, Any] = {
@@ -71,8 +71,8 @@ def command_word(args: list[str]) -> str | None:
     """The top-level command `args` invoke (after the root options), if any."""
     at = 0
     while at < len(args):
-        if args[at] == STACK_OPTION:
-            at += 2
+        if args[at] == STACK_OPTION or original.takes_value(args[at]):
+            at += 2  # the original's persistent flags may stand before the command
         elif args[at].startswith("-"):
             at += 1
         else:
@@ -115,7 +115,10 @@ def run(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     common.start_run(json_mode="--json" in args)
     try:
-        code = app_for(args)(args=args, prog_name="eksinf", standalone_mode=False)
+        command = typer.main.get_command(app_for(args))
+        code = command.main(
+            args=original.translate(args, command), prog_name="eksinf", standalone_mode=False
+        )
         return code if isinstance(code, int) else 0  # click returns the code of --help/Exit
     except typer.TyperException as exc:  # usage errors: shown as in standalone mode, exit 2
         # typer's public base class; its click subclasses carry show/format_message/exit_code

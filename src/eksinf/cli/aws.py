@@ -59,10 +59,10 @@ def register(app: typer.Typer) -> None:
 
 def stack_scope(ctx: typer.Context, region: str | None) -> StackScope:
     from ..aws.scope import StackScope
-    from ..profile import STACK_TAG_KEY, load_profile
+    from ..profile import ORIGINAL_STACK_TAG_KEY, STACK_TAG_KEY, load_profile
 
     profile = load_profile(state(ctx).stack())
-    return StackScope.from_profile(profile, STACK_TAG_KEY, region)
+    return StackScope.from_profile(profile, STACK_TAG_KEY, region, (ORIGINAL_STACK_TAG_KEY,))
 
 
 def aws_session(scope: StackScope, aws_profile: str | None) -> AwsSession:
@@ -324,7 +324,9 @@ ARGOCD_TIMEOUT_OPTION = typer.Option(
 
 
 def ack_namespace(ctx: typer.Context) -> str:
-    return state(ctx).stack().versions.get("ACK_NAMESPACE", "ack-system")
+    from ..aws.creds import ack_namespace as namespace_of
+
+    return namespace_of(state(ctx).stack().versions)
 
 
 def nothing_changed() -> None:

@@ -3,6 +3,7 @@ parse, call `deploy` or the `Hub`, format."""
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,7 +26,10 @@ if TYPE_CHECKING:
     from ..stack import Stack
 
 HUB_OPTION = typer.Option(
-    None, "--hub", help="Hub backend: local (SQLite, default) or cub. Default: .eksinf/config.yaml."
+    None,
+    "--hub",
+    help="Hub backend: local (SQLite) or cub. Default: .eksinf/config.yaml's hub:, else cub "
+    "when run as `cub eksinf`, else local.",
 )
 VARIANT_OPTION = typer.Option(
     "dev", "--variant", help="Variant name: spaces are <component>-<variant>."
@@ -162,11 +166,18 @@ def deploy_cmd(
         help="With --apply: take over fields another field manager owns (default: refuse, "
         "exit 3, naming the field and its manager).",
     ),
+    no_creds_check: bool = typer.Option(
+        False,
+        "--no-creds-check",
+        help="mgmt plane: deploy even when the target cluster has no (or an expired) ACK "
+        "credentials Secret.",
+    ),
     hub_choice: str = HUB_OPTION,
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Create a plane's variants bound to a target, link them to the profile, resolve, publish;
-    then ask the target's Argo CD to refresh what was published (unless --no-sync)."""
+    then ask the target's Argo CD to refresh what was published (unless --no-sync). The mgmt
+    plane first needs the ACK controllers' credentials Secret on the target's cluster."""
     from ..flows import deploy as flow
     from ..flows import targets as target_flow
 
@@ -174,6 +185,8 @@ def deploy_cmd(
     with _hub(ctx, hub_choice) as (hub, stack):
         if apply:
             target_flow.target_kubeconfig(stack.root, target)  # refused before any change
+        if plane == "mgmt" and not no_creds_check:
+            _check_controller_creds(stack, target)
         report = flow.deploy(
             hub, stack, plane=plane, target=target, variant=variant, dry_run=dry_run, say=progress
         )
@@ -231,6 +244,20 @@ def deploy_cmd(
         )
     if served is not None:
         _report_serving(served, plane, serve_timeout, json_out)
+
+
+def _check_controller_creds(stack: Stack, target: str) -> None:
+    """The target's cluster: the kubeconfig eksinf keeps for its space, else the one `cub
+    cluster up` wrote under that name (the original's convention: a cub cluster X has target
+    X/target)."""
+    from ..aws.creds import ack_namespace, require_secret
+    from ..model.names import cub_cluster_kubeconfig, kubeconfig_path
+
+    space = target.partition("/")[0]
+    kubeconfigs = [kubeconfig_path(stack.root, space)]
+    with contextlib.suppress(EksinfError):  # not a name cub could have given a cluster
+        kubeconfigs.append(cub_cluster_kubeconfig(space))
+    require_secret(space, kubeconfigs, ack_namespace(stack.versions), say=progress)
 
 
 def _report_serving(served: dict, plane: str, timeout: float, json_out: bool) -> None:

@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..hub import open_hub, read_config
+from ..hub import default_backend, open_hub, read_config
 from ..hub.protocol import Hub, NoChanges
 
 
@@ -47,7 +47,7 @@ def stack_config(root: Path) -> Iterator[HubConfig | None]:
     """The stack's hub as teardown's ConfigPlane, or None when the stack has none: opening it
     must not create one as a side effect. Closed on the way out."""
     config = read_config(root)
-    if config.get("hub", "local") == "local":
+    if config.get("hub", default_backend()) == "local":
         from ..hub.local import DEFAULT_PATH
 
         if not (root / config.get("hub_path", DEFAULT_PATH)).exists():

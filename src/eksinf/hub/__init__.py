@@ -1,7 +1,8 @@
 """The configuration hub: the `Hub` protocol and its two backends.
 
 `open_hub` picks the backend: `--hub local|cub`, else `hub:` in `<stack>/.eksinf/config.yaml`,
-else local (an SQLite file at `<stack>/.eksinf/hub.db`, or `hub_path:` from the config file).
+else `default_backend()`: cub when run as `cub eksinf` (cub's plugin environment), otherwise
+local (an SQLite file at `<stack>/.eksinf/hub.db`, or `hub_path:` from the config file).
 """
 
 from __future__ import annotations
@@ -9,11 +10,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import CONTRACT, USAGE, EksinfError
+from ..plugin import under_cub
 from ..yamlio import load_mapping_docs
 from .protocol import Hub
 
 BACKENDS = ("local", "cub")
 CONFIG_FILE = Path(".eksinf") / "config.yaml"
+
+
+def default_backend() -> str:
+    """The hub with no --hub and no `hub:` in the config: ConfigHub through cub when cub runs
+    eksinf as its plugin (the Go original's only hub), else the embedded one."""
+    return "cub" if under_cub() else "local"
 
 
 def read_config(root: Path) -> dict:
@@ -34,7 +42,7 @@ def read_config(root: Path) -> dict:
 
 def open_hub(root: Path, choice: str | None = None) -> Hub:
     config = read_config(root)
-    backend = choice or config.get("hub") or "local"
+    backend = choice or config.get("hub") or default_backend()
     if backend not in BACKENDS:
         raise EksinfError(
             f"unknown hub backend {backend!r}", f"Use one of: {', '.join(BACKENDS)}.", USAGE

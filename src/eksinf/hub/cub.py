@@ -672,8 +672,11 @@ class CubHub(Closing):
         )
 
     def list_releases(self, space: str) -> list[Release]:
+        """The space's releases Argo CD can still pull: a withdrawn one keeps its record with
+        `Published` false (cub release withdraw) and is left out, as the original's list did."""
         rows = self._rows(["release", "list", "--space", space])
-        return sorted((self._release(space, r) for r in rows), key=lambda r: r.release_num)
+        published = [r for r in rows if r.get("Release", r).get("Published") is not False]
+        return sorted((self._release(space, r) for r in published), key=lambda r: r.release_num)
 
     def close(self) -> None:
         return None

@@ -92,6 +92,24 @@ def kubeconfig_path(stack_root: Path, cluster: str) -> Path:
     return stack_root / STATE_DIR / "clusters" / f"{cluster}.kubeconfig"
 
 
+# `cub cluster up --name X` writes X's kubeconfig here (and no context to ~/.kube/config); the
+# Go original found its clusters in this folder, so eksinf reads it too (creds --cluster, the
+# mgmt deploy's credentials check).
+_CUB_CLUSTER = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
+def cub_cluster_kubeconfig(cluster: str) -> Path:
+    """The kubeconfig `cub cluster up --name CLUSTER` wrote. The name must be a DNS label, so
+    the path never leaves the folder."""
+    if not _CUB_CLUSTER.fullmatch(cluster):
+        raise EksinfError(
+            f"{cluster!r} is not a cub cluster name",
+            hint="A cub cluster name is a DNS label: lowercase letters, digits and '-'.",
+            exit_code=USAGE,
+        )
+    return Path.home() / ".confighub" / "clusters" / f"{cluster}.kubeconfig"
+
+
 # ---- the character rules of names that reach AWS or Kubernetes ---------------------------------
 
 
