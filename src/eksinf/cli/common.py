@@ -50,6 +50,11 @@ _run = _Run()
 def start_run(json_mode: bool) -> None:
     global _run
     _run = _Run(json_mode)
+    # A mirror named in an earlier in-process run does not carry over (charts is imported only
+    # by the commands that read it: a run that never loaded it has nothing to clear).
+    charts = sys.modules.get("eksinf.charts")
+    if charts is not None:
+        charts.use_mirror(None)
 
 
 def emit_json(data: Any) -> None:
@@ -81,13 +86,23 @@ def progress(message: str) -> None:
     sys.stderr.flush()
 
 
+def _use_mirror(value: Path | None) -> Path | None:
+    from .. import charts
+
+    charts.use_mirror(value)
+    return value
+
+
+# Every command that reads a pinned input (chart archives, the pinned Argo CD and HyperPod
+# manifests beside them in `../manifests`) takes this option; parsing it sets the run's mirror.
 MIRROR_OPTION = typer.Option(
     None,
     "--chart-mirror",
     metavar="DIR",
-    help="Directory of chart archives (<chart>-<version>.tgz) tried before upstream. "
-    "Default: $EKSINF_CHART_MIRROR.",
+    help="Offline mirror: chart archives (<chart>-<version>.tgz) tried before upstream; pinned "
+    "manifests from manifests/ beside it. Default: $EKSINF_CHART_MIRROR.",
     file_okay=False,
+    callback=_use_mirror,
 )
 JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
 

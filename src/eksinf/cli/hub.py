@@ -151,6 +151,7 @@ def deploy_cmd(
         "pending SageMaker registration is reported, not waited for.",
     ),
     hub_choice: str = HUB_OPTION,
+    chart_mirror: Path | None = MIRROR_OPTION,  # the release gate's pinned CRDs
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Create a plane's variants bound to a target, link them to the profile, resolve, publish;
@@ -433,6 +434,7 @@ def release_publish(
     sync_timeout: float = SYNC_TIMEOUT_OPTION,
     argocd_namespace: str = ARGOCD_NAMESPACE_OPTION,
     hub_choice: str = HUB_OPTION,
+    chart_mirror: Path | None = MIRROR_OPTION,  # the release gate's pinned CRDs
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Publish the space's units bound to its release target as an OCI artifact, then ask the
