@@ -85,7 +85,7 @@ def test_sandbox_down_keeps_only_bases_other_variants_use(eksinf, stack_dir):
     dev = eksinf("hub", "create-variant", "dev", "karpenter-base", cwd=stack_dir)
     assert dev.code == 0, dev.err
     kept = eksinf("sandbox", "down", "--keep-bases", "--json", cwd=stack_dir)
-    assert not any(s.endswith("-base") for s in json.loads(kept.out)["would_delete"])
+    assert not any(s.endswith("-base") for s in json.loads(kept.out)["wouldDelete"])
     assert eksinf("sandbox", "down", "--yes", cwd=stack_dir).code == 0
     left = {s["Slug"] for s in json.loads(eksinf("hub", "spaces", "--json", cwd=stack_dir).out)}
     assert left == {"karpenter-base", "karpenter-dev"}
@@ -550,3 +550,61 @@ def test_a_base_change_colliding_with_a_variant_edit_is_exit_3_by_unit_and_field
     assert result.code == 3
     assert "inference-workloads-sandbox: 1 upstream change(s) collide" in result.err
     assert "vllm: apps/v1/Deployment/" in result.err and ".spec.replicas" in result.err
+
+
+def test_down_then_up_publishes_each_time_and_release_numbers_continue(eksinf, stack_dir):
+    """A deleted and re-made space starts with no releases in the hub, but its repository keeps
+    the earlier immutable release-N tags: the numbers continue past them instead of colliding."""
+    space = "inference-workloads-sandbox"
+    tags = []
+    for replicas in ("1", "2"):  # each life ends with content the other life never published
+        up = eksinf("sandbox", "up", cwd=stack_dir)
+        assert up.code == 0, up.err
+        scale = ("fn", "set-replicas", replicas, "--space", space, "--unit", "vllm")
+        assert eksinf(*scale, cwd=stack_dir).code == 0
+        published = eksinf("release", "publish", space, "--no-sync", cwd=stack_dir)
+        assert published.code == 0, published.err
+        with open_hub(stack_dir) as hub:
+            tags.append([f"release-{r.release_num}" for r in hub.list_releases(space)])
+            ref = hub.list_releases(space)[-1].ref
+        assert eksinf("sandbox", "down", "--yes", cwd=stack_dir).code == 0
+    assert tags == [["release-1", "release-2"], ["release-3", "release-4"]]
+    assert set(oci.list_tags(ref)) >= {"release-1", "release-2", "release-3", "release-4"}
+    assert eksinf("sandbox", "up", cwd=stack_dir).code == 0  # the third life publishes too
+
+
+def test_sandbox_down_deletes_what_other_variants_deployed_on_its_targets(eksinf, stack_dir):
+    """A `dev` plane deployed on the sandbox's targets: the dry run names its spaces, the real
+    run deletes exactly what the dry run listed, all of it."""
+    assert eksinf("sandbox", "up", cwd=stack_dir).code == 0
+    assert eksinf("hub", "create-variant", "dev", "platform-profile-base", cwd=stack_dir).code == 0
+    dev = ("deploy", "--plane", "mgmt", "--target", "sandbox-mgmt/target", "--variant", "dev")
+    deployed = eksinf(*dev, "--no-sync", cwd=stack_dir)
+    assert deployed.code == 0, deployed.err
+    plan = json.loads(eksinf("sandbox", "down", "--json", cwd=stack_dir).out)
+    assert plan["blockedBy"] == []
+    assert "karpenter-aws-dev" in plan["wouldDelete"]
+    down = eksinf("sandbox", "down", "--yes", "--json", cwd=stack_dir)
+    assert down.code == 0, down.err
+    assert json.loads(down.out)["deleted"] == plan["wouldDelete"]
+    left = {s["Slug"] for s in json.loads(eksinf("hub", "spaces", "--json", cwd=stack_dir).out)}
+    assert left == {"platform-profile-base", "platform-profile-dev"}
+
+
+def test_sandbox_down_deletes_nothing_while_something_it_cannot_own_blocks_it(eksinf, stack_dir):
+    """A space eksinf did not make, deployed on the sandbox's target: named in the plan, and
+    --yes refuses before deleting anything."""
+    assert eksinf("sandbox", "up", cwd=stack_dir).code == 0
+    with open_hub(stack_dir) as hub:
+        hub.create_space("theirs", {"Owner": "someone else"})
+        hub.create_unit(
+            "theirs", "cm", "apiVersion: v1\nkind: ConfigMap\n", target="sandbox-mgmt/target"
+        )
+        before = sorted(s.slug for s in hub.list_spaces())
+    plan = json.loads(eksinf("sandbox", "down", "--json", cwd=stack_dir).out)
+    assert any(b.startswith("theirs ") for b in plan["blockedBy"])
+    down = eksinf("sandbox", "down", "--yes", cwd=stack_dir)
+    assert down.code == 3
+    assert "nothing was deleted" in down.err and "theirs" in down.err
+    with open_hub(stack_dir) as hub:
+        assert sorted(s.slug for s in hub.list_spaces()) == before

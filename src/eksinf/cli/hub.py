@@ -574,13 +574,19 @@ def sandbox_down(
         )
         if not yes:
             if json_out:
-                emit_json({"would_delete": plan})
+                emit_json(plan.to_json())
                 return
-            for space in plan:
+            for space in plan.delete:
                 typer.echo(f"would delete {space}")
-            if not plan:
+            for blocker in plan.blocked:
+                typer.echo(f"blocked by {blocker}")
+            if not plan.delete:
                 typer.echo("nothing to delete")
-            progress("re-run with --yes to delete")
+            progress(
+                "nothing can be deleted while anything blocks it"
+                if plan.blocked
+                else "re-run with --yes to delete"
+            )
             return
         deleted = sandbox_flow.sandbox_down(hub, plan, say=progress)
     if json_out:
