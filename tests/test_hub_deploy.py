@@ -608,3 +608,25 @@ def test_sandbox_down_deletes_nothing_while_something_it_cannot_own_blocks_it(ek
     assert "nothing was deleted" in down.err and "theirs" in down.err
     with open_hub(stack_dir) as hub:
         assert sorted(s.slug for s in hub.list_spaces()) == before
+
+
+def test_hub_diff_upstream_shows_only_the_field_a_function_changed(eksinf, stack_dir):
+    """The base holds the committed file (comments, quoting); set-replicas re-writes the unit in
+    eksinf's style. The diff compares content: one line out, one line in."""
+    assert eksinf("install", cwd=stack_dir).code == 0
+    made = eksinf("hub", "create-variant", "dev", "inference-workloads-base", cwd=stack_dir)
+    assert made.code == 0, made.err
+    scale = ("fn", "set-replicas", "3", "--space", "inference-workloads-dev", "--unit", "vllm")
+    assert eksinf(*scale, cwd=stack_dir).code == 0
+    diff = eksinf("hub", "diff", "inference-workloads-dev", "vllm", "--upstream", cwd=stack_dir)
+    assert diff.code == 0, diff.err
+    changed = [
+        line
+        for line in diff.out.splitlines()
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
+    assert changed == ["-  replicas: 0", "+  replicas: 3"]
+    assert (
+        "# The model server"
+        in (stack_dir / "configs" / "inference-workloads" / "vllm.yaml").read_text()
+    )

@@ -670,7 +670,11 @@ def hub_diff(
     hub_choice: str = HUB_OPTION,
     json_out: bool = JSON_OPTION,
 ) -> None:
-    """Unified diff between two revisions of a unit, or against its upstream."""
+    """Unified diff of a unit's content between two revisions, or against its upstream.
+
+    Both sides are compared as parsed YAML written in one style: a change shows as the fields it
+    changed, not as the comments, quoting or indentation an edit re-wrote.
+    """
     with _hub(ctx, hub_choice) as (hub, _stack):
         record = hub.get_unit(space, unit)
         new = hub.unit_data(space, unit, to_rev)
@@ -689,10 +693,14 @@ def hub_diff(
         else:
             old_rev = from_rev if from_rev is not None else max(1, record.head_revision - 1)
             old, old_name = hub.unit_data(space, unit, old_rev), f"{space}/{unit}@{old_rev}"
+    from ..yamlio import canonical_text
+
+    # Content, not text: a base holds the committed file (comments, its quoting) and an edited
+    # unit is written in eksinf's one style, so a text diff would show every line.
     lines = list(
         difflib.unified_diff(
-            old.splitlines(keepends=True),
-            new.splitlines(keepends=True),
+            canonical_text(old, old_name).splitlines(keepends=True),
+            canonical_text(new, f"{space}/{unit}").splitlines(keepends=True),
             old_name,
             f"{space}/{unit}",
         )
