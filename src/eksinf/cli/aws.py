@@ -10,7 +10,7 @@ import typer
 from ..errors import ENVIRONMENT, USAGE, EksinfError, shell_command
 from ..model.names import apps_space, kubeconfig_path
 from ..model.targets import DEFAULT_KIND, HYPERPOD_EKS, KIND_HELP, target_kind
-from .common import JSON_OPTION, emit_json, print_table, progress, state
+from .common import HUB_OPTION, JSON_OPTION, emit_json, print_table, progress, state
 
 # The AWS stages pull in boto3/botocore and requests (~0.2 s): each command imports what it
 # uses, so `eksinf --help` and the build commands never load them.
@@ -629,6 +629,7 @@ def enroll_cluster_cmd(
         False, "--no-argocd", help="Do not install Argo CD when absent (then it must be there)."
     ),
     aws_profile: str = AWS_PROFILE_OPTION,
+    hub_choice: str | None = HUB_OPTION,  # read by open_hub (hub.use_backend)
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Check the cluster contract; when it holds, install Argo CD if absent and wire the
@@ -734,6 +735,7 @@ def enroll_remove_cmd(
     ),
     aws_profile: str = AWS_PROFILE_OPTION,
     yes: bool = YES_OPTION,
+    hub_choice: str | None = HUB_OPTION,  # read by open_hub (hub.use_backend)
 ) -> None:
     """Detach a cluster: remove the root app (orphaning workloads); optionally its hub spaces."""
     from ..aws import enroll
@@ -788,6 +790,7 @@ def teardown_cmd(
     poll: float = typer.Option(30, "--poll", help="Seconds between progress checks."),
     region: str = REGION_OPTION,
     aws_profile: str = AWS_PROFILE_OPTION,
+    hub_choice: str | None = HUB_OPTION,  # read by open_hub (hub.use_backend)
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Destroy the stack's AWS infrastructure and prove nothing billing is left (needs --yes)."""

@@ -50,11 +50,14 @@ _run = _Run()
 def start_run(json_mode: bool) -> None:
     global _run
     _run = _Run(json_mode)
-    # A mirror named in an earlier in-process run does not carry over (charts is imported only
+    # A mirror or hub named in an earlier in-process run does not carry over (charts is imported only
     # by the commands that read it: a run that never loaded it has nothing to clear).
     charts = sys.modules.get("eksinf.charts")
     if charts is not None:
         charts.use_mirror(None)
+    hub = sys.modules.get("eksinf.hub")
+    if hub is not None:
+        hub.use_backend(None)
 
 
 def emit_json(data: Any) -> None:
@@ -103,6 +106,22 @@ MIRROR_OPTION = typer.Option(
     "manifests from manifests/ beside it. Default: $EKSINF_CHART_MIRROR.",
     file_okay=False,
     callback=_use_mirror,
+)
+
+
+def _use_hub(value: str | None) -> str | None:
+    from .. import hub
+
+    hub.use_backend(value)
+    return value
+
+
+# Every command that opens the hub takes this option; parsing it sets the run's backend.
+HUB_OPTION = typer.Option(
+    None,
+    "--hub",
+    help="Hub backend: local (SQLite, default) or cub. Default: .eksinf/config.yaml.",
+    callback=_use_hub,
 )
 JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
 

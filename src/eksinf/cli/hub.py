@@ -15,7 +15,7 @@ from .. import links as links_mod
 from ..errors import USAGE, EksinfError, shell_command
 from ..model.names import MANAGED_BY, profile_space, variant_space
 from ..model.targets import DEFAULT_KIND
-from .common import JSON_OPTION, MIRROR_OPTION, emit_json, progress, state
+from .common import HUB_OPTION, JSON_OPTION, MIRROR_OPTION, emit_json, progress, state
 from .links import binding_rows, print_binding_table
 
 # The hub and the deploy flow pull in requests (OCI) and the hub backends: each command
@@ -24,9 +24,6 @@ if TYPE_CHECKING:
     from ..hub.protocol import Hub
     from ..stack import Stack
 
-HUB_OPTION = typer.Option(
-    None, "--hub", help="Hub backend: local (SQLite, default) or cub. Default: .eksinf/config.yaml."
-)
 VARIANT_OPTION = typer.Option(
     "dev", "--variant", help="Variant name: spaces are <component>-<variant>."
 )

@@ -12,7 +12,7 @@ import typer
 from ..errors import ENVIRONMENT, EksinfError, shell_command
 from ..model.targets import DEFAULT_KIND, KIND_HELP, target_kind
 from .aws import YES_OPTION, nothing_changed
-from .common import JSON_OPTION, emit_json, progress, state
+from .common import HUB_OPTION, JSON_OPTION, emit_json, progress, state
 
 ARGOCD_NS_OPTION = typer.Option("argocd", "--argocd-namespace", help="Argo CD's namespace.")
 KIND_OPTION = typer.Option(DEFAULT_KIND, "--kind", help=KIND_HELP)
@@ -57,6 +57,7 @@ def target_add_cmd(
     ),
     argocd_namespace: str = ARGOCD_NS_OPTION,
     no_argocd: bool = NO_ARGOCD_OPTION,
+    hub_choice: str | None = HUB_OPTION,  # read by open_hub (hub.use_backend)
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Register a cluster as a target (hub space NAME, target NAME/target): install Argo CD when
@@ -111,7 +112,11 @@ def _print_target(info) -> None:
 
 
 @target_app.command("list")
-def target_list_cmd(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
+def target_list_cmd(
+    ctx: typer.Context,
+    hub_choice: str | None = HUB_OPTION,  # read by open_hub (hub.use_backend)
+    json_out: bool = JSON_OPTION,
+) -> None:
     """Targets added with `target add` / `mgmt up`."""
     from ..flows import targets
     from ..hub import open_hub
@@ -130,7 +135,10 @@ def target_list_cmd(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
 
 @target_app.command("remove")
 def target_remove_cmd(
-    ctx: typer.Context, name: str = typer.Argument(...), yes: bool = YES_OPTION
+    ctx: typer.Context,
+    name: str = typer.Argument(...),
+    yes: bool = YES_OPTION,
+    hub_choice: str | None = HUB_OPTION,  # read by open_hub (hub.use_backend)
 ) -> None:
     """Remove a target's hub spaces and kept kubeconfig (refused while variants are bound)."""
     from ..flows import targets
@@ -159,6 +167,7 @@ def mgmt_up_cmd(
     argocd_namespace: str = ARGOCD_NS_OPTION,
     no_argocd: bool = NO_ARGOCD_OPTION,
     oci_registry: str = typer.Option(None, "--oci-registry", help="Default: REGISTRY."),
+    hub_choice: str | None = HUB_OPTION,  # read by open_hub (hub.use_backend)
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Create the management cluster with kind (when absent), add it as the mgmt target and
