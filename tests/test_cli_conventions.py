@@ -71,3 +71,27 @@ def test_hub_is_accepted_by_commands_whose_plan_opens_no_hub(eksinf, stack_dir, 
 )
 def test_global_options_are_moved_where_they_parse(given, parsed):
     assert global_options_anywhere(given) == parsed
+
+
+def test_fit_widths_shortens_the_widest_column_first():
+    from eksinf.cli.common import fit_widths
+
+    assert fit_widths([10, 50, 20], [4, 4, 4], None) == [10, 50, 20]  # a pipe: whole lines
+    assert fit_widths([10, 50, 20], [4, 4, 4], 100) == [10, 50, 20]
+    assert fit_widths([10, 50, 20], [4, 4, 4], 60) == [10, 26, 20]
+    assert sum(fit_widths([30, 30, 30], [4, 4, 4], 60)) + 4 <= 60
+    assert fit_widths([12, 12], [12, 12], 10) == [12, 12]  # nothing to shorten: it wraps
+
+
+@pytest.mark.parametrize(("command", "header"), [("spaces", "SPACE"), ("units", "UNIT")])
+def test_hub_tables_have_a_header_and_fit_the_terminal(
+    eksinf, stack_dir, monkeypatch, command, header
+):
+    assert eksinf("sandbox", "up", cwd=stack_dir).code == 0
+    wide = eksinf("hub", command, cwd=stack_dir).out.splitlines()  # a pipe: whole lines
+    assert wide[0].split()[0] == header and max(map(len, wide)) > 100
+    monkeypatch.setenv("COLUMNS", "100")
+    lines = eksinf("hub", command, cwd=stack_dir).out.splitlines()
+    assert lines[0].split()[0] == header and len(lines) == len(wide)
+    assert max(map(len, lines)) <= 100
+    assert any(line.endswith("...") or "... " in line for line in lines)

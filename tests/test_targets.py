@@ -135,7 +135,7 @@ def test_target_add_then_deploy_mgmt_publishes_and_triggers_a_refresh(eksinf, st
         # The root app creates one Application per variant from the apps space: simulated by
         # putting them there once the variants exist (what Argo CD's root app would do).
         refreshed = sync_on_refresh(api, stack_dir / ".eksinf" / "hub.db")
-        listed = json.loads(eksinf("target", "list", "--json", cwd=stack_dir).out)
+        listed = json.loads(eksinf("target", "list", "--json", cwd=stack_dir).out)["targets"]
         assert [(t["target"], t["plane"]) for t in listed] == [("m1/target", "mgmt")]
         dry = eksinf(
             "deploy", "--plane", "mgmt", "--target", "m1/target", "--dry-run", cwd=stack_dir
@@ -392,7 +392,7 @@ def test_target_add_records_its_kind_and_refuses_an_unknown_one(eksinf, stack_di
         byo = eksinf(*add, "--kind", "eks-byo", "--json", cwd=stack_dir)
         assert byo.code == 0, byo.err
         assert json.loads(byo.out)["kind"] == "eks-byo"
-    listed = json.loads(eksinf("target", "list", "--json", cwd=stack_dir).out)
+    listed = json.loads(eksinf("target", "list", "--json", cwd=stack_dir).out)["targets"]
     assert [(t["target"], t["kind"]) for t in listed] == [("m1/target", "eks-byo")]
     hub = LocalHub(stack_dir / ".eksinf" / "hub.db")
     assert hub.get_space("m1").labels["TargetKind"] == "eks-byo"

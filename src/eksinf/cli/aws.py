@@ -647,7 +647,7 @@ def enroll_cluster_cmd(
         if markdown:
             typer.echo(contract.markdown(chosen.name), nl=False)
         elif json_out:
-            emit_json(rows)
+            emit_json({"checks": rows})
         else:
             print_table(rows, ("name", "severity", "anchor", "summary"))
         return

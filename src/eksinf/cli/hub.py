@@ -15,7 +15,15 @@ from .. import links as links_mod
 from ..errors import USAGE, EksinfError, shell_command
 from ..model.names import MANAGED_BY, profile_space, variant_space
 from ..model.targets import DEFAULT_KIND
-from .common import HUB_OPTION, JSON_OPTION, MIRROR_OPTION, emit_json, progress, state
+from .common import (
+    HUB_OPTION,
+    JSON_OPTION,
+    MIRROR_OPTION,
+    emit_json,
+    print_table,
+    progress,
+    state,
+)
 from .links import binding_rows, print_binding_table
 
 # The hub and the deploy flow pull in requests (OCI) and the hub backends: each command
@@ -264,7 +272,7 @@ def link_profile_cmd(
             return
         results = flow.link_profile(hub, stack, variant, say=progress)
     if json_out:
-        emit_json([r.to_json() for r in results])
+        emit_json({"links": [r.to_json() for r in results]})
         return
     paths = sum(r.paths + r.setters for r in results)
     typer.echo(
@@ -488,7 +496,7 @@ def release_list(
     with _hub(ctx, hub_choice) as (hub, _stack):
         releases = hub.list_releases(space)
     if json_out:
-        emit_json([r.to_json() for r in releases])
+        emit_json({"releases": [r.to_json() for r in releases]})
         return
     for r in releases:
         typer.echo(f"{r.release_num}\t{_units(r.unit_count)}\t{r.manifest_digest}\t{r.ref}")
@@ -606,11 +614,17 @@ def hub_spaces(
     with _hub(ctx, hub_choice) as (hub, _stack):
         spaces = hub.list_spaces(where)
     if json_out:
-        emit_json([s.to_json() for s in spaces])
+        emit_json({"spaces": [s.to_json() for s in spaces]})
         return
-    for s in spaces:
-        labels = ",".join(f"{k}={v}" for k, v in sorted(s.labels.items()))
-        typer.echo(f"{s.slug}\t{s.release_target or '-'}\t{labels}")
+    rows = [
+        {
+            "space": s.slug,
+            "release target": s.release_target or "-",
+            "labels": ",".join(f"{k}={v}" for k, v in sorted(s.labels.items())),
+        }
+        for s in spaces
+    ]
+    print_table(rows, ("space", "release target", "labels"))
 
 
 @hub_app.command("units")
@@ -625,14 +639,19 @@ def hub_units(
     with _hub(ctx, hub_choice) as (hub, _stack):
         units = hub.list_units(space, where)
     if json_out:
-        emit_json([u.to_json() for u in units])
+        emit_json({"units": [u.to_json() for u in units]})
         return
-    for u in units:
-        gates = ",".join(u.validation_errors) or "-"
-        typer.echo(
-            f"{u.space}/{u.slug}\trev {u.head_revision}\t{u.target or '-'}\t"
-            f"{len(u.placeholders)} placeholder(s)\tgates {gates}"
-        )
+    rows = [
+        {
+            "unit": f"{u.space}/{u.slug}",
+            "rev": str(u.head_revision),
+            "target": u.target or "-",
+            "placeholders": str(len(u.placeholders)),
+            "gates": ",".join(u.validation_errors) or "-",
+        }
+        for u in units
+    ]
+    print_table(rows, ("unit", "rev", "target", "placeholders", "gates"))
 
 
 @hub_app.command("show")
@@ -649,7 +668,7 @@ def hub_show(
         record = hub.get_unit(space, unit)
         data = hub.unit_data(space, unit, revision)
     if json_out:
-        emit_json({**record.to_json(), "Data": data})
+        emit_json({**record.to_json(), "data": data})
         return
     typer.echo(data, nl=False)
 
@@ -720,7 +739,7 @@ def hub_history(
     with _hub(ctx, hub_choice) as (hub, _stack):
         revisions = hub.history(space, unit)
     if json_out:
-        emit_json([r.to_json() for r in revisions])
+        emit_json({"revisions": [r.to_json() for r in revisions]})
         return
     for r in revisions:
         typer.echo(f"{r.num}\t{r.data_hash[:12]}\t{r.description}")

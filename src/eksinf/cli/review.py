@@ -76,7 +76,7 @@ def diff_cmd(
         from ..review.risks import CLASSES
 
         if fmt == "json":
-            emit_json([{"id": c.id, "title": c.title} for c in CLASSES.values()])
+            emit_json({"classes": [{"id": c.id, "title": c.title} for c in CLASSES.values()]})
         else:
             for c in CLASSES.values():
                 typer.echo(f"{c.id:<22} {c.title}")

@@ -125,7 +125,7 @@ def target_list_cmd(
     with open_hub(stack.root) as hub:
         rows = targets.list_targets(hub, stack.root)
     if json_out:
-        emit_json([r.as_json() for r in rows])
+        emit_json({"targets": [r.as_json() for r in rows]})
         return
     for r in rows:
         typer.echo(f"{r.target:<32} {r.plane:<9} {r.kind:<9} {r.kubeconfig or '(no kubeconfig)'}")

@@ -76,7 +76,7 @@ class SandboxReport:
         return {
             "changed": self.changed,
             "install": self.install.to_json(),
-            "spaces_created": self.spaces_created,
+            "spacesCreated": self.spaces_created,
             "planes": [p.to_json() for p in self.planes],
         }
 
