@@ -171,7 +171,10 @@ def _cut(cell: str, width: int) -> str:
 
 def print_table(rows: list[dict[str, str]], columns: tuple[str, ...]) -> None:
     """Aligned columns under an upper-case header, the last one unpadded, fitted to the
-    terminal's width (the widest column shortened, with `...`)."""
+    terminal's width (the widest column shortened, with `...`). No rows: no output at all, so
+    an empty listing is empty."""
+    if not rows:
+        return
     cells = [tuple(c.upper() for c in columns)] + [tuple(r[c] for c in columns) for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
     fitted = fit_widths(widths, [len(c) for c in columns], terminal_width())
