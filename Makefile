@@ -2,6 +2,8 @@
 EKSINF ?= .venv/bin/eksinf
 PYTEST ?= .venv/bin/pytest
 RUFF ?= .venv/bin/ruff
+# The offline mirror (charts; pinned manifests in manifests/ beside it): a fresh clone has no cache.
+CHART_MIRROR ?= ../shared/charts
 
 .PHONY: help render guard verify lint bundles push test check
 
@@ -16,14 +18,14 @@ help:
 	@echo "check   lint, format check, tests, verify, validate and eksinf lint"
 
 render:
-	$(EKSINF) render
+	$(EKSINF) render --chart-mirror $(CHART_MIRROR)
 
 guard:
 	$(EKSINF) guard
 
 verify:
-	$(EKSINF) verify
-	$(EKSINF) validate
+	$(EKSINF) verify --chart-mirror $(CHART_MIRROR)
+	$(EKSINF) validate --chart-mirror $(CHART_MIRROR)
 
 lint:
 	$(EKSINF) lint
@@ -41,6 +43,6 @@ check:
 	$(RUFF) check .
 	$(RUFF) format --check .
 	$(PYTEST) -q
-	$(EKSINF) verify
-	$(EKSINF) validate
+	$(EKSINF) verify --chart-mirror $(CHART_MIRROR)
+	$(EKSINF) validate --chart-mirror $(CHART_MIRROR)
 	$(EKSINF) lint

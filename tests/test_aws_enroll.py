@@ -623,7 +623,7 @@ def test_byo_cluster_fix_is_a_command_that_deploys_the_identity_without_an_ack_c
     body = json.loads(deployed.out)
     assert body["kind"] == "eks-byo"
     assert sorted(body["created"]) == ["ack-controllers-dev", "argocd-dev", "karpenter-aws-dev"]
-    assert body["by_name"] == ["karpenter-aws-dev/controller-identity"]
+    assert body["byName"] == ["karpenter-aws-dev/controller-identity"]
     hub = open_hub(stack_dir)
     shipped = [
         d
@@ -641,7 +641,7 @@ def test_byo_cluster_fix_is_a_command_that_deploys_the_identity_without_an_ack_c
         load_profile(load_stack(stack_dir)).spec["karpenterRoleName"]
     ]  # linked from the profile as on an eks target
     again = eksinf(*deploy_cmd.split()[1:], "--no-sync", "--json", cwd=stack_dir)
-    assert again.code == 0 and json.loads(again.out)["by_name"] == []  # idempotent
+    assert again.code == 0 and json.loads(again.out)["byName"] == []  # idempotent
 
     fake.associations[scope.cluster] = made  # what ACK creates from that unit
     enrolled = eksinf(*args, "--json", cwd=stack_dir)

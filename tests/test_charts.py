@@ -228,10 +228,10 @@ def test_charts_list_json_shows_pins(tmp_path, cache, eksinf):
     mirror.mkdir()
     (mirror / "listed-0.1.0.tgz").write_bytes(chart.package())
     root = write_stack(tmp_path / "stack", [("app", chart, "oci://127.0.0.1:9/x")])
-    before = json.loads(eksinf("charts", "list", "--json", cwd=root).out)
+    before = json.loads(eksinf("charts", "list", "--json", cwd=root).out)["charts"]
     assert before[0]["sha256"] is None
     assert eksinf("charts", "lock", "--chart-mirror", str(mirror), cwd=root).code == 0
-    after = json.loads(eksinf("charts", "list", "--json", cwd=root).out)
+    after = json.loads(eksinf("charts", "list", "--json", cwd=root).out)["charts"]
     assert after == [
         {
             "component": "apps",

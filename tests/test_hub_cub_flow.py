@@ -132,11 +132,11 @@ def test_cub_flow_twice_then_teardown(eksinf, stack_dir, cub, aws_env, monkeypat
 
     before = state(store)
     two = run_flow(eksinf, stack_dir)
-    assert all(not b["space_created"] and not b["created"] and not b["updated"]
+    assert all(not b["spaceCreated"] and not b["created"] and not b["updated"]
                for b in two["install"]["bases"])  # fmt: skip
     assert two["deploy"]["created"] == [] and sorted(two["deploy"]["existing"]) == sorted(deployed)
     assert two["deploy"]["published"] == [] and two["publish"]["outcome"] == "current"
-    assert all(not lk["link_changed"] and not lk["resolved"] for lk in two["link-profile"])
+    assert all(not lk["linkChanged"] and not lk["resolved"] for lk in two["link-profile"]["links"])
     assert state(store) == before  # no unit got a revision, no space a release
 
     down = eksinf(
@@ -176,7 +176,7 @@ def test_a_private_bundle_is_pulled_by_eksinf_and_staged_for_cub(
     ref = f"{auth_registry}/private/karpenter"
     up = eksinf("hub", "upload", "karpenter", ref, "--hub", "cub", "--json", cwd=stack_dir)
     assert up.code == 0, up.err
-    assert json.loads(up.out)["space_created"] is True
+    assert json.loads(up.out)["spaceCreated"] is True
     (upload,) = [c for c in cub.calls() if c[:2] == ["variant", "upload"]]
     assert not any("oci://" in arg for arg in upload)
     assert upload[-1] == str(stack_dir / ".eksinf" / "cub-upload" / "karpenter-base")

@@ -25,7 +25,7 @@ from eksinf.yamlio import load_docs
 def units(eksinf, stack_dir: Path, *args: str) -> list[dict]:
     result = eksinf("hub", "units", "--json", *args, cwd=stack_dir)
     assert result.code == 0, result.err
-    return json.loads(result.out)
+    return json.loads(result.out)["units"]
 
 
 def open_hub(stack_dir: Path) -> LocalHub:
@@ -46,10 +46,10 @@ def test_sandbox_up_end_to_end_then_rerun_then_down(eksinf, stack_dir, monkeypat
     # both planes' releases are admitted against one read of the committed units
     assert len(reads) == 1
 
-    bound = [u for u in units(eksinf, stack_dir) if u["Target"]]
+    bound = [u for u in units(eksinf, stack_dir) if u["target"]]
     assert bound, "sandbox bound no unit to a target"
-    assert [u for u in bound if u["Placeholders"] or u["ValidationErrors"]] == []
-    assert {u["Space"] for u in bound} >= {"karpenter-sandbox", "sandbox-mgmt-argo-apps"}
+    assert [u for u in bound if u["placeholders"] or u["validationErrors"]] == []
+    assert {u["space"] for u in bound} >= {"karpenter-sandbox", "sandbox-mgmt-argo-apps"}
 
     hub = open_hub(stack_dir)
     for space in ("aws-network-sandbox", "karpenter-sandbox", "sandbox-workload-argo-apps"):
@@ -74,10 +74,10 @@ def test_sandbox_up_end_to_end_then_rerun_then_down(eksinf, stack_dir, monkeypat
 
     plan = eksinf("sandbox", "down", cwd=stack_dir)
     assert plan.code == 0 and "would delete karpenter-sandbox" in plan.out
-    assert eksinf("hub", "spaces", "--json", cwd=stack_dir).out.count("Slug") > 0
+    assert eksinf("hub", "spaces", "--json", cwd=stack_dir).out.count('"slug"') > 0
     down = eksinf("sandbox", "down", "--yes", cwd=stack_dir)
     assert down.code == 0, down.err
-    assert json.loads(eksinf("hub", "spaces", "--json", cwd=stack_dir).out) == []
+    assert json.loads(eksinf("hub", "spaces", "--json", cwd=stack_dir).out) == {"spaces": []}
 
 
 def test_sandbox_down_keeps_only_bases_other_variants_use(eksinf, stack_dir):
@@ -85,9 +85,12 @@ def test_sandbox_down_keeps_only_bases_other_variants_use(eksinf, stack_dir):
     dev = eksinf("hub", "create-variant", "dev", "karpenter-base", cwd=stack_dir)
     assert dev.code == 0, dev.err
     kept = eksinf("sandbox", "down", "--keep-bases", "--json", cwd=stack_dir)
-    assert not any(s.endswith("-base") for s in json.loads(kept.out)["would_delete"])
+    assert not any(s.endswith("-base") for s in json.loads(kept.out)["wouldDelete"])
     assert eksinf("sandbox", "down", "--yes", cwd=stack_dir).code == 0
-    left = {s["Slug"] for s in json.loads(eksinf("hub", "spaces", "--json", cwd=stack_dir).out)}
+    left = {
+        s["slug"]
+        for s in json.loads(eksinf("hub", "spaces", "--json", cwd=stack_dir).out)["spaces"]
+    }
     assert left == {"karpenter-base", "karpenter-dev"}
 
 
@@ -223,15 +226,15 @@ def test_install_recreate_refused_while_variants_exist(eksinf, stack_dir):
 
 def test_install_recreate_mints_new_ids_without_variants(eksinf, stack_dir):
     assert eksinf("install", cwd=stack_dir).code == 0
-    before = {u["UnitID"] for u in units(eksinf, stack_dir, "--space", "karpenter-base")}
+    before = {u["unitId"] for u in units(eksinf, stack_dir, "--space", "karpenter-base")}
     dry = eksinf("install", "--recreate", "--dry-run", cwd=stack_dir)
     assert dry.code == 0 and "would DELETE karpenter-base" in dry.err
-    assert {u["UnitID"] for u in units(eksinf, stack_dir, "--space", "karpenter-base")} == before
+    assert {u["unitId"] for u in units(eksinf, stack_dir, "--space", "karpenter-base")} == before
     plan = eksinf("install", "--recreate", cwd=stack_dir)
     assert plan.code == 0 and "re-run with --yes" in plan.err and "would DELETE" in plan.err
-    assert {u["UnitID"] for u in units(eksinf, stack_dir, "--space", "karpenter-base")} == before
+    assert {u["unitId"] for u in units(eksinf, stack_dir, "--space", "karpenter-base")} == before
     assert eksinf("install", "--recreate", "--yes", cwd=stack_dir).code == 0
-    after = {u["UnitID"] for u in units(eksinf, stack_dir, "--space", "karpenter-base")}
+    after = {u["unitId"] for u in units(eksinf, stack_dir, "--space", "karpenter-base")}
     assert after and not (after & before)
 
 
@@ -257,7 +260,7 @@ def test_install_from_bundle_dir_and_oci_layout(eksinf, stack_dir, tmp_path):
         )
     first = eksinf("install", "--from", str(bundles), "--json", cwd=stack_dir)
     assert first.code == 0, first.err
-    assert all(b["space_created"] for b in json.loads(first.out)["bases"])
+    assert all(b["spaceCreated"] for b in json.loads(first.out)["bases"])
     second = eksinf("install", "--from", f"oci-layout:{layout}", cwd=stack_dir)
     assert second.code == 0, second.err
     assert "Bases: 0 created, 0 updated" in second.out
@@ -335,7 +338,7 @@ def test_hub_show_diff_history(eksinf, stack_dir):
     history = json.loads(
         eksinf("hub", "history", "karpenter-sandbox", "nodeclasses", "--json", cwd=stack_dir).out
     )
-    assert [h["Description"] for h in history][-1] == "resolve links"
+    assert [h["description"] for h in history["revisions"]][-1] == "resolve links"
     diff = eksinf("hub", "diff", "karpenter-sandbox", "nodeclasses", cwd=stack_dir)
     assert diff.code == 0 and diff.out.startswith("--- karpenter-sandbox/nodeclasses@1")
     upstream = eksinf(
@@ -351,7 +354,7 @@ def test_hub_show_diff_history(eksinf, stack_dir):
     show = json.loads(
         eksinf("hub", "show", "karpenter-sandbox", "nodeclasses", "--json", cwd=stack_dir).out
     )
-    assert "EC2NodeClass" in show["Data"]
+    assert "EC2NodeClass" in show["data"]
 
 
 @pytest.mark.parametrize(
@@ -436,7 +439,7 @@ def test_hub_upload_from_bundle_file_directory_and_oci(eksinf, stack_dir, tmp_pa
     first = eksinf("hub", "upload", "karpenter", str(archive), "--json", cwd=stack_dir)
     assert first.code == 0, first.err
     created = json.loads(first.out)
-    assert created["space_created"] and sorted(created["created"]) == sorted(n[:-5] for n in files)
+    assert created["spaceCreated"] and sorted(created["created"]) == sorted(n[:-5] for n in files)
     for source in (str(stack_dir / "configs" / "karpenter"), f"oci-layout:{tmp_path / 'layout'}"):
         again = eksinf("hub", "upload", "karpenter", source, "--json", cwd=stack_dir)
         assert again.code == 0, again.err
@@ -550,3 +553,86 @@ def test_a_base_change_colliding_with_a_variant_edit_is_exit_3_by_unit_and_field
     assert result.code == 3
     assert "inference-workloads-sandbox: 1 upstream change(s) collide" in result.err
     assert "vllm: apps/v1/Deployment/" in result.err and ".spec.replicas" in result.err
+
+
+def test_down_then_up_publishes_each_time_and_release_numbers_continue(eksinf, stack_dir):
+    """A deleted and re-made space starts with no releases in the hub, but its repository keeps
+    the earlier immutable release-N tags: the numbers continue past them instead of colliding."""
+    space = "inference-workloads-sandbox"
+    tags = []
+    for replicas in ("1", "2"):  # each life ends with content the other life never published
+        up = eksinf("sandbox", "up", cwd=stack_dir)
+        assert up.code == 0, up.err
+        scale = ("fn", "set-replicas", replicas, "--space", space, "--unit", "vllm")
+        assert eksinf(*scale, cwd=stack_dir).code == 0
+        published = eksinf("release", "publish", space, "--no-sync", cwd=stack_dir)
+        assert published.code == 0, published.err
+        with open_hub(stack_dir) as hub:
+            tags.append([f"release-{r.release_num}" for r in hub.list_releases(space)])
+            ref = hub.list_releases(space)[-1].ref
+        assert eksinf("sandbox", "down", "--yes", cwd=stack_dir).code == 0
+    assert tags == [["release-1", "release-2"], ["release-3", "release-4"]]
+    assert set(oci.list_tags(ref)) >= {"release-1", "release-2", "release-3", "release-4"}
+    assert eksinf("sandbox", "up", cwd=stack_dir).code == 0  # the third life publishes too
+
+
+def test_sandbox_down_deletes_what_other_variants_deployed_on_its_targets(eksinf, stack_dir):
+    """A `dev` plane deployed on the sandbox's targets: the dry run names its spaces, the real
+    run deletes exactly what the dry run listed, all of it."""
+    assert eksinf("sandbox", "up", cwd=stack_dir).code == 0
+    assert eksinf("hub", "create-variant", "dev", "platform-profile-base", cwd=stack_dir).code == 0
+    dev = ("deploy", "--plane", "mgmt", "--target", "sandbox-mgmt/target", "--variant", "dev")
+    deployed = eksinf(*dev, "--no-sync", cwd=stack_dir)
+    assert deployed.code == 0, deployed.err
+    plan = json.loads(eksinf("sandbox", "down", "--json", cwd=stack_dir).out)
+    assert plan["blockedBy"] == []
+    assert "karpenter-aws-dev" in plan["wouldDelete"]
+    down = eksinf("sandbox", "down", "--yes", "--json", cwd=stack_dir)
+    assert down.code == 0, down.err
+    assert json.loads(down.out)["deleted"] == plan["wouldDelete"]
+    left = {
+        s["slug"]
+        for s in json.loads(eksinf("hub", "spaces", "--json", cwd=stack_dir).out)["spaces"]
+    }
+    assert left == {"platform-profile-base", "platform-profile-dev"}
+
+
+def test_sandbox_down_deletes_nothing_while_something_it_cannot_own_blocks_it(eksinf, stack_dir):
+    """A space eksinf did not make, deployed on the sandbox's target: named in the plan, and
+    --yes refuses before deleting anything."""
+    assert eksinf("sandbox", "up", cwd=stack_dir).code == 0
+    with open_hub(stack_dir) as hub:
+        hub.create_space("theirs", {"Owner": "someone else"})
+        hub.create_unit(
+            "theirs", "cm", "apiVersion: v1\nkind: ConfigMap\n", target="sandbox-mgmt/target"
+        )
+        before = sorted(s.slug for s in hub.list_spaces())
+    plan = json.loads(eksinf("sandbox", "down", "--json", cwd=stack_dir).out)
+    assert any(b.startswith("theirs ") for b in plan["blockedBy"])
+    down = eksinf("sandbox", "down", "--yes", cwd=stack_dir)
+    assert down.code == 3
+    assert "nothing was deleted" in down.err and "theirs" in down.err
+    with open_hub(stack_dir) as hub:
+        assert sorted(s.slug for s in hub.list_spaces()) == before
+
+
+def test_hub_diff_upstream_shows_only_the_field_a_function_changed(eksinf, stack_dir):
+    """The base holds the committed file (comments, quoting); set-replicas re-writes the unit in
+    eksinf's style. The diff compares content: one line out, one line in."""
+    assert eksinf("install", cwd=stack_dir).code == 0
+    made = eksinf("hub", "create-variant", "dev", "inference-workloads-base", cwd=stack_dir)
+    assert made.code == 0, made.err
+    scale = ("fn", "set-replicas", "3", "--space", "inference-workloads-dev", "--unit", "vllm")
+    assert eksinf(*scale, cwd=stack_dir).code == 0
+    diff = eksinf("hub", "diff", "inference-workloads-dev", "vllm", "--upstream", cwd=stack_dir)
+    assert diff.code == 0, diff.err
+    changed = [
+        line
+        for line in diff.out.splitlines()
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
+    assert changed == ["-  replicas: 0", "+  replicas: 3"]
+    assert (
+        "# The model server"
+        in (stack_dir / "configs" / "inference-workloads" / "vllm.yaml").read_text()
+    )

@@ -267,7 +267,7 @@ def test_list_checks_by_kind(eksinf, stack_dir):
         "enroll", "cluster", "--kind", "hyperpod-eks", "--list-checks", "--json", cwd=stack_dir
     )
     assert result.code == 0, result.err
-    names = [row["name"] for row in json.loads(result.out)]
+    names = [row["name"] for row in json.loads(result.out)["checks"]]
     assert names == [r.name for r in contract.rules_for("hyperpod-eks")]
     assert {"hyperpod-cluster", "addon-cluster-arn", "alb-role-trust"} <= set(names)
     assert not {"discovery-tags", "gpu-ami", "node-role"} & set(names)
@@ -276,7 +276,7 @@ def test_list_checks_by_kind(eksinf, stack_dir):
         "inference-controller" in text.out and "docs/hyperpod.md#the-hyperpod-contract" in text.out
     )
     eks = json.loads(eksinf("enroll", "cluster", "--list-checks", "--json", cwd=stack_dir).out)
-    assert "hyperpod-cluster" not in [row["name"] for row in eks]
+    assert "hyperpod-cluster" not in [row["name"] for row in eks["checks"]]
     wrong = eksinf("enroll", "cluster", "--list-checks", "--hyperpod-cluster", "x", cwd=stack_dir)
     assert wrong.code == 2 and "only for --kind hyperpod-eks" in wrong.err
 

@@ -480,7 +480,7 @@ def test_target_add_surfaces_the_diagnosis_and_binds_nothing(
     assert "does not recognise the credentials of context stranger" in unauthorized.err
     assert not kubeconfig_path(stack_dir, "m1").exists()
     listed = eksinf("target", "list", "--json", cwd=stack_dir)
-    assert json.loads(listed.out) == []
+    assert json.loads(listed.out) == {"targets": []}
 
 
 def serve_applications(plane, stack_dir: Path) -> None:

@@ -192,7 +192,7 @@ def test_unknown_binding_key_is_refused(stack_dir, eksinf):
 def test_links_list_json(stack_dir, eksinf):
     result = eksinf("links", "list", "--json", cwd=stack_dir)
     assert result.code == 0, result.err
-    rows = json.loads(result.out)
+    rows = json.loads(result.out)["bindings"]
     setters = [r for r in rows if "setter" in r]
     assert {"container": "controller", "env": "CLUSTER_NAME"} in [r["setter"] for r in setters]
 

@@ -884,7 +884,7 @@ def test_lint_list_prints_the_table_of_registered_checks(eksinf, stack_dir):
     registered check."""
     listed = eksinf("lint", "--list", "--json", cwd=stack_dir)
     assert listed.code == 0, listed.err
-    rows = json.loads(listed.out)
+    rows = json.loads(listed.out)["checks"]
     assert {r["domain"] for r in rows} == {
         "stack", "bindings", "identity", "network", "scheduling", "naming", "addons",
         "lifecycle",

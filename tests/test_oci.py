@@ -240,7 +240,7 @@ def test_cli_push_pull_round_trip_against_the_registry(eksinf, stack_dir, regist
     assert "karpenter: unchanged" in again.err
 
     tags = eksinf("tags", f"{base}/karpenter", "--json")
-    assert json.loads(tags.out) == sorted(["latest", entry["version"]])
+    assert json.loads(tags.out)["tags"] == sorted(["latest", entry["version"]])
 
     out = tmp_path / "pulled"
     pulled = eksinf(
@@ -499,7 +499,7 @@ def test_a_loopback_token_realm_is_used(eksinf, hostile, monkeypatch, stack_dir)
     hostile.routes["/token"] = (200, {}, b'{"token": "t0k"}')
     result = eksinf("tags", f"{hostile.host}/x", "--json", cwd=stack_dir)
     assert result.code == 0, result.err
-    assert json.loads(result.out) == ["a", "b"]
+    assert json.loads(result.out)["tags"] == ["a", "b"]
     (token_headers,) = [h for path, h in hostile.seen if path == "/token"]
     assert token_headers["Authorization"] == "Basic " + base64.b64encode(b"ci:s3cr3t").decode()
 

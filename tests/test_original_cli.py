@@ -158,7 +158,7 @@ def test_install_registry_is_from(eksinf, stack_dir, tmp_path) -> None:
                  tags=["latest"])  # fmt: skip
     result = eksinf("install", "--registry", f"oci-layout:{layout}", "--json", cwd=stack_dir)
     assert result.code == 0, result.err
-    assert all(b["space_created"] for b in json.loads(result.out)["bases"])
+    assert all(b["spaceCreated"] for b in json.loads(result.out)["bases"])
 
 
 def test_creds_cluster_reads_cub_cluster_ups_kubeconfig(

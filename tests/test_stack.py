@@ -207,7 +207,7 @@ def test_stack_option_points_at_another_directory(tmp_path, eksinf):
     root = make_stack(tmp_path)
     result = eksinf("--stack", str(root), "components", "--json", cwd=tmp_path)
     assert result.code == 0, result.err
-    assert [r["name"] for r in json.loads(result.out)] == [
+    assert [r["name"] for r in json.loads(result.out)["components"]] == [
         "profile",
         "network",
         "controllers",
@@ -219,7 +219,7 @@ def test_components_filtered_by_plane_as_json(tmp_path, eksinf):
     root = make_stack(tmp_path)
     result = eksinf("components", "--plane", "mgmt", "--json", cwd=root)
     assert result.code == 0, result.err
-    rows = json.loads(result.out)
+    rows = json.loads(result.out)["components"]
     assert [(r["name"], r["plane"], r["order"]) for r in rows] == [
         ("network", "mgmt", 0),
         ("controllers", "mgmt", 1),

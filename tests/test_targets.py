@@ -272,7 +272,7 @@ def test_target_add_then_deploy_mgmt_publishes_and_triggers_a_refresh(eksinf, st
         # The root app creates one Application per variant from the apps space: simulated by
         # putting them there once the variants exist (what Argo CD's root app would do).
         refreshed = sync_on_refresh(api, stack_dir / ".eksinf" / "hub.db")
-        listed = json.loads(eksinf("target", "list", "--json", cwd=stack_dir).out)
+        listed = json.loads(eksinf("target", "list", "--json", cwd=stack_dir).out)["targets"]
         assert [(t["target"], t["plane"]) for t in listed] == [("m1/target", "mgmt")]
         dry = eksinf(
             "deploy", "--plane", "mgmt", "--target", "m1/target", "--dry-run", cwd=stack_dir
@@ -537,7 +537,7 @@ def test_target_add_records_its_kind_and_refuses_an_unknown_one(
     byo = eksinf(*add, "--kind", "eks-byo", "--json", cwd=stack_dir)
     assert byo.code == 0, byo.err
     assert json.loads(byo.out)["kind"] == "eks-byo"
-    listed = json.loads(eksinf("target", "list", "--json", cwd=stack_dir).out)
+    listed = json.loads(eksinf("target", "list", "--json", cwd=stack_dir).out)["targets"]
     assert [(t["target"], t["kind"]) for t in listed] == [("m1/target", "eks-byo")]
     hub = LocalHub(stack_dir / ".eksinf" / "hub.db")
     assert hub.get_space("m1").labels["TargetKind"] == "eks-byo"
@@ -577,7 +577,7 @@ def test_target_add_then_deploy_mgmt_applies_to_the_real_server(
     assert f"argocd-server in {namespace} not Available after 1 s" in waited.err
     assert "the cluster has no nodes, no argocd-server pod exists" in waited.err
     assert not (stack_dir / ".eksinf" / "clusters" / "accept.kubeconfig").exists()
-    assert json.loads(eksinf("target", "list", "--json", cwd=stack_dir).out) == []
+    assert json.loads(eksinf("target", "list", "--json", cwd=stack_dir).out) == {"targets": []}
     seen = kubectl(given, "get", "deployment", "argocd-server", "-n", namespace)
     assert seen["spec"]["template"]["spec"]["containers"][0]["image"].endswith(":v3.4.7")
 
@@ -663,7 +663,7 @@ def test_target_add_without_rights_or_with_an_unknown_token_is_diagnosed(
     assert result.code == 4, result.err
     assert str(status) in result.err.splitlines()[0]
     assert not kubeconfig_path(stack_dir, f"t{status}").exists()
-    assert json.loads(eksinf("target", "list", "--json", cwd=stack_dir).out) == []
+    assert json.loads(eksinf("target", "list", "--json", cwd=stack_dir).out) == {"targets": []}
     admin = plane_kube(kube_plane)
     assert admin.get(resource_path("v1", "Namespace", None, f"argo-{status}")) is None
 

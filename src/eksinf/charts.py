@@ -63,9 +63,25 @@ def cache_dir() -> Path:
     return cache.root() / "charts"
 
 
-def mirror_dir(explicit: Path | None) -> Path | None:
+# This run's mirror, from a command's --chart-mirror (cli.common sets it as the option is
+# parsed), so that every read of a pinned input in the run, however deep (the cluster CRDs a
+# release's admission check reads), finds the mirror the user named, not only the stage that
+# took the option.
+_run_mirror: Path | None = None
+
+
+def use_mirror(path: Path | None) -> None:
+    """Set (or, with None, clear) the mirror every later read in this run falls back to."""
+    global _run_mirror
+    _run_mirror = path
+
+
+def mirror_dir(explicit: Path | None = None) -> Path | None:
+    """The chart mirror: `explicit`, else this run's --chart-mirror, else $EKSINF_CHART_MIRROR."""
     if explicit is not None:
         return explicit
+    if _run_mirror is not None:
+        return _run_mirror
     env = os.environ.get(MIRROR_ENV)
     return Path(env) if env else None
 

@@ -126,7 +126,8 @@ def fetch(spec: ManifestSpec, mirror: Path | None) -> tuple[bytes, str]:
         raise EksinfError(
             f"manifest {spec.name} {spec.version} is unreachable at {host}{where}: "
             f"{type(exc).__name__}",
-            hint=f"Offline, put {spec.mirror_file} in a directory and set {MIRROR_ENV} to it.",
+            hint=f"Offline, pass --chart-mirror DIR with {spec.mirror_file} in DIR/../manifests "
+            f"(or set {MIRROR_ENV} to the folder that holds it).",
             exit_code=ENVIRONMENT,
         ) from exc
     return data, spec.url

@@ -686,8 +686,12 @@ class LayoutStore:
         )
 
 
+class NoRepository(EksinfError):
+    """The registry or layout holds no repository by that name (nothing was pushed there)."""
+
+
 def _no_repository(where: str) -> EksinfError:
-    return EksinfError(
+    return NoRepository(
         f"no repository {where}",
         hint="Check the spelling: each component is pushed to <base>/<component> "
         "(`eksinf push` prints the references it wrote).",
@@ -844,5 +848,11 @@ def pull(ref: str, *, expect_digest: str | None = None) -> Pulled:
     return Pulled(blob, manifest_digest, annotations, title)
 
 
-def list_tags(ref: str) -> list[str]:
-    return open_store(parse_ref(ref)).tags()
+def list_tags(ref: str, *, missing_ok: bool = False) -> list[str]:
+    """The repository's tags; with missing_ok, none for a repository nothing was pushed to."""
+    try:
+        return open_store(parse_ref(ref)).tags()
+    except NoRepository:
+        if missing_ok:
+            return []
+        raise

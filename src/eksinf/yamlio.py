@@ -694,6 +694,12 @@ def dump_docs(docs: list[Any]) -> str:
     return text
 
 
+def canonical_text(text: str, label: str = "YAML input") -> str:
+    """The documents' content in the one style eksinf writes (`dump_docs`): what two texts are
+    compared by when only their meaning counts (comments, quoting and indentation do not)."""
+    return dump_docs(load_docs(text, label))
+
+
 # key order kept, block style, `---` before each document, no line folding
 DUMP_OPTIONS: dict[str, Any] = {
     "sort_keys": False,

@@ -18,13 +18,22 @@ from .common import State, progress
 SETTINGS: dict[str, Any] = {
     "name": "eksinf",
     "help": "Render, guard, link, bundle and deploy a GPU-inference stack on Amazon EKS.\n\n"
+    "--stack, --json and --hub go before or after the command; `eksinf --version` is "
+    "`eksinf version`.\n\n"
     "Exit codes: 0 ok, 1 failure or drift, 2 usage, 3 contract violation, 4 environment.",
     "no_args_is_help": True,
     "pretty_exceptions_enable": False,
     "add_completion": False,
     "rich_markup_mode": None,
+    # click passes a parent context's help option names on to every subcommand
+    "context_settings": {"help_option_names": ["-h", "--help"]},
 }
 STACK_OPTION = "--stack"  # the one root option that takes a value
+# Options each command takes for itself, also accepted before the command (`eksinf --json
+# components`): moved after it before parsing. The root's --stack is accepted after the command
+# the other way round. Each with whether it takes a value.
+COMMAND_OPTIONS = {"--json": False, "--hub": True}
+VERSION_OPTION = "--version"  # `eksinf --version` is `eksinf version`
 
 # The command modules in help order (the pipeline, build side first, AWS last) and the top-level
 # commands each registers, so that a run imports only the module of the command it invokes
@@ -65,6 +74,49 @@ def _app(modules: tuple[str, ...]) -> typer.Typer:
 def whole_app() -> typer.Typer:
     """Every command: what `eksinf` alone, a root `--help` or an unknown command answer with."""
     return _app(tuple(MODULES))
+
+
+def _take(args: list[str], at: int, takes_value: bool) -> tuple[list[str], int]:
+    """The option at `at` (with its value, `--opt=value` or `--opt value`) and where the next
+    word is."""
+    if takes_value and "=" not in args[at] and at + 1 < len(args):
+        return args[at : at + 2], at + 2
+    return args[at : at + 1], at + 1
+
+
+def global_options_anywhere(args: list[str]) -> list[str]:
+    """`args` with --stack moved before the command and --json/--hub moved after it, so the
+    global options work on either side; `--version` before the command is `version`. Words
+    after `--` are left alone."""
+    head: list[str] = []  # --stack, before the command
+    moved: list[str] = []  # command options given before the command
+    rest: list[str] = []
+    version = False
+    at, seen_command = 0, False
+    while at < len(args):
+        word = args[at]
+        name = word.split("=", 1)[0]
+        if word == "--":
+            rest += args[at:]
+            break
+        if name == STACK_OPTION:
+            taken, at = _take(args, at, True)
+            head += taken
+        elif not seen_command and name in COMMAND_OPTIONS:
+            taken, at = _take(args, at, COMMAND_OPTIONS[name])
+            moved += taken
+        elif not seen_command and word == VERSION_OPTION:
+            version, at = True, at + 1
+        else:
+            seen_command = seen_command or not word.startswith("-")
+            rest.append(word)
+            at += 1
+    if version and not seen_command:
+        rest.insert(0, "version")
+    if moved:
+        cut = rest.index("--") if "--" in rest else len(rest)
+        rest[cut:cut] = moved
+    return [*head, *rest]
 
 
 def command_word(args: list[str]) -> str | None:
@@ -112,7 +164,7 @@ def run(argv: list[str] | None = None) -> int:
     Under --json, stdout carries exactly one JSON object even when the command fails: the
     command's own, or `{"error", "hint", "exit"}` when it failed before printing one.
     """
-    args = list(sys.argv[1:] if argv is None else argv)
+    args = global_options_anywhere(list(sys.argv[1:] if argv is None else argv))
     common.start_run(json_mode="--json" in args)
     try:
         command = typer.main.get_command(app_for(args))

@@ -10,7 +10,7 @@ import typer
 from ..errors import ENVIRONMENT, USAGE, EksinfError, shell_command
 from ..model.names import apps_space, kubeconfig_path
 from ..model.targets import DEFAULT_KIND, HYPERPOD_EKS, KIND_HELP, target_kind
-from .common import JSON_OPTION, emit_json, print_table, progress, state
+from .common import HUB_OPTION, JSON_OPTION, emit_json, print_table, progress, state
 
 # The AWS stages pull in boto3/botocore and requests (~0.2 s): each command imports what it
 # uses, so `eksinf --help` and the build commands never load them.
@@ -640,6 +640,7 @@ def enroll_cluster_cmd(
     ),
     argocd_timeout: float = ARGOCD_TIMEOUT_OPTION,
     aws_profile: str = AWS_PROFILE_OPTION,
+    hub_choice: str | None = HUB_OPTION,  # read by open_hub (hub.use_backend)
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Check the cluster contract; when it holds, install Argo CD if absent and wire the
@@ -657,7 +658,7 @@ def enroll_cluster_cmd(
         if markdown:
             typer.echo(contract.markdown(chosen.name), nl=False)
         elif json_out:
-            emit_json(rows)
+            emit_json({"checks": rows})
         else:
             print_table(rows, ("name", "severity", "anchor", "summary"))
         return
@@ -746,6 +747,7 @@ def enroll_remove_cmd(
     ),
     aws_profile: str = AWS_PROFILE_OPTION,
     yes: bool = YES_OPTION,
+    hub_choice: str | None = HUB_OPTION,  # read by open_hub (hub.use_backend)
 ) -> None:
     """Detach a cluster: remove the root app (orphaning workloads); optionally its hub spaces."""
     from ..aws import enroll
@@ -800,6 +802,7 @@ def teardown_cmd(
     poll: float = typer.Option(30, "--poll", help="Seconds between progress checks."),
     region: str = REGION_OPTION,
     aws_profile: str = AWS_PROFILE_OPTION,
+    hub_choice: str | None = HUB_OPTION,  # read by open_hub (hub.use_backend)
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Destroy the stack's AWS infrastructure and prove nothing billing is left (needs --yes)."""

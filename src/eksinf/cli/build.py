@@ -73,7 +73,7 @@ def components_cmd(
         for c in stack.select(plane=plane)
     ]
     if json_out:
-        emit_json(rows)
+        emit_json({"components": rows})
         return
     print_table(
         [
@@ -338,7 +338,7 @@ def charts_list_cmd(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
                 }
             )
     if json_out:
-        emit_json(rows)
+        emit_json({"charts": rows})
         return
     for r in rows:
         pin = r["sha256"] or "NOT PINNED"

@@ -176,7 +176,7 @@ def tags_cmd(
 
     tags = oci.list_tags(ref)
     if json_out:
-        emit_json(tags)
+        emit_json({"ref": ref, "tags": tags})
         return
     for tag in tags:
         typer.echo(tag)

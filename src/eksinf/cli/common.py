@@ -50,12 +50,28 @@ _run = _Run()
 def start_run(json_mode: bool) -> None:
     global _run
     _run = _Run(json_mode)
+    # A mirror or hub named in an earlier in-process run does not carry over (charts is imported only
+    # by the commands that read it: a run that never loaded it has nothing to clear).
+    charts = sys.modules.get("eksinf.charts")
+    if charts is not None:
+        charts.use_mirror(None)
+    hub = sys.modules.get("eksinf.hub")
+    if hub is not None:
+        hub.use_backend(None)
 
 
 def emit_json(data: Any) -> None:
     """Print the command's one JSON object on stdout. Strict JSON: NaN and infinities are not
     JSON (most parsers refuse them), so a non-finite number is an error here, never printed; the
-    data is made finite where it is read (prices, the price cache)."""
+    data is made finite where it is read (prices, the price cache). One object, always: lists go
+    under a key, so a script reads every command's output, and its error, the same way
+    (docs/safety.md)."""
+    if not isinstance(data, dict):
+        raise EksinfError(
+            f"the JSON report is a {type(data).__name__}, not one object",
+            hint="This is a bug in eksinf: please report it with the command you ran.",
+            exit_code=FAILURE,
+        )
     try:
         text = json.dumps(data, indent=2, sort_keys=True, default=str, allow_nan=False)
     except ValueError as exc:
@@ -81,20 +97,90 @@ def progress(message: str) -> None:
     sys.stderr.flush()
 
 
+def _use_mirror(value: Path | None) -> Path | None:
+    from .. import charts
+
+    charts.use_mirror(value)
+    return value
+
+
+# Every command that reads a pinned input (chart archives, the pinned Argo CD and HyperPod
+# manifests beside them in `../manifests`) takes this option; parsing it sets the run's mirror.
 MIRROR_OPTION = typer.Option(
     None,
     "--chart-mirror",
     metavar="DIR",
-    help="Directory of chart archives (<chart>-<version>.tgz) tried before upstream. "
-    "Default: $EKSINF_CHART_MIRROR.",
+    help="Offline mirror: chart archives (<chart>-<version>.tgz) tried before upstream; pinned "
+    "manifests from manifests/ beside it. Default: $EKSINF_CHART_MIRROR.",
     file_okay=False,
+    callback=_use_mirror,
+)
+
+
+def _use_hub(value: str | None) -> str | None:
+    from .. import hub
+
+    hub.use_backend(value)
+    return value
+
+
+# Every command that opens the hub takes this option; parsing it sets the run's backend.
+HUB_OPTION = typer.Option(
+    None,
+    "--hub",
+    help="Hub backend: local (SQLite) or cub. Default: .eksinf/config.yaml's hub:, else cub "
+    "when run as `cub eksinf`, else local.",
+    callback=_use_hub,
 )
 JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
 
 
+MIN_CELL = 12  # a shortened column keeps at least this much (or its header)
+
+
+def terminal_width() -> int | None:
+    """The terminal's width when output goes to one (or $COLUMNS says it); None for a pipe or
+    file, which gets whole lines (scripts read --json)."""
+    import os
+    import shutil
+
+    if os.environ.get("COLUMNS") or sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return None
+
+
+def fit_widths(widths: list[int], headers: list[int], room: int | None) -> list[int]:
+    """Column widths that fit in `room` columns (two spaces between columns): the widest
+    column is shortened first, none below MIN_CELL or its header."""
+    fitted = list(widths)
+    if room is None:
+        return fitted
+    while sum(fitted) + 2 * (len(fitted) - 1) > room:
+        widest = max(range(len(fitted)), key=lambda i: fitted[i])
+        floor = max(MIN_CELL, headers[widest])
+        if fitted[widest] <= floor:
+            break  # nothing left to shorten: the line wraps
+        over = sum(fitted) + 2 * (len(fitted) - 1) - room
+        second = max((w for i, w in enumerate(fitted) if i != widest), default=0)
+        fitted[widest] = max(floor, fitted[widest] - over, min(fitted[widest] - 1, second))
+    return fitted
+
+
+def _cut(cell: str, width: int) -> str:
+    return cell if len(cell) <= width else cell[: width - 3] + "..."
+
+
 def print_table(rows: list[dict[str, str]], columns: tuple[str, ...]) -> None:
-    """Plain aligned columns, the last one unpadded (as the binding table)."""
+    """Aligned columns under an upper-case header, the last one unpadded, fitted to the
+    terminal's width (the widest column shortened, with `...`). No rows: no output at all, so
+    an empty listing is empty."""
+    if not rows:
+        return
     cells = [tuple(c.upper() for c in columns)] + [tuple(r[c] for c in columns) for r in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(columns) - 1)]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
+    fitted = fit_widths(widths, [len(c) for c in columns], terminal_width())
     for row in cells:
-        typer.echo("  ".join([*(c.ljust(w) for c, w in zip(row, widths, strict=False)), row[-1]]))
+        shown = [_cut(c, w) for c, w in zip(row, fitted, strict=True)]
+        typer.echo(
+            "  ".join([*(c.ljust(w) for c, w in zip(shown[:-1], fitted, strict=False)), shown[-1]])
+        )

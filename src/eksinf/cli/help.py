@@ -19,7 +19,7 @@ HELP_COLUMNS = 80
 
 def recorded_page(argv: list[str]) -> str | None:
     """The recorded page for `argv`, or None when the app must answer."""
-    if not argv or argv[-1] != "--help" or any(w.startswith("-") for w in argv[:-1]):
+    if not argv or argv[-1] not in ("--help", "-h") or any(w.startswith("-") for w in argv[:-1]):
         return None
     import shutil  # the same width rule click applies
 

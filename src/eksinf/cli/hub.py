@@ -16,7 +16,15 @@ from .. import links as links_mod
 from ..errors import USAGE, EksinfError, shell_command
 from ..model.names import MANAGED_BY, profile_space, variant_space
 from ..model.targets import DEFAULT_KIND
-from .common import JSON_OPTION, MIRROR_OPTION, emit_json, progress, state
+from .common import (
+    HUB_OPTION,
+    JSON_OPTION,
+    MIRROR_OPTION,
+    emit_json,
+    print_table,
+    progress,
+    state,
+)
 from .links import binding_rows, print_binding_table
 
 # The hub and the deploy flow pull in requests (OCI) and the hub backends: each command
@@ -25,12 +33,6 @@ if TYPE_CHECKING:
     from ..hub.protocol import Hub
     from ..stack import Stack
 
-HUB_OPTION = typer.Option(
-    None,
-    "--hub",
-    help="Hub backend: local (SQLite) or cub. Default: .eksinf/config.yaml's hub:, else cub "
-    "when run as `cub eksinf`, else local.",
-)
 VARIANT_OPTION = typer.Option(
     "dev", "--variant", help="Variant name: spaces are <component>-<variant>."
 )
@@ -173,6 +175,7 @@ def deploy_cmd(
         "credentials Secret.",
     ),
     hub_choice: str = HUB_OPTION,
+    chart_mirror: Path | None = MIRROR_OPTION,  # the release gate's pinned CRDs
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Create a plane's variants bound to a target, link them to the profile, resolve, publish;
@@ -320,7 +323,7 @@ def link_profile_cmd(
             return
         results = flow.link_profile(hub, stack, variant, say=progress)
     if json_out:
-        emit_json([r.to_json() for r in results])
+        emit_json({"links": [r.to_json() for r in results]})
         return
     paths = sum(r.paths + r.setters for r in results)
     typer.echo(
@@ -487,6 +490,7 @@ def release_publish(
     sync_timeout: float = SYNC_TIMEOUT_OPTION,
     argocd_namespace: str = ARGOCD_NAMESPACE_OPTION,
     hub_choice: str = HUB_OPTION,
+    chart_mirror: Path | None = MIRROR_OPTION,  # the release gate's pinned CRDs
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Publish the space's units bound to its release target as an OCI artifact, then ask the
@@ -548,7 +552,7 @@ def release_list(
     with _hub(ctx, hub_choice) as (hub, _stack):
         releases = hub.list_releases(space)
     if json_out:
-        emit_json([r.to_json() for r in releases])
+        emit_json({"releases": [r.to_json() for r in releases]})
         return
     for r in releases:
         typer.echo(f"{r.release_num}\t{_units(r.unit_count)}\t{r.manifest_digest}\t{r.ref}")
@@ -631,13 +635,19 @@ def sandbox_down(
         )
         if not yes:
             if json_out:
-                emit_json({"would_delete": plan})
+                emit_json(plan.to_json())
                 return
-            for space in plan:
+            for space in plan.delete:
                 typer.echo(f"would delete {space}")
-            if not plan:
+            for blocker in plan.blocked:
+                typer.echo(f"blocked by {blocker}")
+            if not plan.delete:
                 typer.echo("nothing to delete")
-            progress("re-run with --yes to delete")
+            progress(
+                "nothing can be deleted while anything blocks it"
+                if plan.blocked
+                else "re-run with --yes to delete"
+            )
             return
         deleted = sandbox_flow.sandbox_down(hub, plan, say=progress)
     if json_out:
@@ -660,11 +670,17 @@ def hub_spaces(
     with _hub(ctx, hub_choice) as (hub, _stack):
         spaces = hub.list_spaces(where)
     if json_out:
-        emit_json([s.to_json() for s in spaces])
+        emit_json({"spaces": [s.to_json() for s in spaces]})
         return
-    for s in spaces:
-        labels = ",".join(f"{k}={v}" for k, v in sorted(s.labels.items()))
-        typer.echo(f"{s.slug}\t{s.release_target or '-'}\t{labels}")
+    rows = [
+        {
+            "space": s.slug,
+            "release target": s.release_target or "-",
+            "labels": ",".join(f"{k}={v}" for k, v in sorted(s.labels.items())),
+        }
+        for s in spaces
+    ]
+    print_table(rows, ("space", "release target", "labels"))
 
 
 @hub_app.command("units")
@@ -679,14 +695,19 @@ def hub_units(
     with _hub(ctx, hub_choice) as (hub, _stack):
         units = hub.list_units(space, where)
     if json_out:
-        emit_json([u.to_json() for u in units])
+        emit_json({"units": [u.to_json() for u in units]})
         return
-    for u in units:
-        gates = ",".join(u.validation_errors) or "-"
-        typer.echo(
-            f"{u.space}/{u.slug}\trev {u.head_revision}\t{u.target or '-'}\t"
-            f"{len(u.placeholders)} placeholder(s)\tgates {gates}"
-        )
+    rows = [
+        {
+            "unit": f"{u.space}/{u.slug}",
+            "rev": str(u.head_revision),
+            "target": u.target or "-",
+            "placeholders": str(len(u.placeholders)),
+            "gates": ",".join(u.validation_errors) or "-",
+        }
+        for u in units
+    ]
+    print_table(rows, ("unit", "rev", "target", "placeholders", "gates"))
 
 
 @hub_app.command("show")
@@ -703,7 +724,7 @@ def hub_show(
         record = hub.get_unit(space, unit)
         data = hub.unit_data(space, unit, revision)
     if json_out:
-        emit_json({**record.to_json(), "Data": data})
+        emit_json({**record.to_json(), "data": data})
         return
     typer.echo(data, nl=False)
 
@@ -721,7 +742,11 @@ def hub_diff(
     hub_choice: str = HUB_OPTION,
     json_out: bool = JSON_OPTION,
 ) -> None:
-    """Unified diff between two revisions of a unit, or against its upstream."""
+    """Unified diff of a unit's content between two revisions, or against its upstream.
+
+    Both sides are compared as parsed YAML written in one style: a change shows as the fields it
+    changed, not as the comments, quoting or indentation an edit re-wrote.
+    """
     with _hub(ctx, hub_choice) as (hub, _stack):
         record = hub.get_unit(space, unit)
         new = hub.unit_data(space, unit, to_rev)
@@ -740,10 +765,14 @@ def hub_diff(
         else:
             old_rev = from_rev if from_rev is not None else max(1, record.head_revision - 1)
             old, old_name = hub.unit_data(space, unit, old_rev), f"{space}/{unit}@{old_rev}"
+    from ..yamlio import canonical_text
+
+    # Content, not text: a base holds the committed file (comments, its quoting) and an edited
+    # unit is written in eksinf's one style, so a text diff would show every line.
     lines = list(
         difflib.unified_diff(
-            old.splitlines(keepends=True),
-            new.splitlines(keepends=True),
+            canonical_text(old, old_name).splitlines(keepends=True),
+            canonical_text(new, f"{space}/{unit}").splitlines(keepends=True),
             old_name,
             f"{space}/{unit}",
         )
@@ -766,7 +795,7 @@ def hub_history(
     with _hub(ctx, hub_choice) as (hub, _stack):
         revisions = hub.history(space, unit)
     if json_out:
-        emit_json([r.to_json() for r in revisions])
+        emit_json({"revisions": [r.to_json() for r in revisions]})
         return
     for r in revisions:
         typer.echo(f"{r.num}\t{r.data_hash[:12]}\t{r.description}")

@@ -45,7 +45,7 @@ def links_list_cmd(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
     """Print the binding table: profile field -> unit, resource, path or setter."""
     bindings = links_mod.load_bindings(state(ctx).stack())
     if json_out:
-        emit_json(binding_rows(bindings))
+        emit_json({"bindings": binding_rows(bindings)})
         return
     print_binding_table(bindings)
     paths = sum(1 for b in bindings if b.path is not None)
@@ -115,7 +115,7 @@ def lint_cmd(
     if list_only:
         rows = lint.table()
         if json_out:
-            emit_json(rows)
+            emit_json({"checks": rows})
         else:
             print_table(rows, ("name", "domain", "severity", "anchor", "summary"))
         return

@@ -106,10 +106,12 @@ def diff_cmd(
 
         if fmt == "json":
             emit_json(
-                [
-                    {"id": c.id, "title": c.title, "marker": c.marker, "severity": i}
-                    for i, c in enumerate(CLASSES.values())
-                ]
+                {
+                    "classes": [
+                        {"id": c.id, "title": c.title, "marker": c.marker, "severity": i}
+                        for i, c in enumerate(CLASSES.values())
+                    ]
+                }
             )
         else:
             for c in CLASSES.values():

@@ -12,7 +12,7 @@ import typer
 from ..errors import ENVIRONMENT, EksinfError, shell_command
 from ..model.targets import DEFAULT_KIND, KIND_HELP, target_kind
 from .aws import ARGOCD_TIMEOUT_OPTION, YES_OPTION, nothing_changed
-from .common import JSON_OPTION, emit_json, progress, state
+from .common import HUB_OPTION, JSON_OPTION, emit_json, progress, state
 
 ARGOCD_NS_OPTION = typer.Option("argocd", "--argocd-namespace", help="Argo CD's namespace.")
 KIND_OPTION = typer.Option(DEFAULT_KIND, "--kind", help=KIND_HELP)
@@ -58,6 +58,7 @@ def target_add_cmd(
     argocd_namespace: str = ARGOCD_NS_OPTION,
     no_argocd: bool = NO_ARGOCD_OPTION,
     argocd_timeout: float = ARGOCD_TIMEOUT_OPTION,
+    hub_choice: str | None = HUB_OPTION,  # read by open_hub (hub.use_backend)
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Register a cluster as a target (hub space NAME, target NAME/target): install Argo CD when
@@ -113,7 +114,11 @@ def _print_target(info) -> None:
 
 
 @target_app.command("list")
-def target_list_cmd(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
+def target_list_cmd(
+    ctx: typer.Context,
+    hub_choice: str | None = HUB_OPTION,  # read by open_hub (hub.use_backend)
+    json_out: bool = JSON_OPTION,
+) -> None:
     """Targets added with `target add` / `mgmt up`."""
     from ..flows import targets
     from ..hub import open_hub
@@ -122,7 +127,7 @@ def target_list_cmd(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
     with open_hub(stack.root) as hub:
         rows = targets.list_targets(hub, stack.root)
     if json_out:
-        emit_json([r.as_json() for r in rows])
+        emit_json({"targets": [r.as_json() for r in rows]})
         return
     for r in rows:
         typer.echo(f"{r.target:<32} {r.plane:<9} {r.kind:<9} {r.kubeconfig or '(no kubeconfig)'}")
@@ -132,7 +137,10 @@ def target_list_cmd(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
 
 @target_app.command("remove")
 def target_remove_cmd(
-    ctx: typer.Context, name: str = typer.Argument(...), yes: bool = YES_OPTION
+    ctx: typer.Context,
+    name: str = typer.Argument(...),
+    yes: bool = YES_OPTION,
+    hub_choice: str | None = HUB_OPTION,  # read by open_hub (hub.use_backend)
 ) -> None:
     """Remove a target's hub spaces and kept kubeconfig (refused while variants are bound)."""
     from ..flows import targets
@@ -162,6 +170,7 @@ def mgmt_up_cmd(
     no_argocd: bool = NO_ARGOCD_OPTION,
     argocd_timeout: float = ARGOCD_TIMEOUT_OPTION,
     oci_registry: str = typer.Option(None, "--oci-registry", help="Default: REGISTRY."),
+    hub_choice: str | None = HUB_OPTION,  # read by open_hub (hub.use_backend)
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Create the management cluster with kind (when absent), add it as the mgmt target and

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from ..errors import CONTRACT, FAILURE, USAGE, EksinfError
-from .common import JSON_OPTION, emit_json, progress, state
+from .common import JSON_OPTION, MIRROR_OPTION, emit_json, progress, state
 
 
 def register(app: typer.Typer) -> None:
@@ -33,6 +33,7 @@ def validate_cmd(
     server: str | None = SERVER_OPTION,
     context: str | None = CONTEXT_OPTION,
     plane: str | None = PLANE_OPTION,
+    chart_mirror: Path | None = MIRROR_OPTION,  # the pinned cluster CRDs (charts.mirror_dir)
 ) -> None:
     """Check every unit as the API server would admit it (exit 3 on an invalid field).
 

@@ -29,6 +29,7 @@ from ..hub.protocol import (
 )
 from ..links import Binding, engine
 from ..model.digest import oci_digest
+from ..model.jsonkeys import camel_fields
 from ..model.names import (
     BASE,
     MANAGED_BY,
@@ -133,7 +134,7 @@ class InstallReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "dry_run": self.dry_run,
+            "dryRun": self.dry_run,
             "recreated": self.recreated,
             "bases": [u.to_json() for u in self.uploads],
         }
@@ -208,7 +209,7 @@ class LinkResult:
     resolved: bool
 
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return camel_fields(self.__dict__)
 
 
 _BINDINGS_CACHE: dict[tuple, list[Binding]] = {}
@@ -372,7 +373,9 @@ class DeployReport:
         )
 
     def to_json(self) -> dict[str, Any]:
-        out = {k: v for k, v in self.__dict__.items() if k not in ("links", "promoted")}
+        out = camel_fields(
+            {k: v for k, v in self.__dict__.items() if k not in ("links", "promoted")}
+        )
         out["promoted"] = [p.to_json() for p in self.promoted if p.changed]
         out["links"] = [lk.to_json() for lk in self.links]
         return out

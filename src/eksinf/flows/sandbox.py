@@ -13,6 +13,8 @@ from ..faults import checkpoint
 from ..hub.protocol import Hub, UploadSource
 from ..model.digest import oci_digest
 from ..model.names import (
+    OWNER,
+    OWNER_LABEL,
     PROFILE_COMPONENT,
     STATE_DIR,
     apps_space,
@@ -74,7 +76,7 @@ class SandboxReport:
         return {
             "changed": self.changed,
             "install": self.install.to_json(),
-            "spaces_created": self.spaces_created,
+            "spacesCreated": self.spaces_created,
             "planes": [p.to_json() for p in self.planes],
         }
 
@@ -170,6 +172,30 @@ def sandbox_up(
     return SandboxReport(installed, created, planes)
 
 
+@dataclass(frozen=True)
+class DownPlan:
+    """What `sandbox down` deletes, in order, and what would stop it: `--yes` deletes all of
+    `delete` or, while `blocked` names anything, nothing."""
+
+    delete: list[str]
+    blocked: list[str]  # outside the plan, pointing into it: "<what> -> <space>"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"wouldDelete": self.delete, "blockedBy": self.blocked}
+
+
+def _on_targets(hub: Hub, target_spaces: set[str], skip: set[str]) -> list[str]:
+    """Spaces (outside `skip`) deployed on the given target spaces: their release target, or a
+    unit bound to one of their targets, is there."""
+
+    def there(ref: str | None) -> bool:
+        return ref is not None and ref.split("/", 1)[0] in target_spaces
+
+    found = {s.slug for s in hub.list_spaces() if there(s.release_target)}
+    found |= {u.space for u in hub.list_units() if there(u.target)}
+    return sorted(found - skip - target_spaces)
+
+
 def sandbox_down_plan(
     hub: Hub,
     stack: Stack,
@@ -177,26 +203,60 @@ def sandbox_down_plan(
     name: str = "sandbox",
     variant: str = "sandbox",
     keep_bases: bool = False,
-) -> list[str]:
-    """Spaces to delete, in an order the hub accepts: component variants, apps spaces, the
-    profile variant, target spaces, then the bases `sandbox up` installed, except a base that a
-    variant outside this sandbox (say `dev`) still builds on, or all of them with keep_bases."""
+) -> DownPlan:
+    """Spaces to delete, in an order the hub accepts: every space deployed on the sandbox's
+    targets (its component variants, and those of any other variant deployed there, if eksinf
+    made them), apps spaces, the profile variant, target spaces, then the bases `sandbox up`
+    installed, except a base that a variant outside this sandbox (say `dev`) still builds on,
+    or all of them with keep_bases. A space deployed there that eksinf did not make, and
+    whatever else outside the plan points into it, is named in `blocked`."""
     mgmt, workload = sandbox_spaces(name)
     order = [variant_space(c.name, variant) for c in reversed(stack.components) if c.plane != "hub"]
     order += [apps_space(mgmt), apps_space(workload), profile_space(variant), mgmt, workload]
-    plan = [s for s in order if hub.space_exists(s)]
+    own = [s for s in order if hub.space_exists(s)]
+    targets = {s for s in (mgmt, workload) if s in own}
+    blocked = []
+    deployed_there = []
+    for space in _on_targets(hub, targets, set(own)):
+        if hub.get_space(space).labels.get(OWNER_LABEL) == OWNER:
+            deployed_there.append(space)
+        else:
+            blocked.append(f"{space} (deployed on the sandbox's targets; eksinf did not make it)")
+    plan = [*deployed_there, *own]
+    blocked += [
+        f"{who} -> {space}"
+        for space in plan
+        for who in _referrers(hub, space)
+        if who.split("/", 1)[0].split(" ", 1)[0] not in plan
+    ]
     if not keep_bases:
         for comp in reversed(stack.components):
             base = base_space(comp.name)
             in_use = [v for v in hub.variants_of(comp.name) if v not in plan]
             if hub.space_exists(base) and not in_use:
                 plan.append(base)
-    return plan
+    return DownPlan(plan, sorted(set(blocked)))
 
 
-def sandbox_down(hub: Hub, plan: list[str], *, say: Say = quiet) -> list[str]:
+def _referrers(hub: Hub, space: str) -> list[str]:
+    """What points into `space` (links, release targets, bindings) as the hub names it
+    ("<space>/<unit> (why)" or "<space> (why)"); a hub that cannot say names nothing, and its
+    own refusal of a delete then stops the run."""
+    referrers = getattr(hub, "referrers", None)
+    return list(referrers(space)) if referrers is not None else []
+
+
+def sandbox_down(hub: Hub, plan: DownPlan, *, say: Say = quiet) -> list[str]:
+    """Delete the plan's spaces, or nothing at all while anything blocks it."""
+    if plan.blocked:
+        raise EksinfError(
+            f"sandbox down: {len(plan.blocked)} thing(s) outside the sandbox point into it; "
+            "nothing was deleted: " + "; ".join(plan.blocked),
+            "Delete or re-target them first (`eksinf hub spaces`), then run sandbox down again.",
+            CONTRACT,
+        )
     deleted = []
-    for space in plan:
+    for space in plan.delete:
         hub.delete_space(space, recursive=True)
         deleted.append(space)
         say(f"deleted {space}")

@@ -1,8 +1,9 @@
 """The configuration hub: the `Hub` protocol and its two backends.
 
-`open_hub` picks the backend: `--hub local|cub`, else `hub:` in `<stack>/.eksinf/config.yaml`,
-else `default_backend()`: cub when run as `cub eksinf` (cub's plugin environment), otherwise
-local (an SQLite file at `<stack>/.eksinf/hub.db`, or `hub_path:` from the config file).
+`open_hub` picks the backend: `--hub local|cub` (the argument, else this run's option), else
+`hub:` in `<stack>/.eksinf/config.yaml`, else `default_backend()`: cub when run as `cub eksinf`
+(cub's plugin environment), otherwise local (an SQLite file at `<stack>/.eksinf/hub.db`, or
+`hub_path:` from the config file).
 """
 
 from __future__ import annotations
@@ -40,9 +41,20 @@ def read_config(root: Path) -> dict:
     return config
 
 
+# This run's --hub (cli.common sets it as the option is parsed), so that a hub opened deep in a
+# flow (enroll, teardown) is the one the user named, as much as a hub command's own.
+_run_choice: str | None = None
+
+
+def use_backend(choice: str | None) -> None:
+    """Set (or, with None, clear) the backend every later open_hub in this run defaults to."""
+    global _run_choice
+    _run_choice = choice
+
+
 def open_hub(root: Path, choice: str | None = None) -> Hub:
     config = read_config(root)
-    backend = choice or config.get("hub") or default_backend()
+    backend = choice or _run_choice or config.get("hub") or default_backend()
     if backend not in BACKENDS:
         raise EksinfError(
             f"unknown hub backend {backend!r}", f"Use one of: {', '.join(BACKENDS)}.", USAGE

@@ -109,6 +109,16 @@ def release_ref(registry: str, space: str) -> str:
     return f"{registry.removeprefix('oci://')}/space/{space}"
 
 
+RELEASE_TAG = "release-"  # + the release number: each release's immutable tag
+
+
+def highest_release(tags: list[str]) -> int:
+    """The highest N among `release-N` tags (0: none)."""
+    cut = len(RELEASE_TAG)
+    numbers = [int(t[cut:]) for t in tags if t.startswith(RELEASE_TAG) and t[cut:].isdigit()]
+    return max(numbers, default=0)
+
+
 def _placeholders(text: str) -> list[str]:
     if not placeholder.text_may_hold(text):
         return []
@@ -1105,6 +1115,10 @@ class LocalHub(Closing):
             ref = release_ref(target["registry"], space)
             target_ref = self._target_ref(target["id"])
             heads = {u["id"]: u["head"] for u in members}
+        # Release numbers continue past every release-N tag the registry already holds: a space
+        # deleted and made again (sandbox down, then up) starts with no releases in the hub, but
+        # its repository keeps the earlier life's immutable tags, which other content may not take.
+        num = max(num, highest_release(oci.list_tags(ref, missing_ok=True)) + 1)
         # The push is registry I/O: it runs outside the write transaction, so no other writer
         # waits on a registry, and a failed push leaves the hub as it was.
         pushed = oci.push(
@@ -1116,7 +1130,7 @@ class LocalHub(Closing):
                 "com.confighub.space": space,
                 bundle.KIND_ANNOTATION: bundle.RELEASE,
             },
-            tags=["latest", f"release-{num}"],
+            tags=["latest", f"{RELEASE_TAG}{num}"],
         )
         # Record what was pushed: the units as they were read above. A unit edited during the
         # push keeps its newer head unreleased; a concurrent publish that took this number with

@@ -114,11 +114,11 @@ class Space:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "SpaceID": self.space_id,
-            "Slug": self.slug,
-            "Labels": self.labels,
-            "Annotations": self.annotations,
-            "ReleaseTarget": self.release_target,
+            "spaceId": self.space_id,
+            "slug": self.slug,
+            "labels": self.labels,
+            "annotations": self.annotations,
+            "releaseTarget": self.release_target,
         }
 
 
@@ -139,18 +139,18 @@ class Unit:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "UnitID": self.unit_id,
-            "Space": self.space,
-            "Slug": self.slug,
-            "HeadRevisionNum": self.head_revision,
-            "DataHash": self.data_hash,
-            "Target": self.target,
-            "LastReleasedRevisionNum": self.last_released_revision,
-            "UpstreamUnitID": self.upstream_unit_id,
-            "UpstreamRevisionNum": self.upstream_revision,
-            "ValidationErrors": list(self.validation_errors),
-            "Placeholders": list(self.placeholders),
-            "Labels": self.labels,
+            "unitId": self.unit_id,
+            "space": self.space,
+            "slug": self.slug,
+            "headRevisionNum": self.head_revision,
+            "dataHash": self.data_hash,
+            "target": self.target,
+            "lastReleasedRevisionNum": self.last_released_revision,
+            "upstreamUnitId": self.upstream_unit_id,
+            "upstreamRevisionNum": self.upstream_revision,
+            "validationErrors": list(self.validation_errors),
+            "placeholders": list(self.placeholders),
+            "labels": self.labels,
         }
 
 
@@ -162,9 +162,9 @@ class Revision:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "RevisionNum": self.num,
-            "Description": self.description,
-            "DataHash": self.data_hash,
+            "revisionNum": self.num,
+            "description": self.description,
+            "dataHash": self.data_hash,
         }
 
 
@@ -181,13 +181,13 @@ class Link:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "LinkID": self.link_id,
-            "Slug": self.slug,
-            "Space": self.space,
-            "FromUnit": self.from_unit,
-            "ToSpace": self.to_space,
-            "ToUnit": self.to_unit,
-            "UpdateType": self.update_type,
+            "linkId": self.link_id,
+            "slug": self.slug,
+            "space": self.space,
+            "fromUnit": self.from_unit,
+            "toSpace": self.to_space,
+            "toUnit": self.to_unit,
+            "updateType": self.update_type,
             **self.bindings,
         }
 
@@ -207,13 +207,13 @@ class Target:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "TargetID": self.target_id,
-            "Space": self.space,
-            "Slug": self.slug,
-            "ProviderType": "OCI",
-            "Registry": self.registry,
-            "AppsSpace": self.apps_space,
-            "TriggerSpace": self.trigger_space,
+            "targetId": self.target_id,
+            "space": self.space,
+            "slug": self.slug,
+            "providerType": "OCI",
+            "registry": self.registry,
+            "appsSpace": self.apps_space,
+            "triggerSpace": self.trigger_space,
         }
 
 
@@ -228,12 +228,12 @@ class Release:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "Space": self.space,
-            "ReleaseNum": self.release_num,
-            "Digest": self.digest,
-            "ManifestDigest": self.manifest_digest,
-            "UnitCount": self.unit_count,
-            "Ref": self.ref,
+            "space": self.space,
+            "releaseNum": self.release_num,
+            "digest": self.digest,
+            "manifestDigest": self.manifest_digest,
+            "unitCount": self.unit_count,
+            "ref": self.ref,
         }
 
 
@@ -265,14 +265,14 @@ class UploadReport:
     def to_json(self) -> dict[str, Any]:
         return {
             "space": self.space,
-            "space_created": self.space_created,
+            "spaceCreated": self.space_created,
             "created": list(self.created),
             "updated": list(self.updated),
             "unchanged": list(self.unchanged),
             "emptied": list(self.emptied),
             "missing": list(self.missing),
             "conflicts": list(self.conflicts),
-            "revert_hint": self.revert_hint,
+            "revertHint": self.revert_hint,
         }
 
 

@@ -1,0 +1,83 @@
+"""The README's CI line and `make verify` on a fresh clone: an empty cache, no mirror in the
+environment, no network. They pass only because every command that reads a pinned input (charts,
+the pinned Argo CD and HyperPod manifests) honours the one `--chart-mirror` it is given."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import MIRROR, REPO, free_port
+
+BIN = Path(sys.executable).parent  # the venv's eksinf sits beside its python
+
+
+def fresh_clone(tmp_path: Path, stack_dir: Path) -> Path:
+    """The stack copy beside a `shared` folder that is the offline mirror, as a clone sits."""
+    (tmp_path / "shared").mkdir()
+    for name in ("charts", "manifests"):
+        (tmp_path / "shared" / name).symlink_to(MIRROR.parent / name)
+    shutil.copy2(REPO / "Makefile", stack_dir / "Makefile")
+    return stack_dir
+
+
+def offline_env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EKSINF_")}
+    env["EKSINF_CACHE_DIR"] = str(tmp_path / "empty-cache")
+    env["EKSINF_CACHE_KEY"] = str(tmp_path / "cache.key")
+    # Any attempt to reach the network goes to a closed loopback port and fails at once.
+    dead = f"http://127.0.0.1:{free_port()}"
+    env.update(HTTP_PROXY=dead, HTTPS_PROXY=dead, http_proxy=dead, https_proxy=dead, NO_PROXY="")
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def readme_ci_line() -> str:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"`(\.venv/bin/eksinf verify [^`]+)`", text)
+    assert found, "README.md lost its CI line"
+    return found.group(1)
+
+
+def test_the_readme_ci_line_passes_offline_with_an_empty_cache(tmp_path, stack_dir):
+    clone = fresh_clone(tmp_path, stack_dir)
+    line = readme_ci_line().replace(".venv/bin/", "")  # the venv's eksinf, first on PATH
+    done = subprocess.run(
+        ["bash", "-c", line], cwd=clone, env=offline_env(tmp_path), capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "lint: clean" in done.stderr
+    assert (tmp_path / "empty-cache").is_dir()  # it really started empty and filled
+
+
+def test_validate_without_the_mirror_names_it(tmp_path, stack_dir):
+    """The same fresh clone without the option: exit 4, and the hint names the option."""
+    clone = fresh_clone(tmp_path, stack_dir)
+    done = subprocess.run(
+        [str(BIN / "eksinf"), "validate"],
+        cwd=clone,
+        env=offline_env(tmp_path),
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 4, done.stderr
+    assert "--chart-mirror" in done.stderr
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_verify_passes_offline_with_an_empty_cache(tmp_path, stack_dir):
+    clone = fresh_clone(tmp_path, stack_dir)
+    done = subprocess.run(
+        ["make", "-s", "verify", f"EKSINF={BIN / 'eksinf'}"],
+        cwd=clone,
+        env=offline_env(tmp_path),
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "0 invalid" in done.stderr
