@@ -628,6 +628,14 @@ def enroll_cluster_cmd(
     no_argocd: bool = typer.Option(
         False, "--no-argocd", help="Do not install Argo CD when absent (then it must be there)."
     ),
+    wait_enablement: int | None = typer.Option(
+        None,
+        "--wait-enablement",
+        min=0,
+        help="With --kind hyperpod-eks: while the inference operator's watcher is still "
+        "enabling, wait up to SECONDS for it; 0 reads it once. Default: 20 minutes (a "
+        "recreated cluster takes over 15). It only warns, never blocks.",
+    ),
     aws_profile: str = AWS_PROFILE_OPTION,
     json_out: bool = JSON_OPTION,
 ) -> None:
@@ -654,12 +662,13 @@ def enroll_cluster_cmd(
         raise EksinfError("enroll cluster needs --name", exit_code=2)
     stack = state(ctx).stack()
     scope = contract.with_cluster(stack_scope(ctx, region), eks_cluster, region)
-    expected = None
+    expected, window = None, 0
     if chosen.name == HYPERPOD_EKS:  # the profile's spec.hyperpod, before any AWS call
         from ..aws.contract import hyperpod
         from ..profile import load_profile
 
         expected = hyperpod.expected(load_profile(stack), stack.versions, hyperpod_cluster)
+        window = hyperpod.ENABLEMENT_WINDOW if wait_enablement is None else wait_enablement
     session = aws_session(scope, aws_profile)
     access = enroll.cluster_access(stack.root, name, scope, session, kubeconfig, context)
     report = contract.check_cluster(
@@ -672,6 +681,8 @@ def enroll_cluster_cmd(
         install_argocd=not no_argocd,
         kind=chosen,
         hyperpod=expected,
+        enablement_wait=window,
+        say=progress,
     )
     if not json_out:
         _print_checks(report)
