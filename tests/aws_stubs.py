@@ -337,7 +337,7 @@ KNOWN_KINDS = {
     "ElasticIPAddress", "Nodegroup", "PodIdentityAssociation", "AccessEntry", "Addon",
     "InstanceProfile", "InferenceEndpointConfig", "CustomResourceDefinition", "ClusterRole",
     "ClusterRoleBinding", "RoleBinding", "DaemonSet", "StatefulSet", "NetworkPolicy",
-    "PodDisruptionBudget", "Node",
+    "PodDisruptionBudget", "Node", "Event", "SageMakerEndpointRegistration",
 }  # fmt: skip
 
 

@@ -3,8 +3,9 @@ One good set of facts passes every rule; each case breaks one fact and names the
 rule must report, and the issue's field failures each fail the right check with its fix.
 
 Facts are in the response shapes of botocore's service models (sagemaker 2017-07-24
-DescribeCluster / ListClusterNodes, eks DescribeAddon, iam GetRole / SimulatePrincipalPolicy)
-and of the operator's chart (aws/sagemaker-hyperpod-cli, helm_chart/HyperPodHelmChart/charts/
+DescribeCluster / ListClusterNodes, eks DescribeAddon, iam GetRole / SimulatePrincipalPolicy),
+of Kubernetes (core/v1 Event) and of the operator's pinned CRDs (SageMakerEndpointRegistration
+status.state and status.conditions) and of the operator's chart (aws/sagemaker-hyperpod-cli, helm_chart/HyperPodHelmChart/charts/
 inference-operator at 011ca927123e: the controller-manager Deployment in
 hyperpod-inference-system, its manager container's HYPERPOD_CLUSTER_ARN env var, the add-on
 configuration keys hyperpodClusterArn, executionRoleArn, tlsCertificateS3Bucket, alb.*).
@@ -22,12 +23,17 @@ from test_contract_rules import CURRENT, NEEDS, OLD, SCOPE, good, irsa_trust_doc
 
 from eksinf.aws.contract import evaluate, markdown, rules_for
 from eksinf.aws.contract.hyperpod import (
+    INFERENCE_ADDON,
     INFERENCE_POLICY,
+    STUCK_WATCHER,
     HyperPodFacts,
     RoleFacts,
+    addon_versions,
     role_checks,
 )
 from eksinf.aws.contract.rules import RULES, Context
+from eksinf.errors import EksinfError
+from eksinf.model.addons import SchemaRecord
 from eksinf.model.targets import KINDS
 
 HP_ARN = "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcdef123456"
@@ -93,6 +99,46 @@ def node(group: str, kind: str, status: str = "Running") -> dict:
     }
 
 
+def registration(state: str | None, message: str = "", name: str = "vllm") -> dict:
+    """A SageMakerEndpointRegistration as the operator's pinned CRD (v1) shapes its status."""
+    status: dict = {}
+    if state is not None:
+        status["state"] = state
+    if message:
+        status["conditions"] = [
+            {
+                "type": "Ready",
+                "status": "False",
+                "reason": state or "",
+                "message": message,
+                "lastTransitionTime": "2026-12-01T00:10:00Z",
+            }
+        ]
+    return {
+        "apiVersion": "inference.sagemaker.aws.amazon.com/v1",
+        "kind": "SageMakerEndpointRegistration",
+        "metadata": {"name": name, "namespace": "inference-hyperpod"},
+        "status": status,
+    }
+
+
+def event(message: str, when: str = "2026-12-01T00:05:00Z", reason: str = "Watcher") -> dict:
+    """A core/v1 Event the operator records in its namespace."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"watcher.{when}", "namespace": "hyperpod-inference-system"},
+        "involvedObject": {"kind": "Deployment", "name": ACCOUNT},
+        "reason": reason,
+        "message": message,
+        "type": "Normal",
+        "lastTimestamp": when,
+    }
+
+
+KNOWN = ("v1.0.0-eksbuild.1", "v2.1.0-eksbuild.1")
+
+
 def good_hp() -> HyperPodFacts:
     """A working HyperPod cluster. DescribeCluster carries no InferenceConfig (botocore's model
     has none; working clusters answer without it)."""
@@ -102,7 +148,8 @@ def good_hp() -> HyperPodFacts:
         instance_type="ml.g5.2xlarge",
         execution_role_name=ROLE,
         tls_bucket=BUCKET,
-        addon_version="v1.0.0-eksbuild.1",
+        addon_floor="v1.0.0-eksbuild.1",
+        addon_known=KNOWN,
         eks_arn=EKS_ARN,
         issuer=CURRENT,
         cluster={
@@ -120,13 +167,18 @@ def good_hp() -> HyperPodFacts:
             "addonName": "amazon-sagemaker-hyperpod-inference",
             "clusterName": "demo",
             "status": "ACTIVE",
-            "addonVersion": "v1.0.0-eksbuild.1",
+            "addonVersion": "v2.1.0-eksbuild.1",  # what the findings' clusters ran
             "configurationValues": json.dumps(cfg),
         },
         config=cfg,
         controllers=[controller()],
         alb_namespaces=["hyperpod-inference-system", "kube-system"],
         webhook_namespace="hyperpod-inference-system",
+        registrations=[registration("CreationCompleted")],
+        operator_events=[
+            event("inference watcher Enabling", "2026-12-01T00:01:00Z"),
+            event("inference watcher Enabled", "2026-12-01T00:05:00Z"),
+        ],
         execution_role=RoleFacts(
             ROLE,
             irsa_trust_doc(CURRENT, f"system:serviceaccount:hyperpod-inference-system:{ACCOUNT}"),
@@ -162,13 +214,17 @@ BROKEN: dict[str, tuple[Callable[[HyperPodFacts], HyperPodFacts], str]] = {
         lambda h: replace(h, cluster={**(h.cluster or {}), "Orchestrator": {"Eks": {"ClusterArn": EKS_ARN + "-old"}}}),
         "fail",
     ),
-    "hyperpod-instance-groups": (lambda h: replace(h, nodes=[node("cpu", "ml.m7g.xlarge")]), "fail"),
+    "hyperpod-instance-groups": (
+        lambda h: replace(h, cluster={**(h.cluster or {}), "InstanceGroups": (h.cluster or {})["InstanceGroups"][:1]}),
+        "fail",
+    ),
     "inference-addon": (lambda h: replace(h, addon={**(h.addon or {}), "addonVersion": "v0.9.0-eksbuild.1"}), "fail"),
     "addon-cluster-arn": (lambda h: with_config(h, hyperpodClusterArn=""), "fail"),
     "addon-execution-role": (lambda h: with_config(h, executionRoleArn="arn:aws:iam::1:role/other"), "fail"),
     "addon-tls-bucket": (lambda h: with_config(h, tlsCertificateS3Bucket="other-bucket"), "fail"),
     "addon-gateway": (lambda h: with_config(h, inferenceGateway=None), "fail"),
     "inference-controller": (lambda h: replace(h, controllers=[controller(available="False")]), "fail"),
+    "inference-enablement": (lambda h: replace(h, operator_events=[event(STUCK_WATCHER)]), "warn"),
     "inference-role-trust": (
         lambda h: replace(h, execution_role=replace(h.execution_role, trust=irsa_trust_doc(OLD, f"system:serviceaccount:hyperpod-inference-system:{ACCOUNT}"))),
         "fail",
@@ -262,16 +318,175 @@ def test_alb_trust_on_an_old_issuer_fails() -> None:
     assert check.status == "fail"
 
 
-def test_instance_groups_need_cpu_and_gpu_capacity() -> None:
+def test_a_group_without_a_running_instance_is_waiting_for_capacity_not_a_block() -> None:
     hp = good_hp()
-    only_gpu = replace(hp, nodes=[node("gpu", "ml.g5.2xlarge")])
-    (check,) = judge("hyperpod-instance-groups", only_gpu)
-    assert check.status == "fail" and "no CPU instance group" in check.detail
     pending = replace(
         hp, nodes=[node("cpu", "ml.m7g.xlarge"), node("gpu", "ml.g5.2xlarge", "Pending")]
     )
     (check,) = judge("hyperpod-instance-groups", pending)
-    assert check.status == "fail" and "no instance group of ml.g5.2xlarge" in check.detail
+    assert check.status == "warn" and not check.blocks
+    assert "instance group of ml.g5.2xlarge gpu has no running instance: waiting for capacity" in (
+        check.detail
+    )
+    no_cpu_yet = replace(hp, nodes=[node("gpu", "ml.g5.2xlarge")])
+    (check,) = judge("hyperpod-instance-groups", no_cpu_yet)
+    assert (
+        check.status == "warn" and "CPU instance group cpu has no running instance" in check.detail
+    )
+    checks = evaluate(
+        good(), SCOPE, NEEDS, True, "argocd", kind=KINDS["hyperpod-eks"], hyperpod=pending
+    )
+    assert not [c for c in checks if c.blocks]  # enroll goes ahead
+
+
+def test_a_missing_group_fails_and_the_fix_warns_update_cluster_replaces_the_whole_set() -> None:
+    hp = good_hp()
+    groups = [
+        {
+            "InstanceGroupName": "cpu",
+            "InstanceType": "ml.m7g.xlarge",
+            "CurrentCount": 1,
+            "TargetCount": 2,
+            "ExecutionRole": "arn:aws:iam::111122223333:role/hp-nodes",
+            "LifeCycleConfig": {"SourceS3Uri": "s3://lifecycle/", "OnCreate": "on.sh"},
+            "ThreadsPerCore": 1,
+            "Status": "InService",
+        }
+    ]
+    only_cpu = replace(hp, cluster={**(hp.cluster or {}), "InstanceGroups": groups})
+    (check,) = judge("hyperpod-instance-groups", only_cpu)
+    assert check.status == "fail" and check.blocks
+    assert "no instance group of ml.g5.2xlarge" in check.detail
+    assert "replaces the whole set of instance groups" in check.fix
+    assert "update-cluster --cluster-name demo-hp" in check.fix
+    carried = json.loads(check.fix.split("Current set: ", 1)[1].split(". eksinf", 1)[0])
+    assert carried == [
+        {
+            "ExecutionRole": "arn:aws:iam::111122223333:role/hp-nodes",
+            "InstanceCount": 2,
+            "InstanceGroupName": "cpu",
+            "InstanceType": "ml.m7g.xlarge",
+            "LifeCycleConfig": {"OnCreate": "on.sh", "SourceS3Uri": "s3://lifecycle/"},
+            "ThreadsPerCore": 1,
+        }
+    ]
+
+
+def with_version(hp: HyperPodFacts, version: str) -> HyperPodFacts:
+    return replace(hp, addon={**(hp.addon or {}), "addonVersion": version})
+
+
+def test_addon_versions_are_a_floor_plus_known_good_ones() -> None:
+    """v2.1.0-eksbuild.1 (the findings' clusters) passes; a newer unknown version passes with an
+    advisory; below the floor fails and the fix names the newest known version."""
+    (ok,) = judge("inference-addon", good_hp())
+    assert (ok.status, ok.fix) == ("pass", "")
+    assert ok.detail.startswith("ACTIVE v2.1.0-eksbuild.1")
+    (newer,) = judge("inference-addon", with_version(good_hp(), "v2.3.0-eksbuild.2"))
+    assert newer.status == "warn" and not newer.blocks
+    assert "above the floor v1.0.0-eksbuild.1 but not known to work" in newer.detail
+    assert "HYPERPOD_INFERENCE_ADDON_KNOWN" in newer.detail
+    (old,) = judge("inference-addon", with_version(good_hp(), "v0.9.0-eksbuild.1"))
+    assert old.status == "fail" and old.blocks
+    assert "below the floor v1.0.0-eksbuild.1" in old.detail
+    assert "--addon-version v2.1.0-eksbuild.1" in old.fix  # an upgrade, never a downgrade
+    (odd,) = judge("inference-addon", with_version(good_hp(), "latest"))
+    assert odd.status == "fail"
+
+
+def test_the_addon_configuration_is_checked_against_the_recorded_schema(monkeypatch) -> None:
+    """With a schema recorded for the installed version (a test's stand-in schema, not the real
+    add-on's), values it refuses fail; without one, the check says none is recorded."""
+    (unrecorded,) = judge("inference-addon", good_hp())
+    assert "no configuration schema recorded for v2.1.0-eksbuild.1" in unrecorded.detail
+    schema = {
+        "type": "object",
+        "properties": {"inferenceGateway": {"type": "object"}},
+        "additionalProperties": False,
+    }
+    record = SchemaRecord(INFERENCE_ADDON, "v2.1.0-eksbuild.1", json.dumps(schema), "test")
+    monkeypatch.setattr(
+        "eksinf.aws.contract.hyperpod_rules.load_records",
+        lambda: {(INFERENCE_ADDON, "v2.1.0-eksbuild.1"): record},
+    )
+    (check,) = judge("inference-addon", good_hp())
+    assert check.status == "fail"
+    assert "configurationValues (top): Additional properties are not allowed" in check.detail
+
+
+def test_versions_env_must_give_a_floor_and_known_versions_above_it() -> None:
+    good_env = {
+        "HYPERPOD_INFERENCE_ADDON_FLOOR": "v1.0.0-eksbuild.1",
+        "HYPERPOD_INFERENCE_ADDON_KNOWN": "v2.1.0-eksbuild.1, v1.0.0-eksbuild.1",
+    }
+    assert addon_versions(good_env) == ("v1.0.0-eksbuild.1", KNOWN)
+    for broken, words in (
+        ({"HYPERPOD_INFERENCE_ADDON_FLOOR": "v1.0.0-eksbuild.1"}, "missing key"),
+        ({**good_env, "HYPERPOD_INFERENCE_ADDON_KNOWN": "v0.1.0-eksbuild.1"}, "below the floor"),
+        ({**good_env, "HYPERPOD_INFERENCE_ADDON_FLOOR": "1.0"}, "not an EKS add-on version"),
+        ({**good_env, "HYPERPOD_INFERENCE_ADDON_KNOWN": " "}, "is empty"),
+    ):
+        with pytest.raises(EksinfError) as caught:
+            addon_versions(broken)
+        assert words in caught.value.message and caught.value.exit_code == 3
+
+
+def enablement_of(**changes) -> object:
+    """The inference-enablement check as enroll judges it (evaluate: the table's severity)."""
+    checks = evaluate(
+        good(),
+        SCOPE,
+        NEEDS,
+        True,
+        "argocd",
+        kind=KINDS["hyperpod-eks"],
+        hyperpod=replace(good_hp(), **changes),
+    )
+    (check,) = [c for c in checks if c.name == "inference-enablement"]
+    return check
+
+
+def test_enablement_follows_the_operator_watcher_and_never_blocks() -> None:
+    enabled = enablement_of()
+    assert enabled.status == "pass"
+    assert "watcher Enabled (inference watcher Enabled)" in enabled.detail
+    assert "1 registration(s) completed" in enabled.detail
+    enabling = enablement_of(operator_events=[event("inference watcher Enabling")])
+    assert enabling.status == "warn" and not enabling.blocks
+    assert "still enabling" in enabling.detail and "--wait-enablement" in enabling.fix
+    stuck = enablement_of(
+        operator_events=[
+            event("inference watcher Enabled", "2026-12-01T00:01:00Z"),
+            event(f"enable failed: {STUCK_WATCHER}", "2026-12-01T00:09:00Z"),
+        ]
+    )
+    assert stuck.status == "warn" and not stuck.blocks
+    assert f"watcher stuck: enable failed: {STUCK_WATCHER}" in stuck.detail
+    assert "recreate the HyperPod cluster" in stuck.fix and "15 minutes" in stuck.fix
+    in_conditions = enablement_of(registrations=[registration("CreationFailed", STUCK_WATCHER)])
+    assert "watcher stuck" in in_conditions.detail and "recreate" in in_conditions.fix
+    unread = enablement_of(registrations=None, enablement_error="GET events: 403")
+    assert (unread.status, unread.blocks) == ("unknown", False)
+
+
+def test_enablement_reports_registrations_in_progress_and_failed() -> None:
+    progress = enablement_of(registrations=[registration("CreationInProgress")])
+    assert progress.status == "warn"
+    assert "registration in progress: inference-hyperpod/vllm CreationInProgress" in progress.detail
+    failed = enablement_of(
+        registrations=[
+            registration("CreationFailed", "AccessDenied: s3:PutObjectTagging", name="a"),
+            registration(None, name="b"),
+        ]
+    )
+    assert failed.status == "warn" and not failed.blocks
+    assert (
+        "registration failed: inference-hyperpod/a CreationFailed: AccessDenied: "
+        "s3:PutObjectTagging" in failed.detail
+    )
+    assert "inference-hyperpod/b no state yet" in failed.detail
+    none_yet = enablement_of(registrations=[])
+    assert none_yet.status == "pass" and "none is made before a model" in none_yet.detail
 
 
 def test_an_absent_addon_fails_once_and_the_config_rules_stay_quiet() -> None:
@@ -299,6 +514,24 @@ def test_role_policies_name_each_missing_permission() -> None:
         replace(hp, execution_role=replace(hp.execution_role, decisions=decisions)),
     )
     assert check.status == "fail" and "acm:AddTagsToCertificate on *: implicitDeny" in check.detail
+
+
+def test_tls_bucket_permissions_include_object_tagging_and_listing() -> None:
+    """The findings' AccessDenied was s3:PutObjectTagging; the operator also lists the bucket."""
+    assert ("s3:PutObjectTagging", f"arn:aws:s3:::{BUCKET}/*") in role_checks(BUCKET)
+    assert ("s3:ListBucket", f"arn:aws:s3:::{BUCKET}") in role_checks(BUCKET)
+    hp = good_hp()
+    decisions = dict(hp.execution_role.decisions)
+    decisions[f"s3:PutObjectTagging arn:aws:s3:::{BUCKET}/*"] = "implicitDeny"
+    decisions[f"s3:ListBucket arn:aws:s3:::{BUCKET}"] = "explicitDeny"
+    (check,) = judge(
+        "inference-role-policies",
+        replace(hp, execution_role=replace(hp.execution_role, decisions=decisions)),
+    )
+    assert check.status == "fail"
+    assert f"s3:PutObjectTagging on arn:aws:s3:::{BUCKET}/*: implicitDeny" in check.detail
+    assert f"s3:ListBucket on arn:aws:s3:::{BUCKET}: explicitDeny" in check.detail
+    assert "PutObjectTagging" in check.fix and "s3:ListBucket" in check.fix
 
 
 def test_hyperpod_doc_is_generated_from_the_table() -> None:

@@ -179,7 +179,7 @@ def world(stack, scope, kube, monkeypatch, *, arn_in_config=None, alb_sub=None):
         policies={(scope.cluster, CALLER): [(contract.ADMIN_POLICY, "cluster")]},
         addon_fields={
             (scope.cluster, hyperpod.INFERENCE_ADDON): {
-                "addonVersion": stack.versions["HYPERPOD_INFERENCE_ADDON_VERSION"],
+                "addonVersion": "v2.1.0-eksbuild.1",  # what the findings' clusters ran
                 "configurationValues": json.dumps(configuration),
             }
         },
@@ -191,7 +191,42 @@ def world(stack, scope, kube, monkeypatch, *, arn_in_config=None, alb_sub=None):
         for ns in ("hyperpod-inference-system", "kube-system")
     ]
     kube.put("/api/v1/serviceaccounts", {"kind": "List", "items": accounts})
+    watcher(kube, "inference watcher Enabled")
+    kube.put(REGISTRATIONS, {"kind": "List", "items": [registration("CreationCompleted")]})
     return hp_arn, fake
+
+
+# The operator's view through the API: its Events and every SageMakerEndpointRegistration (the
+# fake serves a cluster-wide list as one stored List, as it does for service accounts).
+EVENTS = "/api/v1/namespaces/hyperpod-inference-system/events"
+REGISTRATIONS = "/apis/inference.sagemaker.aws.amazon.com/v1/sagemakerendpointregistrations"
+
+
+def watcher(kube, *messages: str) -> None:
+    """The operator's watcher Events, one a minute, the last one latest."""
+    items = [
+        {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"watcher.{i}", "namespace": "hyperpod-inference-system"},
+            "involvedObject": {"kind": "Deployment", "name": CONTROLLER},
+            "reason": "Watcher",
+            "message": message,
+            "type": "Normal",
+            "lastTimestamp": f"2026-12-01T00:{i:02d}:00Z",
+        }
+        for i, message in enumerate(messages)
+    ]
+    kube.put(EVENTS, {"kind": "EventList", "items": items})
+
+
+def registration(state: str) -> dict:
+    return {
+        "apiVersion": "inference.sagemaker.aws.amazon.com/v1",
+        "kind": "SageMakerEndpointRegistration",
+        "metadata": {"name": "vllm", "namespace": "inference-hyperpod"},
+        "status": {"state": state},
+    }
 
 
 def statuses(report) -> dict[str, str]:
@@ -270,6 +305,7 @@ def test_list_checks_by_kind(eksinf, stack_dir):
     names = [row["name"] for row in json.loads(result.out)["checks"]]
     assert names == [r.name for r in contract.rules_for("hyperpod-eks")]
     assert {"hyperpod-cluster", "addon-cluster-arn", "alb-role-trust"} <= set(names)
+    assert "inference-enablement" in names
     assert not {"discovery-tags", "gpu-ami", "node-role"} & set(names)
     text = eksinf("enroll", "cluster", "--kind", "hyperpod-eks", "--list-checks", cwd=stack_dir)
     assert (
@@ -340,3 +376,47 @@ def test_status_lists_and_prices_the_hyperpod_instances(eksinf, stack, stack_dir
     ]
     assert body["cost"]["hourly"] is None and body["cost"]["unknownItems"] == 2
     assert "unknown, not zero" in result.err
+
+
+def test_enroll_waits_while_the_watcher_enables_and_reads_it_again(
+    stack, scope, kube, monkeypatch, managed_policies
+):
+    """The window is polled through the API (no real sleep: the test's `sleep` is where the
+    operator moves on), until the watcher reports Enabled."""
+    world(stack, scope, kube, monkeypatch)
+    watcher(kube, "inference watcher Enabling")
+    profile = load_profile(stack)
+    client = KubeClient.from_kubeconfig(kube.config, session(scope))
+    facts = hyperpod.expected(profile, stack.versions)
+    facts.registrations, facts.operator_events = [], []
+    hyperpod.gather_enablement(client, facts)
+    said, now = [], [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+        if now[0] >= 60:
+            watcher(kube, "inference watcher Enabling", "inference watcher Enabled")
+
+    hyperpod.wait_enablement(client, facts, 1200, 30, said.append, sleep, lambda: now[0])
+    state = hyperpod.enablement(facts)
+    assert state is not None and state.watcher == "enabled" and now[0] == 60
+    assert len(said) == 2 and "watcher is enabling (inference watcher Enabling)" in said[0]
+
+
+def test_enroll_with_a_stuck_watcher_warns_the_recovery_and_still_enrolls(
+    eksinf, stack, stack_dir, scope, kube, monkeypatch, managed_policies
+):
+    """Warn, never block: enablement follows the cluster, and the recovery is a recreate."""
+    world(stack, scope, kube, monkeypatch)
+    watcher(
+        kube,
+        "inference watcher Enabled",
+        "inference watcher: Underlying watcher service is being deleted",
+    )
+    kube.put(REGISTRATIONS, {"kind": "List", "items": [registration("CreationInProgress")]})
+    result = eksinf(*enroll_args(kube), "--wait-enablement", "0", cwd=stack_dir)
+    assert result.code == 0, result.err
+    assert "inference-enablement: watcher stuck" in result.err
+    assert "recreate the HyperPod cluster" in result.err
+    assert "registration in progress: inference-hyperpod/vllm CreationInProgress" in result.err
+    assert "meets the contract; enrolled as hp" in result.out

@@ -639,6 +639,14 @@ def enroll_cluster_cmd(
         False, "--no-argocd", help="Do not install Argo CD when absent (then it must be there)."
     ),
     argocd_timeout: float = ARGOCD_TIMEOUT_OPTION,
+    wait_enablement: int | None = typer.Option(
+        None,
+        "--wait-enablement",
+        min=0,
+        help="With --kind hyperpod-eks: while the inference operator's watcher is still "
+        "enabling, wait up to SECONDS for it; 0 reads it once. Default: 20 minutes (a "
+        "recreated cluster takes over 15). It only warns, never blocks.",
+    ),
     aws_profile: str = AWS_PROFILE_OPTION,
     hub_choice: str | None = HUB_OPTION,  # read by open_hub (hub.use_backend)
     json_out: bool = JSON_OPTION,
@@ -666,12 +674,13 @@ def enroll_cluster_cmd(
         raise EksinfError("enroll cluster needs --name", exit_code=2)
     stack = state(ctx).stack()
     scope = contract.with_cluster(stack_scope(ctx, region), eks_cluster, region)
-    expected = None
+    expected, window = None, 0
     if chosen.name == HYPERPOD_EKS:  # the profile's spec.hyperpod, before any AWS call
         from ..aws.contract import hyperpod
         from ..profile import load_profile
 
         expected = hyperpod.expected(load_profile(stack), stack.versions, hyperpod_cluster)
+        window = hyperpod.ENABLEMENT_WINDOW if wait_enablement is None else wait_enablement
     session = aws_session(scope, aws_profile)
     access = enroll.cluster_access(stack.root, name, scope, session, kubeconfig, context)
     report = contract.check_cluster(
@@ -684,6 +693,8 @@ def enroll_cluster_cmd(
         install_argocd=not no_argocd,
         kind=chosen,
         hyperpod=expected,
+        enablement_wait=window,
+        say=progress,
     )
     if not json_out:
         _print_checks(report)

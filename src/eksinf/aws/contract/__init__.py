@@ -3,6 +3,7 @@ judged by registered rules (rules.py). See docs/contract.md."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -21,8 +22,10 @@ from .facts import (
     gather,
     stack_needs,
 )
-from .hyperpod import HyperPodFacts, gather_hyperpod
+from .hyperpod import HyperPodFacts, gather_hyperpod, wait_enablement
 from .rules import RULES, Check, evaluate, markdown, rules_for, table
+
+ENABLEMENT_POLL = 30  # seconds between reads of the operator's view while it enables
 
 __all__ = [
     "ADMIN_POLICY",
@@ -90,12 +93,18 @@ def check_cluster(
     install_argocd: bool = False,
     kind: TargetKind = KINDS[DEFAULT_KIND],
     hyperpod: HyperPodFacts | None = None,
+    enablement_wait: float = 0,
+    say: Callable[[str], None] = lambda _msg: None,
 ) -> ContractReport:
     """Gather and judge the rules of the target's kind. A hyperpod-eks target passes
-    `hyperpod` (hyperpod.expected: the HyperPod cluster and what the profile expects of it)."""
+    `hyperpod` (hyperpod.expected: the HyperPod cluster and what the profile expects of it);
+    while its operator's watcher is still enabling, its view is read again for up to
+    `enablement_wait` seconds."""
     facts = gather(session, scope, needs, kube, grant, argocd_namespace)
     if hyperpod is not None:
         hyperpod = gather_hyperpod(session, hyperpod, facts.cluster, kube)
+        if kube is not None and enablement_wait > 0:
+            wait_enablement(kube, hyperpod, enablement_wait, ENABLEMENT_POLL, say)
     checks = evaluate(
         facts, scope, needs, kube is not None, argocd_namespace, install_argocd, kind, hyperpod
     )

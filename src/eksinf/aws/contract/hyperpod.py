@@ -12,6 +12,9 @@ model does not carry it.
 from __future__ import annotations
 
 import json
+import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,9 +34,20 @@ ALB_SERVICE_ACCOUNT = "aws-load-balancer-controller"
 ALB_WEBHOOK_NAME = "aws-load-balancer-webhook"  # the ALB controller's mutating webhook
 INFERENCE_POLICY = "arn:aws:iam::aws:policy/AmazonSageMakerHyperPodInferenceAccess"
 # What the execution role does besides the managed policy: write the endpoint's TLS
-# certificate to the bucket and tag the imported ACM certificate.
-TLS_ACTIONS = ("s3:PutObject", "s3:GetObject")
+# certificate to the bucket (tagging the object as it writes it: the findings' AccessDenied was
+# s3:PutObjectTagging), list the bucket, and tag the imported ACM certificate.
+TLS_OBJECT_ACTIONS = ("s3:PutObject", "s3:GetObject", "s3:PutObjectTagging")
+TLS_BUCKET_ACTIONS = ("s3:ListBucket",)
 ACM_ACTION = "acm:AddTagsToCertificate"
+# The operator's view of enablement and registration: its SageMakerEndpointRegistration objects
+# (status.state, status.conditions; the CRD pinned beside the InferenceEndpointConfig's) and the
+# Events it records in its namespace.
+REGISTRATION_API = "inference.sagemaker.aws.amazon.com/v1"
+REGISTRATION_KIND = "SageMakerEndpointRegistration"
+# What the operator says when its watcher is stuck after repeated enable and disable; only
+# recreating the HyperPod cluster recovers it (the findings saw a recreate take over 15 minutes).
+STUCK_WATCHER = "Underlying watcher service is being deleted"
+ENABLEMENT_WINDOW = 20 * 60  # seconds enroll waits for a watcher still enabling (--wait-enablement)
 # Probed namespace for "the ALB trust admits the controller's account in any namespace".
 ANY_NAMESPACE_PROBE = "eksinf-any-namespace"
 
@@ -55,11 +69,12 @@ class HyperPodFacts:
     """Everything the HyperPod rules look at (I/O in `gather_hyperpod`)."""
 
     name: str  # the HyperPod cluster as enrolled: a name or an ARN
-    # What the profile expects (spec.hyperpod) and the pinned add-on version (versions.env).
+    # What the profile expects (spec.hyperpod) and the add-on versions versions.env accepts.
     instance_type: str = ""
     execution_role_name: str = ""
     tls_bucket: str = ""
-    addon_version: str = ""
+    addon_floor: str = ""
+    addon_known: tuple[str, ...] = ()  # oldest first
     eks_arn: str = ""  # the enrolled EKS cluster's ARN ("" when unread)
     issuer: str = ""  # the EKS cluster's current OIDC issuer host
     cluster: dict[str, Any] | None = None  # sagemaker DescribeCluster; None = absent/unread
@@ -76,6 +91,9 @@ class HyperPodFacts:
     alb_namespaces: list[str] | None = None  # namespaces holding an ALB controller account
     webhook_namespace: str | None = None  # namespace of the ALB webhook's service
     kube_error: str = ""
+    registrations: list[dict[str, Any]] | None = None  # None = unread (no kubeconfig, error)
+    operator_events: list[dict[str, Any]] | None = None  # Events in INFERENCE_NAMESPACE
+    enablement_error: str = ""
     execution_role: RoleFacts | None = None
     alb_role: RoleFacts | None = None
 
@@ -85,7 +103,53 @@ class HyperPodFacts:
         return str((self.cluster or {}).get("ClusterArn", ""))
 
 
-ADDON_VERSION_KEY = "HYPERPOD_INFERENCE_ADDON_VERSION"  # versions.env
+# versions.env: the oldest add-on version the contract accepts, and the versions known to work
+# (comma-separated). A version above the floor that is not known passes with an advisory.
+ADDON_FLOOR_KEY = "HYPERPOD_INFERENCE_ADDON_FLOOR"
+ADDON_KNOWN_KEY = "HYPERPOD_INFERENCE_ADDON_KNOWN"
+# EKS add-on versions read v<major>.<minor>.<patch>-eksbuild.<n>.
+_ADDON_VERSION = re.compile(r"v(\d+)\.(\d+)\.(\d+)-eksbuild\.(\d+)")
+
+
+def addon_version(text: str) -> tuple[int, int, int, int] | None:
+    """An EKS add-on version as numbers to compare (None: not v<x.y.z>-eksbuild.<n>)."""
+    match = _ADDON_VERSION.fullmatch(text.strip())
+    if not match:
+        return None
+    major, minor, patch, build = (int(g) for g in match.groups())
+    return major, minor, patch, build
+
+
+def addon_versions(versions: dict[str, str]) -> tuple[str, tuple[str, ...]]:
+    """(floor, known-good versions) from versions.env, each checked; the floor is below or
+    equal to every known version."""
+    for key in (ADDON_FLOOR_KEY, ADDON_KNOWN_KEY):
+        if key not in versions:
+            raise EksinfError(
+                f"versions.env: missing key {key}",
+                hint=f"Set {ADDON_FLOOR_KEY} (the oldest accepted inference add-on version, "
+                f"e.g. v1.0.0-eksbuild.1) and {ADDON_KNOWN_KEY} (the versions known to work, "
+                "comma-separated, e.g. v1.0.0-eksbuild.1,v2.1.0-eksbuild.1).",
+                exit_code=CONTRACT,
+            )
+    floor = versions[ADDON_FLOOR_KEY].strip()
+    known = tuple(v.strip() for v in versions[ADDON_KNOWN_KEY].split(",") if v.strip())
+    for key, value in [(ADDON_FLOOR_KEY, floor)] + [(ADDON_KNOWN_KEY, v) for v in known]:
+        if addon_version(value) is None:
+            raise EksinfError(
+                f"versions.env: {key}: {value!r} is not an EKS add-on version",
+                hint="Write it as EKS does: v<major>.<minor>.<patch>-eksbuild.<n>.",
+                exit_code=CONTRACT,
+            )
+    below = [v for v in known if (addon_version(v) or ()) < (addon_version(floor) or ())]
+    if not known or below:
+        raise EksinfError(
+            f"versions.env: {ADDON_KNOWN_KEY} "
+            + (f"lists {', '.join(below)}, below the floor {floor}" if below else "is empty"),
+            hint=f"List at least one known-good version at or above {ADDON_FLOOR_KEY}.",
+            exit_code=CONTRACT,
+        )
+    return floor, tuple(sorted(known, key=lambda v: addon_version(v) or ()))
 
 
 def expected(profile: Any, versions: dict[str, str], cluster: str | None = None) -> HyperPodFacts:
@@ -99,18 +163,14 @@ def expected(profile: Any, versions: dict[str, str], cluster: str | None = None)
             "tlsCertificateS3Uri) to render/platform-profile/profile.yaml; see docs/hyperpod.md.",
             exit_code=CONTRACT,
         )
-    if ADDON_VERSION_KEY not in versions:
-        raise EksinfError(
-            f"versions.env: missing key {ADDON_VERSION_KEY}",
-            hint=f"Pin the inference add-on version, e.g. {ADDON_VERSION_KEY}=v1.0.0-eksbuild.1.",
-            exit_code=CONTRACT,
-        )
+    floor, known = addon_versions(versions)
     return HyperPodFacts(
         name=cluster or block.cluster_name,
         instance_type=block.instance_type,
         execution_role_name=block.execution_role_name,
         tls_bucket=block.tls_bucket,
-        addon_version=versions[ADDON_VERSION_KEY],
+        addon_floor=floor,
+        addon_known=known,
     )
 
 
@@ -165,8 +225,13 @@ def _role(
 
 
 def role_checks(bucket: str) -> list[tuple[str, str]]:
-    """(action, resource) the execution role must be allowed, for `bucket` (the TLS bucket)."""
-    return [(a, f"arn:aws:s3:::{bucket}/*") for a in TLS_ACTIONS] + [(ACM_ACTION, "*")]
+    """(action, resource) the execution role must be allowed, for `bucket` (the TLS bucket):
+    object actions on its objects, ListBucket on the bucket itself."""
+    return (
+        [(a, f"arn:aws:s3:::{bucket}/*") for a in TLS_OBJECT_ACTIONS]
+        + [(a, f"arn:aws:s3:::{bucket}") for a in TLS_BUCKET_ACTIONS]
+        + [(ACM_ACTION, "*")]
+    )
 
 
 def gather_hyperpod(
@@ -258,3 +323,114 @@ def _gather_kube(kube: KubeClient, facts: HyperPodFacts) -> None:
                 break
     except (KubeError, EksinfError) as exc:
         facts.kube_error = exc.message
+    gather_enablement(kube, facts)
+
+
+def gather_enablement(kube: KubeClient, facts: HyperPodFacts) -> None:
+    """The operator's own view: every SageMakerEndpointRegistration (all namespaces; none when
+    the CRD is not served) and the Events in its namespace. Read again by each poll."""
+    try:
+        facts.registrations = kube.items(resource_path(REGISTRATION_API, REGISTRATION_KIND))
+        facts.operator_events = kube.items(resource_path("v1", "Event", INFERENCE_NAMESPACE))
+        facts.enablement_error = ""
+    except (KubeError, EksinfError) as exc:
+        facts.registrations = facts.operator_events = None
+        facts.enablement_error = exc.message
+
+
+@dataclass(frozen=True)
+class Enablement:
+    """Enablement and registration as the operator reports them (`enablement`)."""
+
+    watcher: str  # enabled | enabling | stuck | unreported
+    watcher_says: str  # the message that decided it ("" when unreported)
+    registrations: tuple[tuple[str, str, str], ...]  # (namespace/name, state, condition message)
+
+    @property
+    def settled(self) -> bool:
+        """Nothing left to wait for: the watcher is not enabling."""
+        return self.watcher != "enabling"
+
+
+def _when(event: dict[str, Any]) -> str:
+    """An Event's time as RFC 3339 text (sortable): its last occurrence when it has one."""
+    meta = event.get("metadata") or {}
+    series = event.get("series") or {}
+    return str(
+        event.get("lastTimestamp")
+        or series.get("lastObservedTime")
+        or event.get("eventTime")
+        or meta.get("creationTimestamp")
+        or ""
+    )
+
+
+def _messages(registration: dict[str, Any]) -> list[str]:
+    return [
+        str(c.get("message") or "")
+        for c in (registration.get("status") or {}).get("conditions") or []
+        if c.get("message")
+    ]
+
+
+def enablement(facts: HyperPodFacts) -> Enablement | None:
+    """The watcher's latest word in the operator's Events (the stuck message anywhere, Events or
+    a registration's conditions, wins: it does not clear by itself), and each registration's
+    state. None when unread."""
+    if facts.registrations is None or facts.operator_events is None:
+        return None
+    watcher, says = "unreported", ""
+    about = [e for e in facts.operator_events if "watcher" in str(e.get("message", "")).lower()]
+    if about:
+        latest = max(about, key=_when)
+        says = str(latest.get("message", ""))
+        lowered = says.lower()
+        watcher = (
+            "stuck"
+            if STUCK_WATCHER.lower() in lowered
+            else "enabling"
+            if "enabling" in lowered
+            else "enabled"
+            if "enabled" in lowered
+            else "unreported"
+        )
+    rows = []
+    for reg in sorted(
+        facts.registrations,
+        key=lambda r: (r["metadata"].get("namespace", ""), r["metadata"].get("name", "")),
+    ):
+        meta = reg["metadata"]
+        messages = _messages(reg)
+        stuck = [m for m in messages if STUCK_WATCHER.lower() in m.lower()]
+        if stuck:
+            watcher, says = "stuck", stuck[0]
+        state = str((reg.get("status") or {}).get("state") or "no state yet")
+        rows.append(
+            (f"{meta.get('namespace', '')}/{meta.get('name', '')}", state, "; ".join(messages))
+        )
+    return Enablement(watcher, says, tuple(rows))
+
+
+def wait_enablement(
+    kube: KubeClient,
+    facts: HyperPodFacts,
+    timeout: float,
+    poll: float,
+    say: Callable[[str], None],
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
+    """Re-read the operator's view while its watcher is still enabling, up to `timeout`
+    seconds (a recreated cluster takes over 15 minutes). Never raises on the state: the
+    contract's `inference-enablement` reports whatever it is at the end."""
+    deadline = clock() + timeout
+    while True:
+        state = enablement(facts)
+        if state is None or state.settled or clock() >= deadline:
+            return
+        say(
+            f"the inference operator's watcher is enabling ({state.watcher_says}); waiting up to "
+            f"{int(deadline - clock())} s more"
+        )
+        sleep(poll)
+        gather_enablement(kube, facts)

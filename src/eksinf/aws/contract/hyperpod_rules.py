@@ -7,22 +7,30 @@ clusters too, so it proves nothing either way.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from ...errors import shell_command
 from ...model import iam
+from ...model.addons import load_records, value_errors
 from ...model.targets import HYPERPOD_EKS
 from ...prices import load_catalogue
 from .hyperpod import (
     ACM_ACTION,
+    ADDON_KNOWN_KEY,
     ALB_SERVICE_ACCOUNT,
     ANY_NAMESPACE_PROBE,
     CLUSTER_ARN_ENV,
+    ENABLEMENT_WINDOW,
     INFERENCE_ADDON,
     INFERENCE_NAMESPACE,
     INFERENCE_POLICY,
+    REGISTRATION_KIND,
+    STUCK_WATCHER,
     HyperPodFacts,
     RoleFacts,
+    addon_version,
+    enablement,
     role_checks,
     role_name,
 )
@@ -132,71 +140,97 @@ def hyperpod_orchestrator(ctx: Context) -> list[Check]:
     return [Check("hyperpod-orchestrator", element, "fail", detail, call, fix)]
 
 
+# What UpdateCluster's InstanceGroups entry (ClusterInstanceGroupSpecification) needs to keep a
+# group as it is, from DescribeCluster's ClusterInstanceGroupDetails (botocore's sagemaker model).
+CARRIED = (
+    "InstanceGroupName",
+    "InstanceType",
+    "ExecutionRole",
+    "LifeCycleConfig",
+    "ThreadsPerCore",
+)
+
+
+def update_cluster_fix(hp: HyperPodFacts) -> str:
+    """The fix for a missing instance group, with the warning `update-cluster` needs: its
+    --instance-groups is taken as the whole set, so every current group is carried over
+    (printed as the JSON to start from)."""
+    current = [
+        {
+            **{k: g[k] for k in CARRIED if k in g},
+            "InstanceCount": g.get("TargetCount", g.get("CurrentCount", 0)),
+        }
+        for g in (hp.cluster or {}).get("InstanceGroups") or []
+    ]
+    return (
+        "add the instance group through HyperPod (aws sagemaker update-cluster --cluster-name "
+        f"{hp.name} --instance-groups ...). WARNING: update-cluster replaces the whole set of "
+        "instance groups with --instance-groups: a group left out is removed with its "
+        "instances, so carry over every current group as it is and add the new one. Current "
+        f"set: {json.dumps(current, sort_keys=True, separators=(',', ':'))}. eksinf never "
+        "changes capacity"
+    )
+
+
 @rule(
     "hyperpod-instance-groups",
     severity="required",
     kinds=HYPERPOD,
     anchor=HP_ANCHOR,
-    element="a CPU instance group (controllers) and a GPU instance group of `spec.hyperpod.instanceType`, each with a running instance",
+    element="a CPU instance group (controllers) and a GPU instance group of `spec.hyperpod.instanceType`; one with no running instance is waiting for capacity (an advisory)",
     call="`sagemaker:DescribeCluster` (`InstanceGroups`) + `sagemaker:ListClusterNodes` (`InstanceStatus`)",
-    fix="add or scale the instance group through HyperPod (`aws sagemaker update-cluster`); eksinf never changes capacity",
-    why="capacity comes from instance groups, not Karpenter: without the GPU group the model never schedules, without a CPU group the operator's controllers compete for GPU nodes",
+    fix="add the instance group through HyperPod (`aws sagemaker update-cluster`): its `--instance-groups` replaces the whole set, so carry every current group over (the fix lists them); eksinf never changes capacity",
+    why="capacity comes from instance groups, not Karpenter: without the GPU group the model never schedules, without a CPU group the operator's controllers compete for GPU nodes; a group still waiting for capacity is not a broken cluster",
 )
 def hyperpod_instance_groups(ctx: Context) -> list[Check]:
-    """A CPU and a GPU instance group, each with capacity."""
+    """A CPU and a GPU instance group; one without a running instance only waits."""
     hp = _hp(ctx)
     if hp.cluster is None:
         return []
     want = hp.instance_type
-    element = (
-        f"a CPU instance group and a GPU instance group of {want}, each with a running instance"
-    )
+    element = f"a CPU instance group and a GPU instance group of {want}"
     call = f"sagemaker:DescribeCluster InstanceGroups + sagemaker:ListClusterNodes ClusterName={hp.name}"
-    fix = (
-        f"add or scale the instance group through HyperPod (aws sagemaker update-cluster "
-        f"--cluster-name {hp.name}); eksinf never changes capacity"
-    )
     running: dict[str, int] = {}
     for node in hp.nodes or []:
         if (node.get("InstanceStatus") or {}).get("Status") == "Running":
             group = str(node.get("InstanceGroupName", ""))
             running[group] = running.get(group, 0) + 1
-    groups = hp.cluster.get("InstanceGroups") or []
     described = []
-    cpu, gpu = [], []
-    for group in groups:
+    cpu: dict[str, int] = {}  # group -> running instances
+    gpu: dict[str, int] = {}
+    for group in hp.cluster.get("InstanceGroups") or []:
         name, kind = str(group.get("InstanceGroupName", "?")), str(group.get("InstanceType", "?"))
         count = (
             running.get(name, 0) if hp.nodes is not None else int(group.get("CurrentCount") or 0)
         )
         described.append(f"{name} {kind} x{count}")
-        if kind == want and count:
-            gpu.append(name)
-        elif _is_gpu(kind) is False and count:
-            cpu.append(name)
-    problems = []
-    if not gpu:
-        problems.append(f"no instance group of {want} with a running instance")
-    if not cpu:
-        problems.append("no CPU instance group with a running instance")
-    detail = (
-        "; ".join(problems)
-        + (" (" if problems else "")
-        + (", ".join(described) or "no groups")
-        + (")" if problems else "")
-    )
+        if kind == want:
+            gpu[name] = count
+        elif _is_gpu(kind) is False:
+            cpu[name] = count
+    problems, waiting = [], []
+    for label, found in ((f"instance group of {want}", gpu), ("CPU instance group", cpu)):
+        if not found:
+            problems.append(f"no {label}")
+        elif not any(found.values()):
+            waiting.append(
+                f"{label} {', '.join(sorted(found))} has no running instance: waiting for capacity"
+            )
+    detail = "; ".join(problems + waiting + [", ".join(described) or "no groups"])
     if hp.nodes is None and hp.nodes_error:
         detail += f"; counts from DescribeCluster (ListClusterNodes: {hp.nodes_error})"
-    return [
-        Check(
-            "hyperpod-instance-groups",
-            element,
-            "fail" if problems else "pass",
-            detail,
-            call,
-            fix if problems else "",
+    if problems:
+        return [
+            Check("hyperpod-instance-groups", element, "fail", detail, call, update_cluster_fix(hp))
+        ]
+    if waiting:
+        fix = (
+            "wait for HyperPod to place the instances (sagemaker:ListClusterNodes shows them "
+            "Running), or check the group's capacity in the console; enrolling goes ahead and the "
+            "model schedules once they run"
         )
-    ]
+        return [Check("hyperpod-instance-groups", element, "warn", detail, call, fix)]
+    return [Check("hyperpod-instance-groups", element, "pass", detail, call)]
 
 
 @rule(
@@ -204,15 +238,19 @@ def hyperpod_instance_groups(ctx: Context) -> list[Check]:
     severity="required",
     kinds=HYPERPOD,
     anchor=HP_ANCHOR,
-    element=f"the `{INFERENCE_ADDON}` EKS add-on ACTIVE at the pinned version (`HYPERPOD_INFERENCE_ADDON_VERSION`)",
-    call=f"`eks:DescribeAddon` `{INFERENCE_ADDON}` (`status`, `addonVersion`, `health.issues`)",
-    fix="install or update it through the HyperPod console or `aws eks create-addon/update-addon --addon-version <pinned>`",
-    why="the add-on installs the inference operator and its CRDs; another version may serve a CRD the pinned one does not match",
+    element=f"the `{INFERENCE_ADDON}` EKS add-on ACTIVE at a known-good version or above the floor (`HYPERPOD_INFERENCE_ADDON_KNOWN`, `HYPERPOD_INFERENCE_ADDON_FLOOR`), its configuration valid against the schema recorded for that version",
+    call=f"`eks:DescribeAddon` `{INFERENCE_ADDON}` (`status`, `addonVersion`, `health.issues`, `configurationValues`) + the recorded `eks:DescribeAddonConfiguration` schema",
+    fix="install or update it through the HyperPod console or `aws eks update-addon --addon-version <a known-good version>`",
+    why="the add-on installs the inference operator and its CRDs; below the floor it may serve a CRD the pinned one does not match (a version above the floor that is not known passes with an advisory)",
 )
 def inference_addon(ctx: Context) -> list[Check]:
-    """The inference add-on is ACTIVE at the pinned version."""
+    """The inference add-on is ACTIVE at a known-good version (or above the floor)."""
     hp = _hp(ctx)
-    element = f"the {INFERENCE_ADDON} add-on ACTIVE at {hp.addon_version}"
+    newest = hp.addon_known[-1] if hp.addon_known else hp.addon_floor
+    element = (
+        f"the {INFERENCE_ADDON} add-on ACTIVE at {' or '.join(hp.addon_known) or hp.addon_floor} "
+        f"(at least {hp.addon_floor})"
+    )
     call = f"eks:DescribeAddon clusterName={ctx.facts.cluster_name} addonName={INFERENCE_ADDON}"
     fix = (
         "install or update it (HyperPod console, or "
@@ -220,10 +258,12 @@ def inference_addon(ctx: Context) -> list[Check]:
             "aws",
             "eks",
             "update-addon",
+            "--cluster-name",
+            ctx.facts.cluster_name,
             "--addon-name",
             INFERENCE_ADDON,
             "--addon-version",
-            hp.addon_version,
+            newest,
         )
         + ")"
     )
@@ -231,27 +271,47 @@ def inference_addon(ctx: Context) -> list[Check]:
         return [Check("inference-addon", element, "unknown", hp.addon_error, call, fix)]
     if hp.addon is None:
         return [Check("inference-addon", element, "fail", "not installed", call, fix)]
-    status, version = hp.addon.get("status", "?"), hp.addon.get("addonVersion", "?")
+    status, version = str(hp.addon.get("status", "?")), str(hp.addon.get("addonVersion", "?"))
     issues = [
         f"{i.get('code')}: {i.get('message')}"
         for i in (hp.addon.get("health") or {}).get("issues") or []
     ]
-    problems = []
+    problems, notes = [], []
     if status != "ACTIVE":
         problems.append(f"status {status}")
-    if version != hp.addon_version:
-        problems.append(f"version {version}, pinned {hp.addon_version}")
+    found, floor = addon_version(version), addon_version(hp.addon_floor)
+    if found is None or floor is None or found < floor:
+        problems.append(f"version {version}, below the floor {hp.addon_floor}")
+    elif version not in hp.addon_known:
+        notes.append(
+            f"version {version} is above the floor {hp.addon_floor} but not known to work "
+            f"(known: {', '.join(hp.addon_known)}): check its CRD against the pinned one and "
+            f"add it to {ADDON_KNOWN_KEY} once it does"
+        )
+    record = load_records().get((INFERENCE_ADDON, version))
+    if record is None:
+        notes.append(
+            f"no configuration schema recorded for {version} (eksinf addon-schemas refresh)"
+        )
+    elif hp.config is not None:
+        problems += [
+            f"configurationValues {p} (schema from {record.source})"
+            for p in value_errors(record.schema, hp.config)
+        ]
     detail = "; ".join(problems) or f"ACTIVE {version}"
+    if notes:
+        detail += "; " + "; ".join(notes)
     if issues:
         detail += "; health: " + "; ".join(issues)
+    state = "fail" if problems else "warn" if version not in hp.addon_known else "pass"
     return [
         Check(
             "inference-addon",
             element,
-            "fail" if problems else "pass",
+            state,
             detail,
             call,
-            fix if problems else "",
+            fix if state != "pass" else "",
         )
     ]
 
@@ -485,6 +545,68 @@ def inference_controller(ctx: Context) -> list[Check]:
     ]
 
 
+RECREATE = (
+    "recreate the HyperPod cluster through AWS's flow (delete it, wait until it is gone, create "
+    "it again with the inference capability): after repeated enable and disable the watcher "
+    "stays 'being deleted' and waiting does not clear it; the recreate takes over 15 minutes "
+    f"(re-run enroll: it waits up to --wait-enablement, default {ENABLEMENT_WINDOW} s)"
+)
+
+
+@rule(
+    "inference-enablement",
+    severity="advisory",
+    kinds=HYPERPOD,
+    anchor=HP_ANCHOR,
+    element=f"the inference operator's watcher Enabled (not enabling, not '{STUCK_WATCHER}') and every `{REGISTRATION_KIND}` CreationCompleted, as the operator reports them",
+    call=f"`GET events` in `{INFERENCE_NAMESPACE}` (the watcher's messages) + `GET {REGISTRATION_KIND.lower()}s` in every namespace (`status.state`, `status.conditions`)",
+    fix=f"enabling: wait (enroll waits up to `--wait-enablement`); stuck ('{STUCK_WATCHER}'): recreate the HyperPod cluster; a failed registration: its condition message says why",
+    why="the operator enables inference through its own watcher, which reaches Enabled while DescribeCluster's `InferenceConfig` stays empty; a cluster that passes every other check may still be enabling, or be stuck until it is recreated (warned, never blocking: enablement follows the cluster, not the stack)",
+)
+def inference_enablement(ctx: Context) -> list[Check]:
+    """The operator's watcher is Enabled and its endpoint registrations completed."""
+    hp = _hp(ctx)
+    if not ctx.kube_used or not ctx.facts.version:
+        return []  # endpoint-reachable speaks
+    element = f"the inference operator's watcher Enabled and its {REGISTRATION_KIND}s completed"
+    call = f"GET events in {INFERENCE_NAMESPACE} + GET {REGISTRATION_KIND.lower()}s"
+    state = enablement(hp)
+    if state is None:
+        return [Check("inference-enablement", element, "unknown", hp.enablement_error, call)]
+    watcher = {
+        "enabled": f"watcher Enabled ({state.watcher_says})",
+        "enabling": f"watcher still enabling ({state.watcher_says})",
+        "stuck": f"watcher stuck: {state.watcher_says}",
+        "unreported": "the operator reports no watcher state",
+    }[state.watcher]
+    failed = [f"{n} {s}: {m or 'no message'}" for n, s, m in state.registrations if "Failed" in s]
+    pending = [
+        f"{n} {s}" for n, s, _ in state.registrations if not s.endswith(("Completed", "Failed"))
+    ]
+    done = [n for n, s, _ in state.registrations if s.endswith("Completed")]
+    parts = [watcher]
+    if failed:
+        parts.append("registration failed: " + "; ".join(failed))
+    if pending:
+        parts.append("registration in progress: " + ", ".join(pending))
+    if done:
+        parts.append(f"{len(done)} registration(s) completed")
+    if not state.registrations:
+        parts.append(f"no {REGISTRATION_KIND} yet (none is made before a model is deployed)")
+    detail = "; ".join(parts)
+    if state.watcher == "stuck":
+        return [Check("inference-enablement", element, "warn", detail, call, RECREATE)]
+    if state.watcher == "enabling" or failed or pending:
+        fix = (
+            "wait for the watcher (enroll waits up to --wait-enablement)"
+            if state.watcher == "enabling"
+            else "a failed registration's condition message says why (the execution role's "
+            "S3 and ACM permissions, the TLS bucket); one in progress completes on its own"
+        )
+        return [Check("inference-enablement", element, "warn", detail, call, fix)]
+    return [Check("inference-enablement", element, "pass", detail, call)]
+
+
 @rule(
     "inference-role-trust",
     severity="required",
@@ -622,8 +744,8 @@ def alb_role_trust(ctx: Context) -> list[Check]:
     kinds=HYPERPOD,
     anchor=HP_ANCHOR,
     element=f"the execution role holding `{INFERENCE_POLICY.rsplit('/', 1)[-1]}`, S3 access to the TLS bucket and `{ACM_ACTION}`",
-    call="`iam:ListAttachedRolePolicies` + `iam:SimulatePrincipalPolicy` (s3:PutObject/GetObject on the bucket, acm:AddTagsToCertificate)",
-    fix=f"attach `{INFERENCE_POLICY}` and allow s3:PutObject/GetObject on `arn:aws:s3:::<bucket>/*` and `{ACM_ACTION}`",
+    call="`iam:ListAttachedRolePolicies` + `iam:SimulatePrincipalPolicy` (s3:PutObject/GetObject/PutObjectTagging on the bucket's objects, s3:ListBucket on the bucket, acm:AddTagsToCertificate)",
+    fix=f"attach `{INFERENCE_POLICY}` and allow s3:PutObject/GetObject/PutObjectTagging on `arn:aws:s3:::<bucket>/*`, s3:ListBucket on `arn:aws:s3:::<bucket>` and `{ACM_ACTION}`",
     why="without them the operator cannot write the endpoint's TLS certificate or tag the imported certificate, and the endpoint never completes",
 )
 def inference_role_policies(ctx: Context) -> list[Check]:
@@ -643,7 +765,11 @@ def inference_role_policies(ctx: Context) -> list[Check]:
         decision = role.decisions.get(f"{action} {resource}", "unread")
         if decision != "allowed":
             problems.append(f"{action} on {resource}: {decision}")
-    fix = f"attach {INFERENCE_POLICY} and allow s3:PutObject/GetObject on arn:aws:s3:::{hp.tls_bucket}/* and {ACM_ACTION}"
+    fix = (
+        f"attach {INFERENCE_POLICY} and allow s3:PutObject/GetObject/PutObjectTagging on "
+        f"arn:aws:s3:::{hp.tls_bucket}/*, s3:ListBucket on arn:aws:s3:::{hp.tls_bucket} and "
+        f"{ACM_ACTION}"
+    )
     return [
         Check(
             "inference-role-policies",
