@@ -841,11 +841,11 @@ def record_aws_objects(result: RenderResult) -> None:
         for doc in u.docs
     )
     root = result.stack.root
-    recorded = awsobjects.read_lock(root)
-    text = awsobjects.render_lock(awsobjects.merge(recorded or [], now))
-    path = root / awsobjects.LOCK_FILE
-    if recorded is None or inside.read_bytes(path, root).decode("utf-8") != text:
-        write_file(path, text.encode("utf-8"))
+    old = awsobjects.read_lock_text(root)  # read once: parsed here, compared below
+    recorded = [] if old is None else awsobjects.parse(load_docs(old, awsobjects.LOCK_FILE))
+    text = awsobjects.render_lock(awsobjects.merge(recorded, now))
+    if text != old:
+        write_file(root / awsobjects.LOCK_FILE, text.encode("utf-8"))
 
 
 def read_tree(root: Path) -> dict[str, str]:

@@ -363,12 +363,21 @@ class KubeClient:
         `dry_run` asks the server to admit the object without storing it (dryRun=All).
         `force=False` lets the server refuse (HTTP 409) a field another manager owns."""
         path = self._must_path(object_ref(doc), "applying")
+        resp = self._apply_patch(path, doc, force=force, dry_run=dry_run)
+        if resp.status_code not in (200, 201):
+            self._raise(resp, f"applying {doc['kind']} {doc['metadata'].get('name')}")
+        return self._json(resp)
+
+    def _apply_patch(
+        self, path: str, doc: dict[str, Any], *, force: bool, dry_run: bool
+    ) -> requests.Response:
+        """The one server-side apply request `apply` and `admit` send."""
         params = {"fieldManager": FIELD_MANAGER}
         if force:
             params["force"] = "true"
         if dry_run:
             params["dryRun"] = "All"
-        resp = self._call(
+        return self._call(
             "PATCH",
             path,
             params=params,
@@ -377,9 +386,6 @@ class KubeClient:
             data=json.dumps(doc, sort_keys=True),
             headers={"Content-Type": "application/apply-patch+yaml"},
         )
-        if resp.status_code not in (200, 201):
-            self._raise(resp, f"applying {doc['kind']} {doc['metadata'].get('name')}")
-        return self._json(resp)
 
     def admit(self, doc: dict[str, Any], dry_run: bool) -> tuple[int, dict[str, Any]]:
         """Server-side apply like `apply`, but the server's answer is returned, not raised:
@@ -388,16 +394,7 @@ class KubeClient:
         path = self.path(object_ref(doc))
         if path is None:
             return 404, {}
-        params = {"fieldManager": FIELD_MANAGER, "force": "true"}
-        if dry_run:
-            params["dryRun"] = "All"
-        resp = self._call(
-            "PATCH",
-            path,
-            params=params,
-            data=json.dumps(doc, sort_keys=True),
-            headers={"Content-Type": "application/apply-patch+yaml"},
-        )
+        resp = self._apply_patch(path, doc, force=True, dry_run=dry_run)
         body = self._json(resp) if resp.content else {}
         return resp.status_code, body if isinstance(body, dict) else {}
 

@@ -160,13 +160,19 @@ def render_lock(objects: list[AwsObject]) -> str:
     return _HEADER + dump_docs([{"objects": [o.as_dict() for o in objects]}])
 
 
-def read_lock(root: Path) -> list[AwsObject] | None:
-    """The stack's lock; None when it has none yet (a stack from before the lock)."""
+def read_lock_text(root: Path) -> str | None:
+    """The stack's lock as written; None when it has none yet (a stack from before the lock)."""
     from ..inside import read_bytes
-    from ..yamlio import load_docs
 
     path = root / LOCK_FILE
     if not path.exists():
         return None
-    text = read_bytes(path, root, root).decode("utf-8")
-    return parse(load_docs(text, LOCK_FILE))
+    return read_bytes(path, root, root).decode("utf-8")
+
+
+def read_lock(root: Path) -> list[AwsObject] | None:
+    """The stack's lock, parsed; None when it has none yet."""
+    from ..yamlio import load_docs
+
+    text = read_lock_text(root)
+    return None if text is None else parse(load_docs(text, LOCK_FILE))
