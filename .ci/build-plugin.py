@@ -5,7 +5,7 @@
 PyInstaller (pinned in pyproject's `dev` extra) freezes eksinf into a self-contained folder (no
 Python needed where it runs); the folder form starts faster than a one-file executable, which
 unpacks itself on every run. The built executable is then run once as cub's install hook, so
-the `cub-plugin.yaml` in the archive is the one the binary itself writes (src/eksinf/plugin.py).
+the `cub-plugin.yaml` in the archive is the one the binary itself writes (src/eksinf/publish/plugin.py).
 The archive is reproducible: sorted entries, owner 0, mtime 0, gzip without a timestamp. Its
 name carries the OS and architecture the way `cub plugin install` matches release assets
 (cmd/cub/plugin_install.go, matchAsset). PyInstaller does not cross-compile: the publish

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import requests
 
-from eksinf.bundle import build_bundles, publish
-from eksinf.stack import load_stack
+from eksinf.model.stack import load_stack
+from eksinf.publish.bundle import build_bundles, publish
 
 
 def free_port() -> int:

@@ -27,10 +27,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from eksinf.cache import NO_CACHE_ENV
-from eksinf.render import render_stack
-from eksinf.stack import load_stack
-from eksinf.yamlio import load_docs
+from eksinf.build.render import render_stack
+from eksinf.core.cache import NO_CACHE_ENV
+from eksinf.core.yamlio import load_docs
+from eksinf.model.stack import load_stack
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from eksinf.flows import sandbox
 from eksinf.hub.local import LocalHub
-from eksinf.stack import load_stack
+from eksinf.model.stack import load_stack
 
 REPO = Path(__file__).resolve().parent.parent
 STACK_FILES = ("components.yaml", "versions.env", "charts.lock")

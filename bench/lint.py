@@ -20,7 +20,7 @@ from pathlib import Path
 
 from eksinf.lint import lint_stack
 from eksinf.model.configs import read_units
-from eksinf.stack import load_stack
+from eksinf.model.stack import load_stack
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -26,10 +26,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from eksinf import guard
-from eksinf.charts import read_lock, resolve
-from eksinf.render import chart_values, render_stack, write_configs
-from eksinf.stack import load_stack
+from eksinf.build import guard
+from eksinf.build.charts import read_lock, resolve
+from eksinf.build.render import chart_values, render_stack, write_configs
+from eksinf.model.stack import load_stack
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -65,9 +65,9 @@ TARGETS["bundle"] = 6.0
 
 def engine_jobs(stack_root: Path, mirror: Path, work: Path) -> Path:
     """The charts, values and options the stack renders, as a file the engine floor reads."""
-    from eksinf.charts import read_lock, resolve
-    from eksinf.render import chart_values
-    from eksinf.stack import load_stack
+    from eksinf.build.charts import read_lock, resolve
+    from eksinf.build.render import chart_values
+    from eksinf.model.stack import load_stack
 
     stack = load_stack(stack_root)
     lock = read_lock(stack)

@@ -60,8 +60,8 @@ def main() -> None:
             cold_env = {**os.environ, "EKSINF_CACHE_DIR": str(Path(tmp) / f"cold{run}")}
             cold.append(timed(args.stack, cold_env))
 
-    from eksinf.stack import load_stack
-    from eksinf.validate.admission import validate_stack
+    from eksinf.build.validate.admission import validate_stack
+    from eksinf.model.stack import load_stack
 
     stack = load_stack(args.stack)
     started = time.perf_counter()

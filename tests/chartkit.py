@@ -175,7 +175,7 @@ def publish_stack(
 
     `charts` lists (unit name, chart); keyword arguments go to `write_stack`.
     """
-    from eksinf.stack import load_stack
+    from eksinf.model.stack import load_stack
 
     entries = []
     for name, chart in charts:
@@ -189,6 +189,6 @@ def publish_stack(
 def pin_charts(stack, mirror: Path | None) -> None:
     """Rewrite charts.lock's `charts` section for the archives the source serves now (what
     `charts lock` does for charts, without fetching upstream manifests)."""
-    from eksinf import charts
+    from eksinf.build import charts
 
     charts.write_lock_sections(stack, {"charts": charts.lock_items(charts.pins(stack, mirror))})

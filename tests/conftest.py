@@ -45,8 +45,8 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["EKSINF_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
     os.environ["EKSINF_CACHE_KEY"] = str(tmp_path_factory.mktemp("cache-key") / "cache.key")
     os.environ.pop("EKSINF_CHART_MIRROR", None)
-    from eksinf import manifests
-    from eksinf.stack import load_stack
+    from eksinf.build import manifests
+    from eksinf.model.stack import load_stack
 
     stack = load_stack(REPO)
     for spec in (s for c in stack.components for s in c.cluster_crds):
@@ -57,7 +57,7 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
 def _cache_switch_reset(monkeypatch: pytest.MonkeyPatch) -> None:
     """`verify --full` switches the derived-data cache off for the rest of its process; tests
     run commands in-process, so each test starts with the switch as a new process has it."""
-    from eksinf import cache
+    from eksinf.core import cache
 
     monkeypatch.setattr(cache, "_off", False)
 

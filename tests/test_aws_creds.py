@@ -18,8 +18,8 @@ from eksinf.aws.scope import StackScope
 from eksinf.aws.session import AwsIdentity, AwsSession, Caller
 from eksinf.errors import EksinfError
 from eksinf.kube.client import KubeClient, parse_kubeconfig, resource_path
-from eksinf.profile import STACK_TAG_KEY, load_profile
-from eksinf.stack import load_stack
+from eksinf.model.profile import STACK_TAG_KEY, load_profile
+from eksinf.model.stack import load_stack
 
 # Used only when the stack's iam/ directory is not there yet: a scoped policy of the same shape.
 TEST_POLICY = {

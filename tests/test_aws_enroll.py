@@ -23,10 +23,10 @@ from aws_stubs import CapacityReservationsFake, EksExtrasFake, FakeKubeApi
 from eksinf.aws import contract, enroll
 from eksinf.aws.scope import StackScope
 from eksinf.aws.session import AwsIdentity, AwsSession
+from eksinf.core.yamlio import load_docs
 from eksinf.hub import open_hub
-from eksinf.profile import STACK_TAG_KEY, load_profile
-from eksinf.stack import load_stack
-from eksinf.yamlio import load_docs
+from eksinf.model.profile import STACK_TAG_KEY, load_profile
+from eksinf.model.stack import load_stack
 
 ACCOUNT = "123456789012"
 CALLER = "arn:aws:sts::123456789012:user/moto"  # moto's caller identity

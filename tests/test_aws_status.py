@@ -13,9 +13,9 @@ from eksinf.aws import pricing
 from eksinf.aws.scope import StackScope
 from eksinf.aws.session import AwsIdentity, AwsSession
 from eksinf.aws.status import PriceTable, RawStatus, build_status, format_text, to_json
-from eksinf.prices import load_prices
-from eksinf.profile import ORIGINAL_STACK_TAG_KEY, STACK_TAG_KEY, load_profile
-from eksinf.stack import load_stack
+from eksinf.model.prices import load_prices
+from eksinf.model.profile import ORIGINAL_STACK_TAG_KEY, STACK_TAG_KEY, load_profile
+from eksinf.model.stack import load_stack
 
 
 @pytest.fixture(autouse=True)

@@ -16,8 +16,8 @@ from eksinf.aws import creds as creds_mod
 from eksinf.aws import teardown as td
 from eksinf.aws.scope import StackScope
 from eksinf.aws.session import AwsIdentity, AwsSession
-from eksinf.profile import ORIGINAL_STACK_TAG_KEY, STACK_TAG_KEY, load_profile
-from eksinf.stack import load_stack
+from eksinf.model.profile import ORIGINAL_STACK_TAG_KEY, STACK_TAG_KEY, load_profile
+from eksinf.model.stack import load_stack
 
 ARGO = "/apis/apps/v1/namespaces/argocd/statefulsets/argocd-application-controller"
 
@@ -427,8 +427,8 @@ def released_docs(hub, space: str) -> list[dict]:
     import io
     import tarfile
 
-    from eksinf import oci
-    from eksinf.yamlio import load_docs
+    from eksinf.core.yamlio import load_docs
+    from eksinf.publish import oci
 
     release = hub.list_releases(space)[-1]
     blob = oci.pull(release.ref, expect_digest=release.manifest_digest).blob
@@ -441,8 +441,8 @@ def released_docs(hub, space: str) -> list[dict]:
 
 
 def test_workload_drain_goes_through_the_hub(eksinf, stack_dir, scope, aws_env):
+    from eksinf.core.yamlio import load_docs
     from eksinf.hub import open_hub
-    from eksinf.yamlio import load_docs
 
     assert eksinf("sandbox", "up", cwd=stack_dir).code == 0  # a real hub with both planes
     hub = open_hub(stack_dir)
@@ -482,8 +482,8 @@ def test_workload_drain_goes_through_the_hub(eksinf, stack_dir, scope, aws_env):
 
 
 def test_mgmt_deletion_is_authorised_through_the_hub(eksinf, stack_dir, scope, mgmt, aws_env):
+    from eksinf.core.yamlio import load_docs
     from eksinf.hub import open_hub
-    from eksinf.yamlio import load_docs
 
     assert eksinf("sandbox", "up", cwd=stack_dir).code == 0
     creds = {"AccessKeyId": "AKIAX", "SecretAccessKey": "s"}

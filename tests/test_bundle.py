@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from eksinf.bundle import build_bundles, bundle_bytes, safe_unpack
+from eksinf.core.outdir import MARKER
 from eksinf.errors import CONTRACT, FAILURE, EksinfError
-from eksinf.outdir import MARKER
-from eksinf.stack import load_stack
+from eksinf.model.stack import load_stack
+from eksinf.publish.bundle import build_bundles, bundle_bytes, safe_unpack
 
 
 def sha(data: bytes) -> str:
@@ -238,7 +238,7 @@ def _pull_in_subprocess(ref: str, out: Path, fault: str) -> subprocess.Completed
 
 
 def test_a_crash_during_pull_leaves_the_output_whole(tmp_path):
-    from eksinf.oci import push
+    from eksinf.publish.oci import push
 
     layout = tmp_path / "layout"
     old = bundle_bytes({"old.yaml": b"o: 1\n"})

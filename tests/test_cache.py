@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from eksinf import cache, yamlio
+from eksinf.core import cache, yamlio
 
 # over yamlio.CACHED_TEXT, so both the parse and the dump go through the cache
 BIG = "".join(
@@ -107,7 +107,7 @@ def test_keys_are_unambiguous() -> None:
 def test_bundle_bytes_are_the_same_with_and_without_the_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from eksinf.bundle import bundle_bytes
+    from eksinf.publish.bundle import bundle_bytes
 
     monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "cache"))
     files = {"a.yaml": BIG.encode(), "b.yaml": b"kind: ConfigMap\n"}
@@ -124,7 +124,7 @@ def test_a_stack_schema_check_is_skipped_only_for_the_text_that_passed(
     stack_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     from eksinf.errors import EksinfError
-    from eksinf.stack import load_stack
+    from eksinf.model.stack import load_stack
 
     monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "cache"))
     load_stack(stack_dir)  # passes, and is recorded
@@ -141,8 +141,8 @@ def test_a_profile_schema_check_is_skipped_only_for_the_document_that_passed(
     import sys
 
     from eksinf.errors import EksinfError
-    from eksinf.profile import check_profile, load_profile
-    from eksinf.stack import load_stack
+    from eksinf.model.profile import check_profile, load_profile
+    from eksinf.model.stack import load_stack
 
     monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "cache"))
     stack = load_stack(stack_dir)

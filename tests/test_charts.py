@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 from chartkit import CONFIGMAP, ChartSource, crd, pin_charts, push, write_stack
 
-from eksinf import charts, net
+from eksinf.build import charts
+from eksinf.build.helm import chart_templates
+from eksinf.core import net
 from eksinf.errors import CONTRACT, ENVIRONMENT, EksinfError
-from eksinf.helm import chart_templates
 from eksinf.model.digest import sha256_hex
-from eksinf.stack import load_stack
+from eksinf.model.stack import load_stack
 
 
 @pytest.fixture
@@ -356,8 +357,8 @@ def test_http_repository_without_an_index(tmp_path, http_repo, cache, eksinf):
 
 def test_engine_template_list_equals_the_archive_walk(stack_dir, chart_mirror):
     """The SDK's own template list is used for charts without subcharts: it must be complete."""
-    from eksinf.helm import RenderOptions, SdkEngine
-    from eksinf.render import chart_values
+    from eksinf.build.helm import RenderOptions, SdkEngine
+    from eksinf.build.render import chart_values
 
     stack = load_stack(stack_dir)
     engine = SdkEngine()

@@ -91,7 +91,7 @@ def test_verify_and_lint_fail_on_a_resource_id_twice_in_a_plane(stack_dir, chart
 
 
 def test_the_same_name_in_another_group_or_plane_is_not_a_duplicate(stack_dir, eksinf):
-    from eksinf.validate import ids
+    from eksinf.build.validate import ids
 
     cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "a"}}
     other_group = {**cm, "apiVersion": "example.com/v1"}

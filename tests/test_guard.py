@@ -364,10 +364,10 @@ def test_determinism_reference_is_recorded_and_checked(tmp_path, registry, monke
     """A render of inputs seen before is compared with the record of that earlier render.
     (The derived-data cache is off: a render it serves was checked when it was stored, see
     test_a_checked_render_is_served_from_the_cache; this is the record's own check.)"""
-    from eksinf import cache
-    from eksinf.guard import check
-    from eksinf.render import REFERENCES, render_stack
-    from eksinf.stack import load_stack
+    from eksinf.build.guard import check
+    from eksinf.build.render import REFERENCES, render_stack
+    from eksinf.core import cache
+    from eksinf.model.stack import load_stack
 
     monkeypatch.setenv("EKSINF_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("EKSINF_NO_CACHE", "1")
@@ -397,8 +397,8 @@ def test_determinism_reference_is_recorded_and_checked(tmp_path, registry, monke
 
 
 def test_non_deterministic_output_is_never_recorded(tmp_path, registry, monkeypatch):
-    from eksinf.render import REFERENCES, render_stack
-    from eksinf.stack import load_stack
+    from eksinf.build.render import REFERENCES, render_stack
+    from eksinf.model.stack import load_stack
 
     monkeypatch.setenv("EKSINF_CACHE_DIR", str(tmp_path / "cache"))
     chart = ChartSource("unrecorded", templates={"cm.yaml": RANDOM})
@@ -411,10 +411,10 @@ def test_non_deterministic_output_is_never_recorded(tmp_path, registry, monkeypa
 def test_a_checked_render_is_served_from_the_cache(tmp_path, registry, monkeypatch):
     """Once two renders of the same inputs agreed, later runs take the output from the
     derived-data cache without starting the engine; EKSINF_NO_CACHE=1 runs it again."""
-    from eksinf.guard import check
-    from eksinf.helm import SdkEngine
-    from eksinf.render import render_stack
-    from eksinf.stack import load_stack
+    from eksinf.build.guard import check
+    from eksinf.build.helm import SdkEngine
+    from eksinf.build.render import render_stack
+    from eksinf.model.stack import load_stack
 
     monkeypatch.setenv("EKSINF_CACHE_DIR", str(tmp_path / "cache"))
     calls: list[str] = []
@@ -444,10 +444,10 @@ def test_a_checked_render_is_served_from_the_cache(tmp_path, registry, monkeypat
 def test_a_cached_whole_render_follows_its_inputs_and_code(tmp_path, registry, monkeypatch):
     """The whole render is keyed by every render input and eksinf's own code: a changed value
     file or an edited eksinf renders afresh."""
-    from eksinf import cache
-    from eksinf.helm import SdkEngine
-    from eksinf.render import render_stack
-    from eksinf.stack import load_stack
+    from eksinf.build.helm import SdkEngine
+    from eksinf.build.render import render_stack
+    from eksinf.core import cache
+    from eksinf.model.stack import load_stack
 
     monkeypatch.setenv("EKSINF_CACHE_DIR", str(tmp_path / "cache"))
     calls: list[str] = []

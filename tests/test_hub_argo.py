@@ -6,9 +6,9 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-from eksinf import argo
+from eksinf.core.yamlio import dump_docs, load_docs
 from eksinf.hub.protocol import UploadSource
-from eksinf.yamlio import dump_docs, load_docs
+from eksinf.publish import argo
 
 
 def validate(text: str) -> dict:

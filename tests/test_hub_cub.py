@@ -304,8 +304,8 @@ def test_owner_label_is_one_value_for_bases_and_enrolled_spaces(cub, stack_dir):
     """The enrolled cluster space (enroll's hub half), its apps space and the bases all carry
     the one Owner value, model.names.OWNER."""
     from eksinf.flows.enroll import hub_target
+    from eksinf.model.stack import load_stack
     from eksinf.model.targets import KINDS
-    from eksinf.stack import load_stack
 
     cub.simulate()
     (stack_dir / ".eksinf").mkdir()

@@ -15,11 +15,11 @@ import pytest
 import yaml
 from conftest import MIRROR
 
-from eksinf import bundle, oci
+from eksinf.core.yamlio import load_docs
 from eksinf.hub.local import LocalHub
 from eksinf.model.digest import sha256_hex
-from eksinf.stack import load_stack
-from eksinf.yamlio import load_docs
+from eksinf.model.stack import load_stack
+from eksinf.publish import bundle, oci
 
 
 def units(eksinf, stack_dir: Path, *args: str) -> list[dict]:
@@ -243,11 +243,12 @@ def test_install_from_bundle_dir_and_oci_layout(eksinf, stack_dir, tmp_path):
     bundles.mkdir()
     layout = tmp_path / "layout"
     for comp in bundle.rendered_components(
-        __import__("eksinf.stack", fromlist=["load_stack"]).load_stack(stack_dir)
+        __import__("eksinf.model.stack", fromlist=["load_stack"]).load_stack(stack_dir)
     ):
         blob = bundle.bundle_bytes(
             bundle.component_files(
-                __import__("eksinf.stack", fromlist=["load_stack"]).load_stack(stack_dir), comp
+                __import__("eksinf.model.stack", fromlist=["load_stack"]).load_stack(stack_dir),
+                comp,
             )
         )
         (bundles / f"{comp}.tar.gz").write_bytes(blob)
@@ -424,7 +425,7 @@ def test_binding_naming_a_missing_resource_is_refused_with_its_file_and_line(eks
 
 def test_hub_upload_from_bundle_file_directory_and_oci(eksinf, stack_dir, tmp_path):
     files = bundle.component_files(
-        __import__("eksinf.stack", fromlist=["x"]).load_stack(stack_dir), "karpenter"
+        __import__("eksinf.model.stack", fromlist=["x"]).load_stack(stack_dir), "karpenter"
     )
     blob = bundle.bundle_bytes(files)
     archive = tmp_path / "karpenter.tar.gz"

@@ -6,6 +6,7 @@ import sqlite3
 
 import pytest
 
+from eksinf.core.yamlio import dump_docs, load_docs
 from eksinf.errors import EksinfError
 from eksinf.hub.local import LocalHub
 from eksinf.hub.protocol import (
@@ -18,7 +19,6 @@ from eksinf.hub.protocol import (
     ReferencedElsewhere,
     UploadSource,
 )
-from eksinf.yamlio import dump_docs, load_docs
 
 DEPLOY = {
     "apiVersion": "apps/v1",
@@ -144,7 +144,7 @@ def test_variant_create_clones_with_upstream_pointer_binding_and_argo_app(local_
 
 
 def test_publish_is_gated_then_released_then_no_changes(local_hub, tmp_path):
-    from eksinf import oci
+    from eksinf.publish import oci
 
     upload(local_hub, files())
     target = with_target(local_hub, tmp_path)
@@ -393,7 +393,7 @@ def test_resolve_names_the_link_when_its_resource_is_gone(local_hub):
 
 
 def test_release_to_a_real_registry_pulls_back_byte_identical(local_hub, registry):
-    from eksinf import bundle, oci
+    from eksinf.publish import bundle, oci
 
     upload(local_hub, files())
     local_hub.create_space("c1")
@@ -426,7 +426,7 @@ def test_variant_copies_links_within_the_space_but_not_links_leaving_it(local_hu
 def test_publish_pushes_outside_its_write_transaction(local_hub, tmp_path, monkeypatch):
     """While the release is pushed, the hub database takes other writers: the push runs between
     two transactions. A spy around the real oci.push opens a second connection and writes."""
-    from eksinf import oci
+    from eksinf.publish import oci
 
     upload(local_hub, files())
     local_hub.variant_create("dev", "app-base", target=with_target(local_hub, tmp_path))
@@ -452,7 +452,7 @@ def test_publish_pushes_outside_its_write_transaction(local_hub, tmp_path, monke
 def test_a_unit_changed_during_the_push_stays_unreleased(local_hub, tmp_path, monkeypatch):
     """The release records what was pushed (the units as read before the push); a unit edited
     while the push ran keeps its newer revision unreleased, and the next publish releases it."""
-    from eksinf import oci
+    from eksinf.publish import oci
 
     upload(local_hub, files())
     local_hub.variant_create("dev", "app-base", target=with_target(local_hub, tmp_path))

@@ -13,14 +13,15 @@ import pytest
 import yaml
 from conftest import MIRROR
 
-from eksinf import links, manifests
+from eksinf import links
+from eksinf.build import manifests
+from eksinf.build.validate.admission import crds_of
+from eksinf.build.validate.provided import cluster_crd_units
 from eksinf.errors import CONTRACT, EksinfError
 from eksinf.model.configs import read_units
+from eksinf.model.profile import load_profile
 from eksinf.model.resources import find_resource
-from eksinf.profile import load_profile
-from eksinf.stack import load_stack
-from eksinf.validate.admission import crds_of
-from eksinf.validate.provided import cluster_crd_units
+from eksinf.model.stack import load_stack
 
 MODEL = "configs/hyperpod-inference/model.yaml"
 IEC = ("inference.sagemaker.aws.amazon.com/v1", "InferenceEndpointConfig")
@@ -138,10 +139,10 @@ def test_a_hyperpod_sandbox_publishes_the_model_as_an_inference_endpoint_config(
     the InferenceEndpointConfig (and no Karpenter, device plugin or Deployment of the eks
     variant), and that release passes the admission `eksinf validate` runs, against the
     pinned CRD. The eks sandbox beside it never gets the HyperPod component."""
-    from eksinf import bundle, oci
+    from eksinf.build.validate.release import ReleaseGate
+    from eksinf.core.yamlio import load_docs
     from eksinf.hub.local import LocalHub
-    from eksinf.validate.release import ReleaseGate
-    from eksinf.yamlio import load_docs
+    from eksinf.publish import bundle, oci
 
     up = eksinf(
         "sandbox", "up", "--target-kind", "hyperpod-eks", "--name", "hp", "--json", cwd=stack_dir

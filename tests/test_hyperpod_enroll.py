@@ -19,9 +19,9 @@ from eksinf.aws.contract import hyperpod
 from eksinf.aws.scope import StackScope
 from eksinf.aws.session import AwsIdentity, AwsSession
 from eksinf.kube.client import KubeClient
+from eksinf.model.profile import STACK_TAG_KEY, load_profile
+from eksinf.model.stack import load_stack
 from eksinf.model.targets import KINDS
-from eksinf.profile import STACK_TAG_KEY, load_profile
-from eksinf.stack import load_stack
 
 CONTROLLER = "hyperpod-inference-controller-manager"
 DEPLOYMENTS = "/apis/apps/v1/namespaces/hyperpod-inference-system/deployments"

@@ -16,12 +16,12 @@ from aws_stubs import FakeKubeApi
 from conftest import REPO
 
 from eksinf.aws import serving
+from eksinf.build.validate import structural
+from eksinf.build.validate.admission import crds_of
+from eksinf.build.validate.provided import cluster_crd_units
 from eksinf.kube.client import KubeClient
-from eksinf.profile import load_profile
-from eksinf.stack import load_stack
-from eksinf.validate import structural
-from eksinf.validate.admission import crds_of
-from eksinf.validate.provided import cluster_crd_units
+from eksinf.model.profile import load_profile
+from eksinf.model.stack import load_stack
 
 NS = "inference-hyperpod"
 CR_PATH = (
@@ -175,7 +175,7 @@ def test_hyperpod_instances_are_priced_unknown_never_zero():
     rate of the type behind them would be wrong), and the total says it is a lower bound."""
     from eksinf.aws.scope import StackScope
     from eksinf.aws.status import RawStatus, build_status, format_text, to_json
-    from eksinf.prices import load_prices
+    from eksinf.model.prices import load_prices
 
     scope = StackScope("demo", "eksinf.dev/stack", "demo", "demo-net", "us-west-2", "r", "a")
     nodes = tuple(

@@ -488,7 +488,7 @@ def serve_applications(plane, stack_dir: Path) -> None:
     a kind the server does not serve is never read, so it could not be forbidden."""
     import time
 
-    from eksinf.yamlio import load_docs
+    from eksinf.core.yamlio import load_docs
 
     crds = load_docs((stack_dir / "configs" / "argocd" / "argocd-crds.yaml").read_text())
     crd = next(d for d in crds if d["metadata"]["name"] == "applications.argoproj.io")

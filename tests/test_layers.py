@@ -4,10 +4,13 @@ module level or inside a function, counts: a lazy import is still a dependency).
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "eksinf"
+DOC = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
+BEGIN, END = "<!-- layers:begin (generated) -->\n", "<!-- layers:end -->"
 
 
 def _module_name(path: Path) -> str:
@@ -51,40 +54,154 @@ def _under(module: str, package: str) -> bool:
     return module == package or module.startswith(package + ".")
 
 
+@dataclass(frozen=True)
+class Layer:
+    name: str
+    packages: tuple[str, ...]  # module prefixes under eksinf
+    may_import: tuple[str, ...]  # other layers, below it
+    holds: str
+
+
+# The one statement of the layer rule, bottom up. docs/architecture.md's table is generated
+# from it (`python tests/test_layers.py`), and every import in src/eksinf is checked against it.
+LAYERS: tuple[Layer, ...] = (
+    Layer("errors", ("eksinf", "eksinf.errors"), (), "the one error type and the exit codes"),
+    Layer(
+        "core",
+        ("eksinf.core",),
+        ("errors",),
+        "files written atomically, reads that stay inside the stack, YAML as Kubernetes reads "
+        "it, the cache, the run lock, the loopback rule",
+    ),
+    Layer(
+        "model",
+        ("eksinf.model",),
+        ("core", "errors"),
+        "the stack, the profile, names, units and resources, quantities, IAM, prices",
+    ),
+    Layer(
+        "links",
+        ("eksinf.links",),
+        ("model", "core", "errors"),
+        "the one engine that writes a profile value into a unit: pure, so validation and the "
+        "contract can see resolved values",
+    ),
+    Layer("kube", ("eksinf.kube",), ("model", "core", "errors"), "the Kubernetes client"),
+    Layer(
+        "build",
+        ("eksinf.build",),
+        ("kube", "links", "model", "core", "errors"),
+        "charts, the Helm engine, render, guard, verify, validate",
+    ),
+    Layer(
+        "lint",
+        ("eksinf.lint",),
+        ("build", "links", "model", "core", "errors"),
+        "cross-component checks of a rendered stack",
+    ),
+    Layer(
+        "review",
+        ("eksinf.review",),
+        ("lint", "build", "links", "model", "core", "errors"),
+        "what a pull request changes, and its risks",
+    ),
+    Layer(
+        "publish",
+        ("eksinf.publish",),
+        ("build", "model", "core", "errors"),
+        "bundles, OCI artifacts, Argo CD Applications, the cub plugin asset",
+    ),
+    Layer(
+        "hub",
+        ("eksinf.hub",),
+        ("publish", "links", "model", "core", "errors"),
+        "the configuration hub: SQLite or ConfigHub through cub",
+    ),
+    Layer(
+        "aws",
+        ("eksinf.aws",),
+        ("kube", "links", "model", "core", "errors"),
+        "AWS: the cluster contract, status and cost, credentials, enroll's cluster half, teardown",
+    ),
+    Layer(
+        "flows",
+        ("eksinf.flows",),
+        (
+            "aws",
+            "hub",
+            "publish",
+            "review",
+            "lint",
+            "build",
+            "kube",
+            "links",
+            "model",
+            "core",
+            "errors",
+        ),
+        "the flows that need both the hub and AWS, and every command's one entry point",
+    ),
+    Layer(
+        "cli",
+        ("eksinf.cli",),
+        # The commands still call lower layers themselves until each is glue over one flow; the
+        # target is ("flows", "model", "errors").
+        (
+            "flows",
+            "aws",
+            "hub",
+            "publish",
+            "review",
+            "lint",
+            "build",
+            "kube",
+            "links",
+            "model",
+            "core",
+            "errors",
+        ),
+        "parses, calls one flow, formats; nothing imports it",
+    ),
+)
+
+# Imports across the table that stay, each with its reason.
+EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("eksinf.aws.enroll", "eksinf.publish.argo"): "enroll's cluster half applies the same root "
+    "Application the hub half publishes: one builder for both",
+}
+
+
+def layer_of(module: str) -> Layer:
+    """The layer a module belongs to: the longest package prefix that holds it."""
+    best = max(
+        ((len(p), layer) for layer in LAYERS for p in layer.packages if _under(module, p)),
+        key=lambda pair: pair[0],
+    )
+    return best[1]
+
+
 def direction_errors(edges: dict[str, set[str]]) -> list[str]:
     errors = []
     for module, imported in sorted(edges.items()):
+        own = layer_of(module)
         for target in sorted(imported):
-            if _under(target, "eksinf.cli") and not _under(module, "eksinf.cli"):
-                errors.append(f"{module} imports the CLI ({target})")
-            if _under(module, "eksinf.aws") and _under(target, "eksinf.hub"):
-                errors.append(f"{module} (aws) imports the hub ({target})")
-            if _under(module, "eksinf.aws") and _under(target, "eksinf.flows"):
-                errors.append(f"{module} (aws) imports the orchestration layer ({target})")
-            if _under(module, "eksinf.hub") and _under(target, "eksinf.flows"):
-                errors.append(f"{module} (hub) imports the orchestration layer ({target})")
-            # kube: the Kubernetes client and local control plane, just above the model
-            if _under(module, "eksinf.kube") and not (
-                _under(target, "eksinf.kube")
-                or target
-                in (
-                    "eksinf.errors",
-                    "eksinf.cache",
-                    "eksinf.atomic",
-                    "eksinf.net",
-                    "eksinf.inside",
-                    "eksinf.yamlio",  # the bounded YAML reader (kubeconfigs are user input)
-                )
-                or _under(target, "eksinf.model")
-            ):
-                errors.append(f"{module} (kube) imports {target}")
-            if _under(module, "eksinf.model") and not (
-                _under(target, "eksinf.model")
-                # inside: the safe file reader yamlio itself reads through (errors only below)
-                or target in ("eksinf.errors", "eksinf.paths", "eksinf.yamlio", "eksinf.inside")
-            ):
-                errors.append(f"{module} (model) imports {target}")
+            theirs = layer_of(target)
+            if theirs is own or theirs.name in own.may_import or (module, target) in EXCEPTIONS:
+                continue
+            errors.append(f"{module} ({own.name}) imports {target} ({theirs.name})")
     return errors
+
+
+def markdown() -> str:
+    """The layer table of docs/architecture.md."""
+    rows = ["| layer | packages | may import | holds |", "|---|---|---|---|"]
+    for layer in LAYERS:
+        packages = ", ".join(f"`{p}`" for p in layer.packages)
+        may = ", ".join(layer.may_import) or "nothing"
+        rows.append(f"| {layer.name} | {packages} | {may} | {layer.holds} |")
+    rows += ["", "Exceptions, each with its reason:", ""]
+    rows += [f"- `{m}` -> `{t}`: {why}." for (m, t), why in sorted(EXCEPTIONS.items())]
+    return "\n".join(rows) + "\n"
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -141,18 +258,38 @@ def test_the_rules_catch_what_they_forbid() -> None:
     """Each rule fails on the import it forbids, so the two tests above can fail."""
     bad = {
         "eksinf.lint": {"eksinf.cli.common"},
-        "eksinf.aws.enroll": {"eksinf.hub.local"},
-        "eksinf.render": {"eksinf.guard"},
-        "eksinf.guard": {"eksinf.render"},
+        "eksinf.aws.enroll": {"eksinf.hub.local", "eksinf.publish.argo"},
+        "eksinf.build.render": {"eksinf.build.guard"},
+        "eksinf.build.guard": {"eksinf.build.render"},
     }
     assert direction_errors(bad) == [
-        "eksinf.aws.enroll (aws) imports the hub (eksinf.hub.local)",
-        "eksinf.lint imports the CLI (eksinf.cli.common)",
+        "eksinf.aws.enroll (aws) imports eksinf.hub.local (hub)",
+        "eksinf.lint (lint) imports eksinf.cli.common (cli)",
     ]
-    assert cycles(bad) == [["eksinf.guard", "eksinf.render"]]
+    assert cycles(bad) == [["eksinf.build.guard", "eksinf.build.render"]]
+
+
+def test_every_module_is_in_a_layer_package() -> None:
+    """The folders show the layers: no module sits loose beside the package's __init__."""
+    loose = [p.name for p in PACKAGE.glob("*.py") if p.name not in ("__init__.py", "errors.py")]
+    assert loose == []
+
+
+def test_the_docs_table_is_generated_from_this_one() -> None:
+    """docs/architecture.md's layer table is `markdown()` byte for byte (regenerate with
+    `python tests/test_layers.py`)."""
+    doc = DOC.read_text(encoding="utf-8")
+    assert BEGIN in doc and END in doc
+    assert doc.split(BEGIN, 1)[1].split(END, 1)[0] == markdown()
 
 
 def test_the_graph_is_read_from_the_source() -> None:
     edges = graph()
     assert "eksinf.model.names" in edges["eksinf.flows.deploy"]
     assert "eksinf.links.engine" in edges["eksinf.hub.local"]
+
+
+if __name__ == "__main__":
+    text = DOC.read_text(encoding="utf-8")
+    head, rest = text.split(BEGIN, 1)
+    DOC.write_text(head + BEGIN + markdown() + END + rest.split(END, 1)[1], encoding="utf-8")

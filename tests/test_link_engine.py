@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from eksinf import lint
+from eksinf.core.yamlio import dump_docs, load_docs
 from eksinf.errors import CONTRACT, EksinfError
 from eksinf.flows import deploy
 from eksinf.hub.local import LocalHub
@@ -27,7 +28,6 @@ from eksinf.links import Binding, resolve_units
 from eksinf.model import placeholder
 from eksinf.model.names import PROFILE_COMPONENT, PROFILE_UNIT, base_space, variant_space
 from eksinf.model.placeholder import INT_PLACEHOLDER, PLACEHOLDER
-from eksinf.yamlio import dump_docs, load_docs
 
 SCALARS = [
     "us-west-2", "replaceme", "0123", "true", "1.5", "a.b/c", "", "x y", 0, 7, -3, 999999998,
@@ -243,7 +243,7 @@ def test_the_stack_resolves_to_the_same_bytes_in_links_resolve_and_the_hub(
     hp = eksinf("sandbox", "up", "--target-kind", "hyperpod-eks", "--name", "hp", cwd=stack_dir)
     assert hp.code == 0, hp.err
     from eksinf.links import load_bindings
-    from eksinf.stack import load_stack
+    from eksinf.model.stack import load_stack
 
     stack = load_stack(stack_dir)
     eks = {c.name for c in stack.select(kind="eks")}

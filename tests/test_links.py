@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-from eksinf import paths
 from eksinf.errors import CONTRACT, EksinfError
 from eksinf.links import (
     Binding,
@@ -15,12 +14,13 @@ from eksinf.links import (
     resolve_units,
 )
 from eksinf.links.engine import Target, write
+from eksinf.model import paths
 from eksinf.model.configs import read_units
 from eksinf.model.placeholder import PLACEHOLDER
 from eksinf.model.placeholder import scan as placeholders
+from eksinf.model.profile import load_profile
 from eksinf.model.resources import find_resource
-from eksinf.profile import load_profile
-from eksinf.stack import load_stack
+from eksinf.model.stack import load_stack
 
 NETWORK_BINDINGS = "render/aws-network/links/bindings.yaml"
 

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from conftest import MIRROR
 
-from eksinf import guard, manifests
+from eksinf.build import guard, manifests
+from eksinf.build.render import render_stack
+from eksinf.core.yamlio import load_docs
 from eksinf.errors import CONTRACT, EksinfError
 from eksinf.model.configs import SYNC_WAVE
 from eksinf.model.resources import CLUSTER_SCOPED_KINDS
-from eksinf.render import render_stack
-from eksinf.stack import load_stack
-from eksinf.yamlio import load_docs
+from eksinf.model.stack import load_stack
 
 MANIFEST_MIRROR = MIRROR.parent / "manifests"
 ARGOCD_FILE = "argo-cd-v3.4.7-install.yaml"

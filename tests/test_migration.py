@@ -16,8 +16,8 @@ from conftest import REPO
 from eksinf.links import load_bindings, resolve_units
 from eksinf.model.awsobjects import read_lock
 from eksinf.model.configs import read_units, resources
-from eksinf.profile import load_profile
-from eksinf.stack import load_stack
+from eksinf.model.profile import load_profile
+from eksinf.model.stack import load_stack
 
 REFERENCE = REPO.parent / "shared" / "reference" / "eks-inference-original-objects.json"
 

@@ -9,10 +9,10 @@ import pytest
 import requests
 from conftest import free_port, start_registry
 
-from eksinf.bundle import bundle_bytes
 from eksinf.errors import ENVIRONMENT, FAILURE, USAGE, EksinfError
 from eksinf.model.digest import oci_digest
-from eksinf.oci import (
+from eksinf.publish.bundle import bundle_bytes
+from eksinf.publish.oci import (
     ARTIFACT_TYPE,
     EMPTY_MEDIA_TYPE,
     LAYER_MEDIA_TYPE,
@@ -193,7 +193,7 @@ def test_layout_pull_detects_a_tampered_layer(tmp_path):
 
 
 def test_credentials_come_from_the_environment_then_docker_config(tmp_path, monkeypatch):
-    from eksinf.oci import registry_credentials
+    from eksinf.publish.oci import registry_credentials
 
     config = tmp_path / "docker"
     config.mkdir()
@@ -257,7 +257,7 @@ def test_cli_push_pull_round_trip_against_the_registry(eksinf, stack_dir, regist
     annotations = info["annotations"]
     assert annotations["org.opencontainers.image.version"] == entry["version"]
     assert annotations["org.opencontainers.image.title"] == "karpenter"
-    assert "karpenter@1.14.0=sha256:" in annotations["io.eksinf.charts"]
+    assert "karpenter@1.14.0=sha256:" in annotations["io.eksinf.build.charts"]
     committed = stack_dir / "configs" / "karpenter"
     assert info["files"] == sorted(p.name for p in committed.iterdir())
     for name in info["files"]:
@@ -323,7 +323,9 @@ def no_credentials(tmp_path, monkeypatch):
     monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "no-docker-config"))
     monkeypatch.delenv("EKSINF_REGISTRY_USERNAME", raising=False)
     monkeypatch.delenv("EKSINF_REGISTRY_PASSWORD", raising=False)
-    monkeypatch.setattr("eksinf.oci._SESSIONS", {})  # no Basic auth cached from another test
+    monkeypatch.setattr(
+        "eksinf.publish.oci._SESSIONS", {}
+    )  # no Basic auth cached from another test
 
 
 def test_registry_without_credentials_is_an_environment_error(auth_registry, no_credentials):
@@ -530,7 +532,7 @@ def test_a_blob_is_read_only_up_to_its_declared_size(eksinf, hostile, blob, why,
 def test_a_trickling_registry_meets_the_deadline(eksinf, hostile, monkeypatch, untouched):
     import time as clock
 
-    monkeypatch.setattr("eksinf.oci.DEADLINE", 1.0)
+    monkeypatch.setattr("eksinf.publish.oci.DEADLINE", 1.0)
 
     def trickle(handler) -> None:
         handler.send_response(200)

@@ -145,8 +145,8 @@ def test_an_alias_and_its_eksinf_spelling_together_are_refused(eksinf, stack_dir
 
 def test_install_registry_is_from(eksinf, stack_dir, tmp_path) -> None:
     """The original uploaded `oci://<registry>/<component>`: eksinf's --from with a prefix."""
-    from eksinf import bundle, oci
-    from eksinf.stack import load_stack
+    from eksinf.model.stack import load_stack
+    from eksinf.publish import bundle, oci
 
     empty = eksinf("install", "--registry", f"oci-layout:{tmp_path / 'empty'}", cwd=stack_dir)
     assert empty.code != 0 and str(tmp_path / "empty") in empty.err  # not configs/

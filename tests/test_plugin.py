@@ -23,7 +23,8 @@ import pytest
 import yaml
 from conftest import REPO, STACK_DIRS, STACK_FILES
 
-from eksinf import __version__, plugin
+from eksinf import __version__
+from eksinf.publish import plugin
 
 # The manifest fields cub reads (core/plugin/manifest.go: Manifest and Command yaml tags).
 MANIFEST_KEYS = {"name", "version", "entrypoint", "commands"}

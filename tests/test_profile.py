@@ -6,10 +6,10 @@ import copy
 
 import pytest
 
+from eksinf.core.yamlio import load_source
 from eksinf.errors import CONTRACT, EksinfError
-from eksinf.profile import STACK_TAG_KEY, check_profile, load_profile
-from eksinf.stack import load_stack
-from eksinf.yamlio import load_source
+from eksinf.model.profile import STACK_TAG_KEY, check_profile, load_profile
+from eksinf.model.stack import load_stack
 
 LABEL = "render/platform-profile/profile.yaml"
 

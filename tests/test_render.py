@@ -12,11 +12,12 @@ import pytest
 import yaml
 from chartkit import CONFIGMAP, ChartSource, crd, publish_stack
 
-from eksinf import outdir, render
+from eksinf.build import render
+from eksinf.build.render import read_tree, render_stack
+from eksinf.core import outdir
 from eksinf.errors import CONTRACT, FAILURE, EksinfError
 from eksinf.model.digest import sha256_hex
-from eksinf.render import read_tree, render_stack
-from eksinf.stack import load_stack
+from eksinf.model.stack import load_stack
 
 CRD_IN_TEMPLATES = crd("Sprocket")
 HANDWRITTEN = """\

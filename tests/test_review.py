@@ -19,8 +19,8 @@ import pytest
 from chartkit import pin_charts
 from conftest import MIRROR, REPO, STACK_DIRS, STACK_FILES
 
-from eksinf.render import render_stack, write_configs
-from eksinf.stack import load_stack
+from eksinf.build.render import render_stack, write_configs
+from eksinf.model.stack import load_stack
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "t",

@@ -10,7 +10,7 @@ import json
 import pytest
 import yaml
 
-from eksinf.prices import PriceTable, load_catalogue, load_prices
+from eksinf.model.prices import PriceTable, load_catalogue, load_prices
 from eksinf.review.cost import max_hourly
 from eksinf.review.report import review, to_json
 from eksinf.review.risks import CLASSES, credential_name, severity, version_delta

@@ -17,8 +17,8 @@ import pytest
 from conftest import MIRROR
 from safety import fingerprint
 
-from eksinf import cache, yamlio
-from eksinf.validate import cel
+from eksinf.build.validate import cel
+from eksinf.core import cache, yamlio
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "eksinf"
 BIG = "".join(f"---\nkind: ConfigMap\nmetadata:\n  name: m{i}\n" for i in range(400))

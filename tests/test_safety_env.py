@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from safety import fingerprint
 
+from eksinf.core.stacklock import lock_path
 from eksinf.errors import ENVIRONMENT
-from eksinf.stacklock import lock_path
 
 RUN = "import sys; from eksinf.cli import run; sys.exit(run(sys.argv[1:]))"
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from safety import fingerprint
 
-from eksinf import outdir, stacklock
-from eksinf.bundle import bundle_bytes
+from eksinf.core import outdir, stacklock
 from eksinf.errors import CONTRACT, ENVIRONMENT
-from eksinf.oci import push
+from eksinf.publish.bundle import bundle_bytes
+from eksinf.publish.oci import push
 
 UNIT = "render/aws-network/network.yaml"
 PROFILE = "render/platform-profile/profile.yaml"

@@ -97,7 +97,7 @@ def test_a_sandbox_name_is_checked_before_anything_is_created(world, eksinf, arg
 def test_push_refuses_a_bundle_pull_would_refuse(world, eksinf, tmp_path):
     """A component of more files than pull unpacks (configs/ may hold up to 20 000 entries; a
     bundle at most MAX_MEMBERS) bundled and pushed fine before, and no pull could read it."""
-    from eksinf.bundle import MAX_MEMBERS
+    from eksinf.publish.bundle import MAX_MEMBERS
 
     stack, snapshot = world
     folder = stack / "configs/aws-network"

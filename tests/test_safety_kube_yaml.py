@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from safety import fingerprint
 
-from eksinf import kubeyaml
+from eksinf.core import kubeyaml
+from eksinf.core.yamlio import dump_docs, load_docs, load_source
 from eksinf.errors import CONTRACT, EksinfError
-from eksinf.yamlio import dump_docs, load_docs, load_source
 
 PROFILE = "render/platform-profile/profile.yaml"
 
@@ -241,7 +241,7 @@ def test_a_component_name_with_a_trailing_newline_is_refused(stack_dir, eksinf, 
 
 
 def test_kubernetes_names_are_checked_whole_and_in_ascii():
-    from eksinf.validate import meta
+    from eksinf.build.validate import meta
 
     assert meta.dns1123_label("chat") is None
     assert meta.dns1123_label("chat\n") is not None

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from safety import fingerprint
 
-from eksinf.bundle import bundle_bytes
+from eksinf.core.outdir import MARKER
 from eksinf.errors import USAGE
-from eksinf.oci import push
-from eksinf.outdir import MARKER
+from eksinf.publish.bundle import bundle_bytes
+from eksinf.publish.oci import push
 
 PROFILE = "render/platform-profile/profile.yaml"
 
@@ -219,7 +219,7 @@ def test_bundle_out_swaps_nothing_so_a_swap_named_folder_is_no_obstacle(world, e
 def test_a_swap_folder_eksinf_marked_is_cleaned_up(world, eksinf, tmp_path):
     """What a crash leaves (see test_render's kill tests) carries the swap marker, so the next
     write removes it."""
-    from eksinf.outdir import SWAP_MARKER
+    from eksinf.core.outdir import SWAP_MARKER
 
     stack, _, layout = world
     leftover = tmp_path / ".out.new"

@@ -11,10 +11,10 @@ import pytest
 import typer
 from safety import fingerprint
 
-from eksinf.bundle import bundle_bytes
 from eksinf.cli.app import whole_app
 from eksinf.errors import CONTRACT, FAILURE
-from eksinf.oci import push
+from eksinf.publish.bundle import bundle_bytes
+from eksinf.publish.oci import push
 
 
 @pytest.fixture(autouse=True)

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from safety import fingerprint
 
-from eksinf.bundle import bundle_bytes
+from eksinf.core.yamlio import MAX_DEPTH, MAX_NODES, load_docs, load_source
 from eksinf.errors import CONTRACT, EksinfError
-from eksinf.yamlio import MAX_DEPTH, MAX_NODES, load_docs, load_source
+from eksinf.publish.bundle import bundle_bytes
 
 
 def bomb(levels: int = 9) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from eksinf.errors import CONTRACT, USAGE, EksinfError
-from eksinf.stack import load_stack, parse_versions
+from eksinf.model.stack import load_stack, parse_versions
 
 COMPONENTS = """\
 components:

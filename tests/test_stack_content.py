@@ -16,8 +16,8 @@ import pytest
 
 from eksinf.links import load_bindings, resolve_units
 from eksinf.model.configs import read_units
-from eksinf.profile import load_profile
-from eksinf.stack import load_stack
+from eksinf.model.profile import load_profile
+from eksinf.model.stack import load_stack
 
 
 def unknown_fields(value: Any, schema: dict, path: str) -> list[str]:

@@ -549,7 +549,7 @@ def test_target_add_records_its_kind_and_refuses_an_unknown_one(
 def mgmt_objects(stack_dir: Path) -> list[dict]:
     """Every object of the mgmt plane (eks kind) in the stack's configs/."""
     from eksinf.model.configs import read_configs
-    from eksinf.stack import load_stack
+    from eksinf.model.stack import load_stack
 
     stack = load_stack(stack_dir)
     names = [c.name for c in stack.select(plane="mgmt", kind="eks")]

@@ -16,8 +16,8 @@ import pytest
 import yaml
 from conftest import MIRROR
 
+from eksinf.build.validate import cel
 from eksinf.errors import CONTRACT, FAILURE
-from eksinf.validate import cel
 
 NODEPOOLS = "configs/karpenter/nodepools.yaml"
 NODECLASSES = "configs/karpenter/nodeclasses.yaml"
@@ -333,9 +333,9 @@ def test_the_releases_of_one_command_share_one_read_and_honour_their_own_crds(
     with the committed CRD were checked."""
     import copy
 
+    from eksinf.build.validate.release import ReleaseGate
     from eksinf.model import configs
-    from eksinf.stack import load_stack
-    from eksinf.validate.release import ReleaseGate
+    from eksinf.model.stack import load_stack
 
     reads = []
     real_read = configs.read_units
@@ -441,7 +441,7 @@ def spec_rules() -> cel.Engine:
 def test_structural_rules_each_catch_their_case(spec, expected, spec_rules):
     """apiextensions-apiserver's structural validation, one rule at a time (defaults applied
     first: `mode` defaults to 'a', so the CEL rule passes without it)."""
-    from eksinf.validate import structural
+    from eksinf.build.validate import structural
 
     def evaluate(rule, value):
         outcome = spec_rules.evaluate(rule, value)
@@ -453,7 +453,7 @@ def test_structural_rules_each_catch_their_case(spec, expected, spec_rules):
 
 
 def test_the_walk_is_bounded():
-    from eksinf.validate import structural
+    from eksinf.build.validate import structural
 
     schema: dict = {"type": "object"}
     schema["additionalProperties"] = schema  # any depth is allowed by the schema itself

@@ -17,17 +17,18 @@ import yaml
 from conftest import TOOL_MIRROR
 from validate_corpus import CASES, SERVER_ONLY, Case, broken, holds
 
-from eksinf import argo, links
+from eksinf import links
+from eksinf.build.validate import server
+from eksinf.build.validate.admission import Admission, crds_of, published_units
+from eksinf.build.validate.provided import cluster_crd_units
+from eksinf.build.validate.semantic import RULES
 from eksinf.errors import CONTRACT, FAILURE, EksinfError
 from eksinf.kube.client import KubeAuth, KubeClient, object_ref
 from eksinf.model import configs
+from eksinf.model.profile import load_profile
 from eksinf.model.resources import resource_label
-from eksinf.profile import load_profile
-from eksinf.stack import load_stack
-from eksinf.validate import server
-from eksinf.validate.admission import Admission, crds_of, published_units
-from eksinf.validate.provided import cluster_crd_units
-from eksinf.validate.semantic import RULES
+from eksinf.model.stack import load_stack
+from eksinf.publish import argo
 
 REPO = Path(__file__).resolve().parent.parent
 APPLICATION = "generated/application"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from eksinf import yamlio
+from eksinf.core import yamlio
 from eksinf.errors import CONTRACT, EksinfError
 
 TRICKY = """\

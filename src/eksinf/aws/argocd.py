@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eksinf.core.yamlio import load_docs
+
 from ..errors import CONTRACT, ENVIRONMENT, EksinfError, shell_command
 from ..kube.apply import apply_all
 from ..kube.client import KubeClient, KubeError, ResourceRef, resource_path
 from ..model.resources import CLUSTER_SCOPED_KINDS
-from ..yamlio import load_docs
 from .contract.facts import ARGOCD_FLOOR, version_of
 
 COMPONENT = "argocd"

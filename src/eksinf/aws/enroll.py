@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..argo import application_schema
-from ..argo import root_application as hub_root
+from eksinf.core.yamlio import load_docs
+from eksinf.publish.argo import application_schema
+from eksinf.publish.argo import root_application as hub_root
+
 from ..errors import CONTRACT, ENVIRONMENT, EksinfError
 from ..kube.client import (
     KubeClient,
@@ -29,7 +31,6 @@ from ..kube.client import (
 from ..kube.kubeconfig import load as load_kubeconfig
 from ..kube.kubeconfig import one_context
 from ..model.names import apps_space, kubeconfig_path, schema_validator
-from ..yamlio import load_docs
 from .scope import StackScope
 from .session import AwsSession
 from .status import describe_cluster

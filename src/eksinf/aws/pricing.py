@@ -21,7 +21,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ..atomic import write_file
+from eksinf.core.atomic import write_file
+
 from .session import AWS_FAILURES, AwsSession, translate
 
 PRICE_LIST_REGION = "us-east-1"
@@ -33,10 +34,10 @@ MAX_CACHE_BYTES = 4 << 20  # a price cache holds a few rates; anything near this
 
 
 def cache_file(region: str) -> Path:
-    """Beside the chart cache (EKSINF_CACHE_DIR, else the user's cache directory)."""
-    from ..charts import cache_dir
+    """In eksinf's cache root (EKSINF_CACHE_DIR, else the user's cache directory)."""
+    from eksinf.core import cache
 
-    return cache_dir().parent / "prices" / f"{region}.json"
+    return cache.root() / "prices" / f"{region}.json"
 
 
 def product_filters(region: str, instance_type: str) -> list[dict[str, str]]:

@@ -11,10 +11,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from eksinf.model.prices import PriceTable
+
 from ..errors import EksinfError
 from ..kube.client import KubeClient, resource_path
 from ..model.names import DISCOVERY_KEY
-from ..prices import PriceTable
 from .pricing import LiveRates
 from .scope import StackScope
 from .session import (

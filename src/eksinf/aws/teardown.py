@@ -20,11 +20,12 @@ from typing import Any, Protocol
 
 import botocore.exceptions as bce
 
+from eksinf.model.stack import Stack
+
 from ..errors import CONTRACT, ENVIRONMENT, FAILURE, EksinfError
 from ..kube.client import KubeClient, ResourceRef, resource_path
 from ..model.configs import of_kind, read_units, resources
 from ..model.names import profile_space, variant_space
-from ..stack import Stack
 from . import creds as creds_mod
 from .ack import AckObject, ack_accounts, ack_objects
 from .scope import StackScope

@@ -18,7 +18,7 @@ def run(argv: list[str] | None = None) -> int:
 
 
 def main() -> None:
-    from ..plugin import handle_hook
+    from eksinf.publish.plugin import handle_hook
 
     if handle_hook(sys.argv[0]):  # cub installing eksinf as a plugin: write its manifest
         sys.exit(0)

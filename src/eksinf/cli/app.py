@@ -10,7 +10,8 @@ from typing import Any
 
 import typer
 
-from .. import stacklock
+from eksinf.core import stacklock
+
 from ..errors import USAGE, EksinfError, write_failure
 from . import common, original
 from .common import State, progress

@@ -58,8 +58,9 @@ def register(app: typer.Typer) -> None:
 
 
 def stack_scope(ctx: typer.Context, region: str | None) -> StackScope:
+    from eksinf.model.profile import ORIGINAL_STACK_TAG_KEY, STACK_TAG_KEY, load_profile
+
     from ..aws.scope import StackScope
-    from ..profile import ORIGINAL_STACK_TAG_KEY, STACK_TAG_KEY, load_profile
 
     profile = load_profile(state(ctx).stack())
     return StackScope.from_profile(profile, STACK_TAG_KEY, region, (ORIGINAL_STACK_TAG_KEY,))
@@ -123,10 +124,11 @@ def status_cmd(
 ) -> None:
     """What this stack runs on EC2 and what it costs (scoped to the stack's tags); with --plane,
     whether the plane serves."""
+    from eksinf.model.prices import load_prices
+
     from ..aws import pricing
     from ..aws import status as status_mod
     from ..kube.client import KubeClient
-    from ..prices import load_prices
 
     chosen = target_kind(kind)
     if plane is not None:
@@ -147,8 +149,9 @@ def status_cmd(
     scope = stack_scope(ctx, region)
     hyperpod = None
     if chosen.name == HYPERPOD_EKS:
+        from eksinf.model.profile import load_profile
+
         from ..aws.contract.hyperpod import expected
-        from ..profile import load_profile
 
         stack = state(ctx).stack()
         hyperpod = expected(load_profile(stack), stack.versions).name
@@ -241,9 +244,10 @@ def _serving_status(
 ) -> None:
     import time
 
+    from eksinf.model.profile import load_profile
+
     from ..aws import serving
     from ..kube.client import KubeClient
-    from ..profile import load_profile
 
     if plane not in ("mgmt", "workload"):
         raise EksinfError(f"unknown plane {plane!r}", hint="Use mgmt or workload.", exit_code=2)
@@ -557,7 +561,8 @@ def addon_schemas_refresh_cmd(
 ) -> None:
     """Record eks:DescribeAddonConfiguration for the version each Addon unit pins (the profile
     linked in), so `eksinf lint` checks configurationValues against it offline."""
-    from ..atomic import write_file
+    from eksinf.core.atomic import write_file
+
     from ..aws import addons, contract
     from ..model import addons as recorded
 
@@ -676,8 +681,9 @@ def enroll_cluster_cmd(
     scope = contract.with_cluster(stack_scope(ctx, region), eks_cluster, region)
     expected, window = None, 0
     if chosen.name == HYPERPOD_EKS:  # the profile's spec.hyperpod, before any AWS call
+        from eksinf.model.profile import load_profile
+
         from ..aws.contract import hyperpod
-        from ..profile import load_profile
 
         expected = hyperpod.expected(load_profile(stack), stack.versions, hyperpod_cluster)
         window = hyperpod.ENABLEMENT_WINDOW if wait_enablement is None else wait_enablement

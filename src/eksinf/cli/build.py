@@ -8,11 +8,13 @@ from typing import Any
 
 import typer
 
-from .. import __version__, charts, guard, verify
+from eksinf import __version__
+from eksinf.build import charts, guard, verify
+from eksinf.build.render import RenderResult, render_stack, write_configs
+from eksinf.core.gitinfo import commit_of
+from eksinf.core.outdir import claim
+
 from ..errors import CONTRACT, FAILURE, EksinfError
-from ..gitinfo import commit_of
-from ..outdir import claim
-from ..render import RenderResult, render_stack, write_configs
 from .common import (
     JSON_OPTION,
     MIRROR_OPTION,
@@ -38,7 +40,7 @@ def register(app: typer.Typer) -> None:
 
 def version_cmd(json_out: bool = JSON_OPTION) -> None:
     """Print the version, git commit and Helm engine."""
-    from ..helm import default_engine
+    from eksinf.build.helm import default_engine
 
     engine = default_engine()
     info = {
@@ -253,7 +255,7 @@ def verify_cmd(
     """
     started = time.perf_counter()
     if full:
-        from .. import cache
+        from eksinf.core import cache
 
         cache.disable()
     result = _render(ctx, mirror, quiet=True, components=component)
@@ -305,7 +307,7 @@ def charts_lock_cmd(ctx: typer.Context, mirror: Path = MIRROR_OPTION) -> None:
     Fetches each chart and manifest (mirror first, then its source) and rewrites charts.lock;
     review the diff before committing it.
     """
-    from .. import manifests
+    from eksinf.build import manifests
 
     stack = state(ctx).stack()
     chart_pins, manifest_pins = manifests.lock(

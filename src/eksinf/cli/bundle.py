@@ -15,7 +15,7 @@ from .common import JSON_OPTION, emit_json, progress, state
 
 # oci and bundle pull in requests: each command imports them when it runs.
 if TYPE_CHECKING:
-    from ..stack import Stack
+    from eksinf.model.stack import Stack
 
 COMPONENT_OPTION = typer.Option(
     None, "--component", "-c", metavar="NAME", help="Only this component (repeatable)."
@@ -42,7 +42,7 @@ def bundle_cmd(
 
     The flattening guard runs on configs/ first; nothing is written if it finds a hazard.
     """
-    from ..bundle import build_bundles
+    from eksinf.publish.bundle import build_bundles
 
     bundles = build_bundles(state(ctx).stack(), components or None, out)
     if json_out:
@@ -94,8 +94,8 @@ def push_cmd(
     Identical content keeps its manifest digest and is reported as unchanged. A version tag that
     already holds different content is refused.
     """
-    from .. import oci
-    from ..bundle import Published, build_bundles, publish
+    from eksinf.publish import oci
+    from eksinf.publish.bundle import Published, build_bundles, publish
 
     stack = state(ctx).stack()
     base = registry or f"{oci.LAYOUT_PREFIX}{stack.root / DEFAULT_LAYOUT}"
@@ -132,8 +132,8 @@ def pull_cmd(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Pull a bundle, verify its digests and unpack it safely (regular files only)."""
-    from .. import oci
-    from ..bundle import ANNOTATION_PREFIX, BASE, KIND_ANNOTATION, safe_unpack
+    from eksinf.publish import oci
+    from eksinf.publish.bundle import ANNOTATION_PREFIX, BASE, KIND_ANNOTATION, safe_unpack
 
     pulled = oci.pull(ref, expect_digest=digest)
     files = safe_unpack(pulled.blob, out, stack_root=state(ctx).stack_root())
@@ -172,7 +172,7 @@ def tags_cmd(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """List the tags of a bundle repository."""
-    from .. import oci
+    from eksinf.publish import oci
 
     tags = oci.list_tags(ref)
     if json_out:

@@ -10,9 +10,10 @@ from typing import Any
 
 import typer
 
-from .. import stacklock
+from eksinf.core import stacklock
+from eksinf.model.stack import Stack, load_stack
+
 from ..errors import FAILURE, EksinfError
-from ..stack import Stack, load_stack
 
 # stdout carries data; stderr carries progress, warnings and errors, as plain lines (no rich
 # console: its import costs more than a whole cached render).
@@ -52,7 +53,7 @@ def start_run(json_mode: bool) -> None:
     _run = _Run(json_mode)
     # A mirror or hub named in an earlier in-process run does not carry over (charts is imported only
     # by the commands that read it: a run that never loaded it has nothing to clear).
-    charts = sys.modules.get("eksinf.charts")
+    charts = sys.modules.get("eksinf.build.charts")
     if charts is not None:
         charts.use_mirror(None)
     hub = sys.modules.get("eksinf.hub")
@@ -98,7 +99,7 @@ def progress(message: str) -> None:
 
 
 def _use_mirror(value: Path | None) -> Path | None:
-    from .. import charts
+    from eksinf.build import charts
 
     charts.use_mirror(value)
     return value

@@ -30,8 +30,9 @@ from .links import binding_rows, print_binding_table
 # The hub and the deploy flow pull in requests (OCI) and the hub backends: each command
 # imports them when it runs, so other commands' start-up does not pay for them.
 if TYPE_CHECKING:
+    from eksinf.model.stack import Stack
+
     from ..hub.protocol import Hub
-    from ..stack import Stack
 
 VARIANT_OPTION = typer.Option(
     "dev", "--variant", help="Variant name: spaces are <component>-<variant>."
@@ -206,8 +207,9 @@ def deploy_cmd(
                 say=progress,
             )  # fmt: skip
     if serve_timeout > 0 and not dry_run:
+        from eksinf.model.profile import load_profile
+
         from ..flows import targets
-        from ..profile import load_profile
 
         served = targets.wait_serving(
             stack, target, plane, report.kind, variant, str(load_profile(stack).spec["modelId"]),
@@ -765,7 +767,7 @@ def hub_diff(
         else:
             old_rev = from_rev if from_rev is not None else max(1, record.head_revision - 1)
             old, old_name = hub.unit_data(space, unit, old_rev), f"{space}/{unit}@{old_rev}"
-    from ..yamlio import canonical_text
+    from eksinf.core.yamlio import canonical_text
 
     # Content, not text: a base holds the committed file (comments, its quoting) and an edited
     # unit is written in eksinf's one style, so a text diff would show every line.

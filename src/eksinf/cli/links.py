@@ -6,11 +6,12 @@ from pathlib import Path
 
 import typer
 
+from eksinf.core.outdir import claim, write_tree
+from eksinf.core.yamlio import dump_docs
+
 from .. import links as links_mod
 from ..errors import CONTRACT, EksinfError
 from ..model.configs import read_units
-from ..outdir import claim, write_tree
-from ..yamlio import dump_docs
 from .common import JSON_OPTION, emit_json, print_table, progress, state
 
 links_app = typer.Typer(
@@ -71,7 +72,9 @@ def links_resolve_cmd(
     Nothing under configs/ changes. Fails (exit 3) if a placeholder is left unresolved; the
     output is still written so you can look at it.
     """
-    from ..profile import load_profile  # jsonschema: loaded only by the commands that check
+    from eksinf.model.profile import (
+        load_profile,  # jsonschema: loaded only by the commands that check
+    )
 
     stack = state(ctx).stack()
     owned = claim(out, stack.root)  # before any work: never the stack, its sources or configs/

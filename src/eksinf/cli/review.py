@@ -171,7 +171,8 @@ def _review(
     prices: str = "snapshot",
     aws_profile: str | None = None,
 ):
-    from ..charts import mirror_dir
+    from eksinf.build.charts import mirror_dir
+
     from ..review import report, source
     from ..review.snapshot import gpu_units, snapshot, without_unchanged_units
 
@@ -206,7 +207,8 @@ def _review(
 def _price_table(before, after, region: str | None, mode: str, aws_profile: str | None):
     """The snapshot, with live Price List rates for the NodePools' candidate types when asked
     (live) or when credentials are configured (auto). A failed read is a note, never a zero."""
-    from ..prices import load_catalogue, load_prices
+    from eksinf.model.prices import load_catalogue, load_prices
+
     from ..review.cost import candidates
     from ..review.report import Prices, is_nodegroup, is_pool, snapshot_source
 

@@ -58,7 +58,7 @@ def validate_cmd(
 def _server(
     ctx: typer.Context, json_out: bool, server: str, context: str | None, plane: str | None
 ) -> None:
-    from ..validate import server as engine
+    from eksinf.build.validate import server as engine
 
     started = time.perf_counter()
     try:
@@ -109,7 +109,7 @@ def _server(
 
 
 def _offline(ctx: typer.Context, json_out: bool) -> None:
-    from ..validate.admission import validate_stack
+    from eksinf.build.validate.admission import validate_stack
 
     started = time.perf_counter()
     try:

@@ -13,9 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import bundle, inside, links, oci
+from eksinf import links
+from eksinf.core import inside
+from eksinf.core.faults import checkpoint
+from eksinf.core.outdir import MARKER
+from eksinf.core.yamlio import dump_docs, load_docs, load_input_docs
+from eksinf.model.stack import Stack
+from eksinf.publish import bundle, oci
+
 from ..errors import CONTRACT, USAGE, EksinfError, shell_command
-from ..faults import checkpoint
 from ..hub.protocol import (
     AlreadyExists,
     GateBlocked,
@@ -42,12 +48,9 @@ from ..model.names import (
 )
 from ..model.placeholder import PLACEHOLDER
 from ..model.targets import TargetKind, cluster_by_name, kind_of
-from ..outdir import MARKER
-from ..stack import Stack
-from ..yamlio import dump_docs, load_docs, load_input_docs
 
 if TYPE_CHECKING:
-    from ..validate.release import ReleaseGate
+    from eksinf.build.validate.release import ReleaseGate
 
 GATE_TRIGGER = "no-placeholders"
 GATE_DESCRIPTION = f"Blocks publishing a release that still holds a {PLACEHOLDER} value."
@@ -231,7 +234,9 @@ def load_bindings(stack: Stack) -> list[Binding]:
 
 def _checked_profile(doc: dict, where: str) -> dict:
     """The profile document, after the same checks lint runs (exit 3 naming field and fix)."""
-    from ..profile import check_profile  # jsonschema: loaded only by the flows reading a profile
+    from eksinf.model.profile import (
+        check_profile,  # jsonschema: loaded only by the flows reading a profile
+    )
 
     check_profile(doc, where)
     return doc
@@ -386,7 +391,7 @@ def admit(hub: Hub, stack: Stack, space: str, gate: ReleaseGate | None = None) -
     (validate.release). Units still holding placeholders are left to the hub's own gate, which
     names the missing links. `gate`: shared by the releases one command publishes."""
     if gate is None:
-        from ..validate.release import ReleaseGate  # the validators load only to publish
+        from eksinf.build.validate.release import ReleaseGate  # the validators load only to publish
 
         gate = ReleaseGate(stack)
     members = hub.list_units(space)
@@ -556,7 +561,7 @@ def _bind_link_publish(
     )
     checkpoint("deploy.linked")
     if gate is None:
-        from ..validate.release import ReleaseGate
+        from eksinf.build.validate.release import ReleaseGate
 
         gate = ReleaseGate(stack)  # one read of the committed CRDs for every release
     for comp in components:

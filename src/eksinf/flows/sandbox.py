@@ -7,9 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import bundle
+from eksinf.core.faults import checkpoint
+from eksinf.model.stack import Stack
+from eksinf.publish import bundle
+
 from ..errors import CONTRACT, EksinfError, shell_command
-from ..faults import checkpoint
 from ..hub.protocol import Hub, UploadSource
 from ..model.digest import oci_digest
 from ..model.names import (
@@ -26,7 +28,6 @@ from ..model.names import (
     variant_space,
 )
 from ..model.targets import DEFAULT_KIND, kind_labels, kind_of, target_kind
-from ..stack import Stack
 from .deploy import (
     DeployReport,
     InstallReport,
@@ -83,8 +84,8 @@ class SandboxReport:
 
 def render_configs(stack: Stack, mirror: Path | None, say: Say) -> None:
     """Render configs/ (a fresh clone has none until `eksinf render`), guarded as render is."""
-    from .. import charts, guard
-    from ..render import render_stack, write_configs
+    from eksinf.build import charts, guard
+    from eksinf.build.render import render_stack, write_configs
 
     say(f"{stack.configs_dir} is missing: rendering it")
     result = render_stack(stack, charts.mirror_dir(mirror), progress=say)
@@ -118,7 +119,7 @@ def sandbox_up(
 ) -> SandboxReport:
     """`kind`: the target kind both stand-in targets record (model/targets.py), which picks each
     plane's components, as on a real target of that kind."""
-    from ..profile import load_profile
+    from eksinf.model.profile import load_profile
 
     chosen = target_kind(kind)
     for space in sandbox_planned_spaces(stack, name, variant):  # every name, before any change
@@ -160,7 +161,7 @@ def sandbox_up(
         hub.variant_create(variant, base_space(PROFILE_COMPONENT))
         created.append(profile_space(variant))
     checkpoint("sandbox.targets")
-    from ..validate.release import ReleaseGate
+    from eksinf.build.validate.release import ReleaseGate
 
     gate = ReleaseGate(stack)  # both planes' releases share one read of the committed CRDs
     planes = []

@@ -220,9 +220,10 @@ def apply_plane(
 ) -> dict[str, Any]:
     """Apply the units of `spaces` (the plane's variants, as the hub resolved them) to the
     target's cluster with server-side apply, CRDs first (kube.apply). Returns what changed."""
+    from eksinf.core.yamlio import load_docs
+
     from ..kube.apply import apply_all
     from ..kube.client import KubeClient
-    from ..yamlio import load_docs
 
     kube = KubeClient.from_kubeconfig(target_kubeconfig(stack_root, target))
     docs = [

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from eksinf.core.yamlio import load_mapping_docs
+from eksinf.publish.plugin import under_cub
+
 from ..errors import CONTRACT, USAGE, EksinfError
-from ..plugin import under_cub
-from ..yamlio import load_mapping_docs
 from .protocol import Hub
 
 BACKENDS = ("local", "cub")

@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import argo
+from eksinf.core.yamlio import MAX_TEXT
+from eksinf.publish import argo
+
 from ..errors import CONTRACT
 from ..model.names import (
     OWNER,
@@ -33,7 +35,6 @@ from ..model.names import (
     owner_labels,
     variant_space,
 )
-from ..yamlio import MAX_TEXT
 from .protocol import (
     APPS_SPACE_ANNOTATION,
     AlreadyExists,
@@ -381,7 +382,7 @@ class CubHub(Closing):
         """Write the unit files to `<stack>/.eksinf/cub-upload/<space>/`: a fixed path, so the
         space's recorded input is the same on every upload. The folder is eksinf's own
         (outdir's marker; cub reads only the .yaml/.yml files)."""
-        from .. import outdir
+        from eksinf.core import outdir
 
         files = {}
         for name, data in sorted(source.files.items()):

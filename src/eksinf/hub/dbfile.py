@@ -15,7 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..stacklock import LOCK_TIMEOUT_ENV, lock_timeout
+from eksinf.core.stacklock import LOCK_TIMEOUT_ENV, lock_timeout
+
 from .protocol import Unavailable
 
 SQLITE_HEADER = b"SQLite format 3\x00"

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .. import paths
+from eksinf.model import paths
+
 from ..errors import USAGE, EksinfError
 from ..model.resources import WORKLOAD_KINDS, containers, resource_type
 

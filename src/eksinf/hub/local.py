@@ -17,14 +17,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .. import argo
+from eksinf.core.faults import checkpoint
+from eksinf.core.yamlio import dump_docs, load_docs, load_input_docs
+from eksinf.publish import argo
+
 from ..errors import CONTRACT, FAILURE, USAGE, EksinfError, shell_command
-from ..faults import checkpoint
 from ..links import engine
 from ..model import placeholder
 from ..model.digest import oci_digest, sha256_hex
 from ..model.names import OWNER, OWNER_LABEL, apps_space, check_space_name, variant_space
-from ..yamlio import dump_docs, load_docs, load_input_docs
 from . import dbfile, functions, merge, where
 from .protocol import (
     APPS_SPACE_ANNOTATION,
@@ -1077,7 +1078,7 @@ class LocalHub(Closing):
                 )
 
     def publish(self, space: str) -> Release:
-        from .. import bundle, oci  # the OCI stack is only needed when releasing
+        from eksinf.publish import bundle, oci  # the OCI stack is only needed when releasing
 
         with self._tx() as db:
             row = self._space_row(space)

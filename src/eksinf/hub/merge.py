@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .. import paths
-from ..yamlio import dump_docs, load_docs
+from eksinf.core.yamlio import dump_docs, load_docs
+from eksinf.model import paths
 
 _MISSING = object()
 

@@ -17,7 +17,8 @@ from typing import Any, Protocol
 import requests
 import yaml
 
-from ..atomic import write_file
+from eksinf.core.atomic import write_file
+
 from ..errors import CONTRACT, ENVIRONMENT, FAILURE, EksinfError
 from .kubeconfig import KubeAuth as KubeAuth  # re-exported: callers name it beside the client
 from .kubeconfig import exec_credential, forget_credential, read_token_file

@@ -119,7 +119,7 @@ def kubeconfig_files(explicit: Path | None = None) -> list[Path]:
 def _read_one(path: Path) -> dict[str, Any]:
     import yaml
 
-    from .. import yamlio
+    from eksinf.core import yamlio
 
     try:
         with path.open("rb") as handle:

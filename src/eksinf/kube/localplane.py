@@ -27,8 +27,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import cache
-from ..atomic import write_file
+from eksinf.core import cache
+from eksinf.core.atomic import write_file
+
 from ..errors import ENVIRONMENT, EksinfError
 
 # The pinned server: the stack's Kubernetes minor (versions.env RENDER_KUBE_VERSION is 1.31).

@@ -29,10 +29,12 @@ from typing import Any
 
 import yaml
 
-from .. import inside, paths
+from eksinf.core import inside
+from eksinf.core.yamlio import load_source, read_source_text
+from eksinf.model import paths
+from eksinf.model.stack import LINKS_DIR, Stack
+
 from ..errors import CONTRACT, EksinfError
-from ..stack import LINKS_DIR, Stack
-from ..yamlio import load_source, read_source_text
 
 BINDINGS_FILE = "bindings.yaml"
 _KEYS = {"source", "unit", "kind", "name", "path", "setter"}

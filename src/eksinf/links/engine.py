@@ -20,7 +20,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .. import paths
+from eksinf.model import paths
+
 from ..errors import CONTRACT, EksinfError
 from ..model import placeholder
 from ..model.resources import (

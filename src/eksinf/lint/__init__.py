@@ -17,16 +17,18 @@ import json
 
 import yaml
 
-from .. import inside, links
+from eksinf import links
+from eksinf.build.render import PROVENANCE_FILE, inputs_digest, source_files
+from eksinf.core import inside
+from eksinf.core.yamlio import load_docs, read_source_text
+from eksinf.model.profile import load_profile
+from eksinf.model.stack import Stack
+
 from ..errors import EksinfError
 from ..model.awsobjects import AwsObject
 from ..model.awsobjects import read_lock as read_aws_objects
 from ..model.configs import read_units
 from ..model.configs import resources as all_resources
-from ..profile import load_profile
-from ..render import PROVENANCE_FILE, inputs_digest, source_files
-from ..stack import Stack
-from ..yamlio import load_docs, read_source_text
 
 # Importing a domain module registers its checks in the table; they run in this order.
 from . import identity, network, scheduling, naming, addons, lifecycle  # noqa: F401  isort: skip

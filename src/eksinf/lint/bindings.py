@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from .. import links, paths
+from eksinf import links
+from eksinf.model import paths
+
 from ..model import placeholder
 from ..model.configs import place
 from ..model.placeholder import PLACEHOLDER

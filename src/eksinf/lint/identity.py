@@ -7,12 +7,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import inside, paths
+from eksinf.core import inside
+from eksinf.model import paths
+from eksinf.model.profile import ROLE_NAME, UNIT_FILE
+
 from ..model import iam
 from ..model.configs import Resource, of_kind
 from ..model.names import PROFILE_COMPONENT, name_rule
 from ..model.placeholder import PLACEHOLDER
-from ..profile import ROLE_NAME, UNIT_FILE
 from .core import Context, Report, check
 from .network import _squash
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from eksinf.build.validate import ids
+from eksinf.model.profile import ROLE_NAME
+
 from ..model.configs import Resource, of_kind
 from ..model.placeholder import PLACEHOLDER
 from ..model.resources import pod_spec, pod_spec_path
-from ..profile import ROLE_NAME
-from ..validate import ids
 from .core import Context, Report, check
 
 PROFILE_CLUSTER = "render/platform-profile/profile.yaml spec.clusterName"

@@ -6,12 +6,13 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from .. import paths
+from eksinf.model import paths
+from eksinf.model.profile import STACK_TAG_KEY
+
 from ..model.configs import ACK_GROUP_SUFFIX, Resource, of_kind, tag_path
 from ..model.configs import tags as tag_map
 from ..model.names import DISCOVERY_KEY
 from ..model.placeholder import PLACEHOLDER
-from ..profile import STACK_TAG_KEY
 from .core import Context, Report, check
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import paths
+from eksinf.model import paths
+
 from ..model.configs import Resource, of_kind
 from ..model.names import FAMILY_KEY, GPU_RESOURCE
 from ..model.quantity import gib_text as gib

@@ -16,8 +16,9 @@ from typing import Any
 
 import yaml
 
+from eksinf.core.yamlio import load_docs
+
 from ..errors import CONTRACT, EksinfError
-from ..yamlio import load_docs
 
 RECORD = Path(__file__).resolve().parents[1] / "data" / "addon-schemas.json"
 RECORD_COMMENT = (

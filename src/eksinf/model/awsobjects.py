@@ -155,14 +155,14 @@ def parse(docs: list[Any], label: str = LOCK_FILE) -> list[AwsObject]:
 
 
 def render_lock(objects: list[AwsObject]) -> str:
-    from ..yamlio import dump_docs
+    from eksinf.core.yamlio import dump_docs
 
     return _HEADER + dump_docs([{"objects": [o.as_dict() for o in objects]}])
 
 
 def read_lock_text(root: Path) -> str | None:
     """The stack's lock as written; None when it has none yet (a stack from before the lock)."""
-    from ..inside import read_bytes
+    from eksinf.core.inside import read_bytes
 
     path = root / LOCK_FILE
     if not path.exists():
@@ -172,7 +172,7 @@ def read_lock_text(root: Path) -> str | None:
 
 def read_lock(root: Path) -> list[AwsObject] | None:
     """The stack's lock, parsed; None when it has none yet."""
-    from ..yamlio import load_docs
+    from eksinf.core.yamlio import load_docs
 
     text = read_lock_text(root)
     return None if text is None else parse(load_docs(text, LOCK_FILE))

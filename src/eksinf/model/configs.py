@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import inside, paths
-from ..yamlio import load_objects, read_source_text
+from eksinf.core import inside
+from eksinf.core.yamlio import load_objects, read_source_text
+from eksinf.model import paths
+
 from .resources import api_group, pod_spec, resource_label
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"

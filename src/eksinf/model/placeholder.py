@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .. import paths
+from eksinf.model import paths
 
 PLACEHOLDER = "confighubplaceholder"
 INT_PLACEHOLDER = 999999999

@@ -18,9 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from eksinf.model.prices import InstanceType, PriceTable
+
 from ..model.names import FAMILY_KEY, GPU_RESOURCE
 from ..model.quantity import parse
-from ..prices import InstanceType, PriceTable
 
 TYPE_KEY = "node.kubernetes.io/instance-type"
 # How each requirement key reads an instance type; keys not listed are ignored, which only

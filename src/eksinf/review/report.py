@@ -10,10 +10,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from eksinf.model.prices import PriceTable, load_catalogue, load_prices
+from eksinf.model.stack import PLANES
+
 from ..model.names import GPU_RESOURCE, PROFILE_KIND
 from ..model.quantity import parse
-from ..prices import PriceTable, load_catalogue, load_prices
-from ..stack import PLANES
 from .changes import CRD_KIND, ResourceChange, compare
 from .cost import PoolCost, max_hourly, nodegroup_max_hourly
 from .risks import CLASSES, Risk, assess, severity

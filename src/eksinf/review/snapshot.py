@@ -13,12 +13,13 @@ from dataclasses import dataclass
 
 import yaml
 
+from eksinf.model.stack import PLANES, parse_versions
+
 from ..errors import CONTRACT, EksinfError
 from ..links import BINDINGS_FILE, LINKS_DIR
 from ..model.configs import parse_unit
 from ..model.names import PROFILE_COMPONENT
 from ..model.resources import api_group
-from ..stack import PLANES, parse_versions
 
 # Kinds of the inputs that are not Kubernetes objects; their apiVersion says where they live.
 INPUT_API = "eksinf.dev/input"

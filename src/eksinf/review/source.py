@@ -19,9 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from eksinf.build.render import PROVENANCE_FILE, digest_inputs, is_render_input
+
 from ..errors import CONTRACT, ENVIRONMENT, USAGE, EksinfError
 from ..model.names import STATE_DIR
-from ..render import PROVENANCE_FILE, digest_inputs, is_render_input
 
 STACK_PATHS = ("components.yaml", "versions.env", "charts.lock", "configs", "render", "iam")
 MAX_FILES = 20_000
@@ -248,8 +249,8 @@ Progress = Callable[[str], None]
 
 
 def _render(stack_dir: Path, mirror: Path | None, progress: Progress) -> dict[str, str]:
-    from ..render import render_stack
-    from ..stack import load_stack
+    from eksinf.build.render import render_stack
+    from eksinf.model.stack import load_stack
 
     return render_stack(load_stack(stack_dir), mirror, progress=progress).files()
 

@@ -7,10 +7,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from eksinf.model.stack import Stack
+
 from ...kube.client import KubeClient
 from ...model.iam import trusted_actions
 from ...model.targets import DEFAULT_KIND, KINDS, TargetKind
-from ...stack import Stack
 from ..scope import StackScope
 from ..session import AwsSession
 from . import hyperpod_rules  # noqa: F401  (registers the hyperpod-eks rules in RULES)
@@ -114,8 +115,9 @@ def check_cluster(
 def needs_for(stack: Stack) -> StackNeeds:
     """What the stack's committed units need of the cluster, read as they ship: the profile's
     values linked in by the link engine (an add-on's version, an association's role name)."""
+    from eksinf.model.profile import load_profile
+
     from ...links import load_bindings
-    from ...profile import load_profile
 
     return stack_needs(stack.configs_dir, load_profile(stack).spec, load_bindings(stack))
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from eksinf.model.prices import load_catalogue
+
 from ...errors import shell_command
 from ...model import iam
 from ...model.addons import load_records, value_errors
 from ...model.targets import HYPERPOD_EKS
-from ...prices import load_catalogue
 from .hyperpod import (
     ACM_ACTION,
     ADDON_KNOWN_KEY,
