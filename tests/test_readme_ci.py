@@ -1,6 +1,7 @@
 """The README's CI line and `make verify` on a fresh clone: an empty cache, no mirror in the
 environment, no network. They pass only because every command that reads a pinned input (charts,
-the pinned Argo CD and HyperPod manifests) honours the one `--chart-mirror` it is given."""
+the pinned Argo CD and HyperPod manifests) honours the one mirror setting: `--chart-mirror`,
+else $EKSINF_CHART_MIRROR, else `.eksinf/config.yaml`, else ../shared/charts beside the stack."""
 
 from __future__ import annotations
 
@@ -55,18 +56,33 @@ def test_the_readme_ci_line_passes_offline_with_an_empty_cache(tmp_path, stack_d
     assert (tmp_path / "empty-cache").is_dir()  # it really started empty and filled
 
 
-def test_validate_without_the_mirror_names_it(tmp_path, stack_dir):
-    """The same fresh clone without the option: exit 4, and the hint names the option."""
-    clone = fresh_clone(tmp_path, stack_dir)
+def test_validate_without_any_mirror_names_the_settings(tmp_path, stack_dir):
+    """A stack with no mirror anywhere (no option, no variable, no config.yaml, no ../shared
+    beside it): exit 4, and the hint names the option and the config key."""
     done = subprocess.run(
         [str(BIN / "eksinf"), "validate"],
-        cwd=clone,
+        cwd=stack_dir,
         env=offline_env(tmp_path),
         capture_output=True,
         text=True,
     )
     assert done.returncode == 4, done.stderr
     assert "--chart-mirror" in done.stderr
+    assert "mirror: DIR" in done.stderr
+
+
+def test_a_clone_beside_shared_needs_no_mirror_option(tmp_path, stack_dir):
+    """The default mirror is ../shared/charts beside the stack: the bare commands pass."""
+    clone = fresh_clone(tmp_path, stack_dir)
+    done = subprocess.run(
+        ["bash", "-c", "eksinf validate && eksinf verify"],
+        cwd=clone,
+        env=offline_env(tmp_path),
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "0 invalid" in done.stderr
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")

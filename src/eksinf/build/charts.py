@@ -22,6 +22,7 @@ from eksinf.core.atomic import write_file
 from eksinf.core.net import Deadline, is_loopback, read_body
 from eksinf.core.yamlio import MAX_TEXT, dump_docs, load_docs, load_source
 from eksinf.errors import CONTRACT, ENVIRONMENT, EksinfError
+from eksinf.model import config
 from eksinf.model.digest import sha256_hex
 from eksinf.model.stack import ChartSpec, Stack
 
@@ -76,14 +77,19 @@ def use_mirror(path: Path | None) -> None:
     _run_mirror = path
 
 
-def mirror_dir(explicit: Path | None = None) -> Path | None:
-    """The chart mirror: `explicit`, else this run's --chart-mirror, else $EKSINF_CHART_MIRROR."""
+def mirror_dir(explicit: Path | None = None, root: Path | None = None) -> Path | None:
+    """The chart mirror: `explicit`, else this run's --chart-mirror, else $EKSINF_CHART_MIRROR,
+    else the stack's setting (`mirror:` in its .eksinf/config.yaml, else ../shared/charts beside
+    it): the stack `root`, or the one this run works on."""
     if explicit is not None:
         return explicit
     if _run_mirror is not None:
         return _run_mirror
     env = os.environ.get(MIRROR_ENV)
-    return Path(env) if env else None
+    if env:
+        return Path(env)
+    root = root if root is not None else config.run_stack_root()
+    return config.stack_mirror(root) if root is not None else None
 
 
 def _lock_body(stack: Stack) -> dict:
@@ -254,7 +260,7 @@ def fetch(spec: ChartSpec, mirror: Path | None) -> tuple[bytes, str]:
             f"chart {spec.chart} {spec.version} is unreachable at {spec.source}{where}: "
             f"{exc.message}",
             hint=f"Seed a mirror: put {spec.chart}-{spec.version}.tgz in a directory and pass "
-            f"--chart-mirror DIR (or set {MIRROR_ENV}).",
+            f"--chart-mirror DIR (or set {MIRROR_ENV}, or `mirror: DIR` in .eksinf/config.yaml).",
             exit_code=ENVIRONMENT,
         ) from exc
 
