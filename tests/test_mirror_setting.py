@@ -48,6 +48,18 @@ def test_precedence_flag_env_config_default(tmp_path, monkeypatch, no_env_mirror
     assert charts.mirror_dir(None, stack) == Path("/from/flag")
 
 
+def test_the_tool_mirror_sits_beside_the_chart_mirror(tmp_path, monkeypatch, no_env_mirror):
+    """The real kube-apiserver's archive (`validate --server local`) comes from tools/ beside
+    the one mirror, whichever way it was set."""
+    from eksinf.kube import localplane
+
+    monkeypatch.delenv(localplane.TOOL_MIRROR_ENV, raising=False)
+    assert localplane.tool_mirror() is None
+    _write_config(tmp_path, "mirror: offline/charts\n")
+    config.use_stack_root(tmp_path)
+    assert localplane.tool_mirror() == tmp_path / "offline" / "tools"
+
+
 def test_the_run_stack_is_the_fallback_root(tmp_path, no_env_mirror):
     _write_config(tmp_path, "mirror: /abs/charts\n")
     assert charts.mirror_dir() is None

@@ -8,7 +8,6 @@ source; a mirror copy must also agree with the mirror's own SHA256SUMS. `resolve
 from __future__ import annotations
 
 import io
-import os
 import tarfile
 import tempfile
 import zlib
@@ -26,7 +25,7 @@ from eksinf.model import config
 from eksinf.model.digest import sha256_hex
 from eksinf.model.stack import ChartSpec, Stack
 
-MIRROR_ENV = "EKSINF_CHART_MIRROR"
+MIRROR_ENV = config.MIRROR_ENV
 MAX_CHART_BYTES = 64 << 20  # unpacked; the largest real chart here is a few MiB
 FETCH_DEADLINE = 600.0  # seconds for one chart's index and archive from an HTTP repository
 LOCK_HEADER = (
@@ -64,32 +63,16 @@ def cache_dir() -> Path:
     return cache.root() / "charts"
 
 
-# This run's mirror, from a command's --chart-mirror (cli.common sets it as the option is
-# parsed), so that every read of a pinned input in the run, however deep (the cluster CRDs a
-# release's admission check reads), finds the mirror the user named, not only the stage that
-# took the option.
-_run_mirror: Path | None = None
-
-
 def use_mirror(path: Path | None) -> None:
-    """Set (or, with None, clear) the mirror every later read in this run falls back to."""
-    global _run_mirror
-    _run_mirror = path
+    """Set (or, with None, clear) this run's --chart-mirror (model.config holds it)."""
+    config.use_mirror(path)
 
 
 def mirror_dir(explicit: Path | None = None, root: Path | None = None) -> Path | None:
-    """The chart mirror: `explicit`, else this run's --chart-mirror, else $EKSINF_CHART_MIRROR,
-    else the stack's setting (`mirror:` in its .eksinf/config.yaml, else ../shared/charts beside
-    it): the stack `root`, or the one this run works on."""
-    if explicit is not None:
-        return explicit
-    if _run_mirror is not None:
-        return _run_mirror
-    env = os.environ.get(MIRROR_ENV)
-    if env:
-        return Path(env)
-    root = root if root is not None else config.run_stack_root()
-    return config.stack_mirror(root) if root is not None else None
+    """The chart mirror: `explicit`, else `config.mirror`: this run's --chart-mirror, else
+    $EKSINF_CHART_MIRROR, else the stack's setting (`mirror:` in its .eksinf/config.yaml, else
+    ../shared/charts beside it), for the stack `root` or the one this run works on."""
+    return explicit if explicit is not None else config.mirror(root)
 
 
 def _lock_body(stack: Stack) -> dict:

@@ -53,11 +53,8 @@ _run = _Run()
 def start_run(json_mode: bool) -> None:
     global _run
     _run = _Run(json_mode)
-    # A mirror or hub named in an earlier in-process run does not carry over (charts is imported only
-    # by the commands that read it: a run that never loaded it has nothing to clear).
-    charts = sys.modules.get("eksinf.build.charts")
-    if charts is not None:
-        charts.use_mirror(None)
+    # A mirror, stack or hub named in an earlier in-process run does not carry over.
+    config.use_mirror(None)
     config.use_stack_root(None)
     hub = sys.modules.get("eksinf.hub")
     if hub is not None:

@@ -9,6 +9,7 @@ when that folder exists: where a clone sits beside the shared offline mirror.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from eksinf.core.yamlio import load_mapping_docs
@@ -21,6 +22,7 @@ KEYS = {
     "mirror": "the offline mirror folder of chart archives",
 }
 DEFAULT_MIRROR = Path("..") / "shared" / "charts"  # relative to the stack
+MIRROR_ENV = "EKSINF_CHART_MIRROR"
 
 
 def read_config(root: Path) -> dict:
@@ -57,9 +59,11 @@ def stack_mirror(root: Path) -> Path | None:
     return default if default.is_dir() else None
 
 
-# The stack the running command works on (the CLI sets it when it loads the stack), so a read
-# of a pinned input however deep in the run finds the stack's mirror setting.
+# This run's settings, set by the CLI: the stack it works on (when it loads the stack) and the
+# --chart-mirror it was given (as the option is parsed), so a read of a pinned input however deep
+# in the run finds the mirror the user named, or the stack's.
 _run_root: Path | None = None
+_run_mirror: Path | None = None
 
 
 def use_stack_root(root: Path | None) -> None:
@@ -70,3 +74,22 @@ def use_stack_root(root: Path | None) -> None:
 
 def run_stack_root() -> Path | None:
     return _run_root
+
+
+def use_mirror(path: Path | None) -> None:
+    """Set (or, with None, clear) this run's --chart-mirror."""
+    global _run_mirror
+    _run_mirror = path
+
+
+def mirror(root: Path | None = None) -> Path | None:
+    """The offline mirror (its chart folder): this run's --chart-mirror, else
+    $EKSINF_CHART_MIRROR, else the stack's setting (`stack_mirror`) for `root` or this run's
+    stack. Pinned manifests sit in `manifests/` beside it, the tool archives in `tools/`."""
+    if _run_mirror is not None:
+        return _run_mirror
+    env = os.environ.get(MIRROR_ENV)
+    if env:
+        return Path(env)
+    root = root if root is not None else _run_root
+    return stack_mirror(root) if root is not None else None
