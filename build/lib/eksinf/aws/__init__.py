@@ -1,0 +1,1 @@
+"""AWS operations: session factory, status, controller credentials, contract, enroll, teardown."""

@@ -1,0 +1,327 @@
+"""The Helm engine: an adapter over the in-process Helm SDK (helm-python-sdk).
+
+Everything else talks to `HelmEngine`, never to the SDK, because the SDK is alpha and needs a
+private call to pin the Kubernetes version (see docs/stack-format.md, "Engine").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from eksinf.core import cache
+from eksinf.errors import CONTRACT, ENVIRONMENT, EksinfError
+
+
+@dataclass(frozen=True)
+class RenderedChart:
+    """What one chart render produced, before any post-processing."""
+
+    manifests: dict[str, str]  # template path -> rendered YAML text (hooks included)
+    crds: tuple[tuple[str, str], ...]  # (file path, YAML text) for crds/ of the chart and subcharts
+    templates: tuple[tuple[str, str], ...]  # (template path, source) for the guard's text checks
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> RenderedChart:
+        """The inverse of `dataclasses.asdict`, for a render kept in the derived-data cache."""
+        return cls(
+            manifests=dict(raw["manifests"]),
+            crds=tuple((p, t) for p, t in raw["crds"]),
+            templates=tuple((p, t) for p, t in raw["templates"]),
+        )
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    release: str
+    namespace: str
+    kube_version: str
+    api_versions: tuple[str, ...] = ()
+
+
+class HelmEngine(Protocol):
+    name: str
+
+    @property
+    def version(self) -> str: ...
+
+    @property
+    def identity(self) -> str:
+        """What decides this engine's output, known without starting it: a cached render is
+        looked up under it (render.py)."""
+        ...
+
+    def render(
+        self, archive: bytes, values: dict[str, Any], opts: RenderOptions
+    ) -> RenderedChart: ...
+
+
+class SdkEngine:
+    """Helm v4 through libhelm_c, in process: no subprocess per chart."""
+
+    name = "helm-python-sdk"
+
+    @functools.cached_property
+    def identity(self) -> str:
+        """The distribution's version and the native library file it loads (HELM_C_LIB, else
+        the packaged lib/), by size and mtime: all without loading it (~80 ms)."""
+        from importlib.metadata import version
+        from importlib.util import find_spec
+
+        spec = find_spec("helm_python")
+        places = [os.environ.get("HELM_C_LIB", "")]
+        packaged = (spec.submodule_search_locations or []) if spec else []
+        places += [os.path.join(p, "lib") for p in packaged]
+        files = []
+        for place in filter(None, places):
+            names = sorted(os.listdir(place)) if os.path.isdir(place) else [""]
+            for name in names:
+                with contextlib.suppress(OSError):
+                    st = os.stat(os.path.join(place, name))
+                    files.append(f"{os.path.join(place, name)}:{st.st_size}:{st.st_mtime_ns}")
+        return json.dumps([self.name, version("helm-python-sdk"), files])
+
+    @functools.cached_property
+    def version(self) -> str:
+        key = cache.key(self.identity.encode())
+        known = cache.get("engine-version", key)
+        if known is not None:
+            return known.decode()
+        from importlib.metadata import version
+
+        from helm_python import _native  # loads the native library
+
+        found = f"{version('helm-python-sdk')} (Helm {_native.helm_sdk_version()})"
+        cache.put("engine-version", key, found.encode())
+        return found
+
+    def render(self, archive: bytes, values: dict[str, Any], opts: RenderOptions) -> RenderedChart:
+        import helm_python  # imported here: loading the native library costs ~80 ms
+        from helm_python import _native
+        from helm_python.errors import HelmError
+
+        kube = opts.kube_version if opts.kube_version.startswith("v") else f"v{opts.kube_version}"
+        options: dict[str, Any] = {
+            "name": opts.release,
+            "namespace": opts.namespace,
+            "kube_version": kube,
+        }
+        if opts.api_versions:
+            options["api_versions"] = list(opts.api_versions)
+        try:
+            with helm_python.Chart.load_archive(archive) as chart:
+                # The SDK lists the top chart's templates only: read the archive when there are
+                # subcharts (that costs more than the render). Asked before rendering, because
+                # rendering drops disabled subcharts from the loaded chart, and the guard reads
+                # every template in the archive, whichever engine renders it.
+                if chart.dependencies:
+                    templates = chart_templates(archive)
+                else:
+                    name = chart.name
+                    templates = tuple(
+                        sorted((f"{name}/{t['name']}", t["data"]) for t in chart.templates)
+                    )
+                # Chart.render() does not expose kube_version/api_versions; the native call does.
+                raw = _native.call_string(
+                    "helm_render", chart._raw(), json.dumps(values), json.dumps(options)
+                )
+                crds = tuple(sorted((c["filename"], c["data"]) for c in chart.crds))
+        except HelmError as exc:
+            raise EksinfError(
+                f"helm could not render release {opts.release!r}: {exc}",
+                hint="Check the chart values; the message names the template and line.",
+                exit_code=CONTRACT,
+            ) from exc
+        # NOTES.txt is text for a human after `helm install`, never a manifest (as in helm template).
+        manifests = {
+            path: text for path, text in json.loads(raw).items() if not path.endswith("/NOTES.txt")
+        }
+        return RenderedChart(
+            manifests=dict(sorted(manifests.items())), crds=crds, templates=templates
+        )
+
+
+_VALUES_CHART = b"apiVersion: v2\nname: values\nversion: 0.0.0\n"
+
+
+@functools.lru_cache(maxsize=256)
+def _helm_reading(text: str) -> str:
+    """Helm's own reading of a values file, as JSON: the text becomes the values.yaml of a
+    throw-away chart, and the engine's chart loader reads it with the reader `helm -f` uses
+    (sigs.k8s.io/yaml over go-yaml v2: `n` and `off` are false, `0755` is 493, `1e3` is 1000,
+    `1:30` is a string; documents of one file merged). The SDK takes values as JSON only, so
+    this is the one way to hand it a values file."""
+    import helm_python
+    from helm_python import _native
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
+        for name, data in (("values/Chart.yaml", _VALUES_CHART), ("values/values.yaml", text)):
+            raw = data if isinstance(data, bytes) else data.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(raw)
+            tar.addfile(info, io.BytesIO(raw))
+    with helm_python.Chart.load_archive(buf.getvalue()) as chart:
+        return str(_native.call_string("helm_chart_values", chart._raw()))
+
+
+def read_values(text: str, label: str) -> dict[str, Any]:
+    """A values file's content as Helm reads it (see `_helm_reading`). Callers check the text
+    strictly first (yamlio.load_mapping_docs: syntax, duplicate keys, bounds, positions); what
+    Helm still refuses here (a value JSON cannot hold, such as `.inf`) is an input error."""
+    from helm_python.errors import HelmError
+
+    try:
+        values = json.loads(_helm_reading(text))
+    except HelmError as exc:
+        raise EksinfError(
+            f"{label}: Helm cannot read these values: {exc}",
+            hint="Helm converts values to JSON: write the value so JSON can hold it "
+            "(quote it to keep it as text).",
+            exit_code=CONTRACT,
+        ) from exc
+    return values if isinstance(values, dict) else {}
+
+
+def chart_templates(archive: bytes) -> tuple[tuple[str, str], ...]:
+    """Every template source of a chart archive and of its subcharts, for the guard.
+
+    The SDK's `Chart.templates` lists the top chart's templates only, so a `lookup` in a
+    subchart would go unseen. We read the archive itself: subcharts are either folders under
+    `charts/` or archives there, nested to any depth. Paths match the engine's manifest keys
+    (`<chart>/charts/<sub>/templates/x.yaml`).
+    """
+    out: list[tuple[str, str]] = []
+    _collect_templates(archive, "", out)
+    return tuple(sorted(out))
+
+
+def _collect_templates(archive: bytes, prefix: str, out: list[tuple[str, str]]) -> None:
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:*") as tar:
+        for member in tar.getmembers():
+            if not member.isfile():
+                continue
+            parts = member.name.split("/")
+            if len(parts) >= 3 and parts[-2] == "charts" and parts[-1].endswith(".tgz"):
+                nested = prefix + "/".join(parts[:-1]) + "/"
+                _collect_templates(_read(tar, member), nested, out)
+            elif _is_template(parts):
+                text = _read(tar, member).decode("utf-8", errors="replace")
+                out.append((prefix + member.name, text))
+
+
+def _read(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
+    handle = tar.extractfile(member)
+    return handle.read() if handle is not None else b""
+
+
+def _is_template(parts: list[str]) -> bool:
+    """A path `<chart>(/charts/<sub>)*/templates/...`."""
+    index = 1
+    while index + 1 < len(parts) and parts[index] == "charts":
+        index += 2
+    return index < len(parts) - 1 and parts[index] == "templates"
+
+
+class BinaryEngine:
+    """An external `helm` binary (`helm template --include-crds --output-dir`), one per chart.
+
+    The alternative to the SDK, selected with EKSINF_HELM=/path/to/helm: a second, independent
+    implementation whose output must agree with the SDK's (tests compare them).
+    """
+
+    name = "helm"
+
+    def __init__(self, path: str) -> None:
+        resolved = shutil.which(path)
+        if resolved is None:
+            raise EksinfError(
+                f"{HELM_ENV}={path}: no executable helm there",
+                hint=f"Point {HELM_ENV} at a helm binary, or unset it to use the built-in engine.",
+                exit_code=ENVIRONMENT,
+            )
+        self.path = resolved
+
+    @functools.cached_property
+    def identity(self) -> str:
+        st = os.stat(self.path)
+        return json.dumps([self.name, self.path, st.st_size, st.st_mtime_ns])
+
+    @functools.cached_property
+    def version(self) -> str:
+        done = subprocess.run(
+            [self.path, "version", "--short"], capture_output=True, text=True, timeout=30
+        )
+        if done.returncode != 0:
+            raise EksinfError(
+                f"{self.path} version failed: {done.stderr.strip()}", exit_code=ENVIRONMENT
+            )
+        return done.stdout.strip()
+
+    def render(self, archive: bytes, values: dict[str, Any], opts: RenderOptions) -> RenderedChart:
+        with tempfile.TemporaryDirectory(prefix="eksinf-helm-") as tmp:
+            work = Path(tmp)
+            (work / "chart.tgz").write_bytes(archive)
+            (work / "values.json").write_text(json.dumps(values))  # JSON is YAML to helm
+            out = work / "out"
+            command = [
+                self.path, "template", opts.release, str(work / "chart.tgz"),
+                "--namespace", opts.namespace,
+                "--kube-version", opts.kube_version,
+                "--include-crds",
+                "--values", str(work / "values.json"),
+                "--output-dir", str(out),
+            ]  # fmt: skip
+            for api in opts.api_versions:
+                command += ["--api-versions", api]
+            # helm keeps caches and repository config under $HOME; keep it off the user's
+            home = {k: str(work / "home" / k) for k in _HELM_HOMES}
+            done = subprocess.run(
+                command, capture_output=True, text=True, timeout=300, env={**os.environ, **home}
+            )
+            if done.returncode != 0:
+                raise EksinfError(
+                    f"helm could not render release {opts.release!r}: {done.stderr.strip()}",
+                    hint="Check the chart values; the message names the template and line.",
+                    exit_code=CONTRACT,
+                )
+            manifests: dict[str, str] = {}
+            crds: list[tuple[str, str]] = []
+            for path in sorted(p for p in out.rglob("*") if p.is_file()):
+                rel = path.relative_to(out).as_posix()
+                text = path.read_text(encoding="utf-8")
+                if _is_crd_file(rel.split("/")):
+                    crds.append((rel, text))
+                else:
+                    manifests[rel] = text
+        return RenderedChart(
+            manifests=manifests, crds=tuple(crds), templates=chart_templates(archive)
+        )
+
+
+HELM_ENV = "EKSINF_HELM"
+_HELM_HOMES = ("HELM_CACHE_HOME", "HELM_CONFIG_HOME", "HELM_DATA_HOME")
+
+
+def _is_crd_file(parts: list[str]) -> bool:
+    """A path `<chart>(/charts/<sub>)*/crds/<file>`."""
+    index = 1
+    while index + 1 < len(parts) and parts[index] == "charts":
+        index += 2
+    return index == len(parts) - 2 and parts[index] == "crds"
+
+
+def default_engine() -> HelmEngine:
+    """The in-process SDK, or the helm binary named by EKSINF_HELM."""
+    binary = os.environ.get(HELM_ENV)
+    return BinaryEngine(binary) if binary else SdkEngine()

@@ -1,0 +1,61 @@
+"""The drift gate: does configs/ equal a fresh render of its sources?"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+from eksinf.build.render import RenderResult, read_tree
+from eksinf.build.validate import ids
+
+
+@dataclass(frozen=True)
+class Drift:
+    added: tuple[str, ...]  # in a fresh render but not in configs/
+    removed: tuple[str, ...]  # in configs/ but not in a fresh render (stale units)
+    changed: tuple[str, ...]
+    diff: tuple[str, ...]  # unified diff lines, configs/ -> fresh render
+    checked: int
+
+    @property
+    def clean(self) -> bool:
+        return not (self.added or self.removed or self.changed)
+
+    def as_dict(self) -> dict:
+        return {
+            "clean": self.clean,
+            "added": list(self.added),
+            "removed": list(self.removed),
+            "changed": list(self.changed),
+            "checked": self.checked,
+        }
+
+
+def compare(result: RenderResult) -> Drift:
+    fresh = result.files()
+    committed = read_tree(result.stack.configs_dir)
+    if result.partial:  # compare only the rendered components' folders
+        folders = tuple(f"{o.component.name}/" for o in result.outputs)
+        committed = {p: t for p, t in committed.items() if p.startswith(folders)}
+    added = sorted(set(fresh) - set(committed))
+    removed = sorted(set(committed) - set(fresh))
+    changed = sorted(p for p in set(fresh) & set(committed) if fresh[p] != committed[p])
+    diff: list[str] = []
+    for path in sorted(added + removed + changed):
+        diff += difflib.unified_diff(
+            committed.get(path, "").splitlines(keepends=True),
+            fresh.get(path, "").splitlines(keepends=True),
+            fromfile=f"configs/{path}" if path in committed else "/dev/null",
+            tofile=f"rendered/{path}" if path in fresh else "/dev/null",
+        )
+    return Drift(tuple(added), tuple(removed), tuple(changed), tuple(diff), len(fresh))
+
+
+def duplicate_ids(result: RenderResult) -> list[ids.Duplicate]:
+    """Resource ids the fresh render writes more than once within a plane."""
+    return ids.duplicates(
+        (o.component.plane, f"configs/{o.component.name}/{u.filename}", doc)
+        for o in result.outputs
+        for u in o.units
+        for doc in u.docs
+    )

@@ -1,0 +1,41 @@
+"""The command line: parse, call one stage, format. No logic of its own lives here.
+
+This package's import is kept light on purpose: `main` answers `--help` from the recorded help
+pages (help.py) before the argument layer (app.py: typer and every command module, ~0.12 s)
+is imported at all.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run one command and return its exit code (tests call this in-process)."""
+    from .app import run as run_app
+
+    return run_app(argv)
+
+
+def main() -> None:
+    from eksinf.publish.plugin import handle_hook
+
+    if handle_hook(sys.argv[0]):  # cub installing eksinf as a plugin: write its manifest
+        sys.exit(0)
+    import os
+
+    from .help import recorded_page
+
+    # A shell asking for completions (the script `eksinf completion SHELL` prints) is answered
+    # by the argument layer, never by a recorded help page.
+    page = None
+    if "_EKSINF_COMPLETE" in os.environ:
+        from .completion import enable
+
+        enable()
+    else:
+        page = recorded_page(sys.argv[1:])
+    if page is not None:
+        sys.stdout.write(page)
+        sys.exit(0)
+    sys.exit(run())

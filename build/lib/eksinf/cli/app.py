@@ -1,0 +1,204 @@
+"""The argument layer: the typer app, its commands (registered by each command module) and `run`,
+which maps every outcome to an exit code."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import sys
+from typing import Any
+
+import typer
+
+from eksinf.core import stacklock
+
+from ..errors import USAGE, EksinfError, write_failure
+from . import common, original
+from .common import State, progress
+
+SETTINGS: dict[str, Any] = {
+    "name": "eksinf",
+    "help": "Render, guard, link, bundle and deploy a GPU-inference stack on Amazon EKS.\n\n"
+    "--stack, --json and --hub go before or after the command; `eksinf --version` is "
+    "`eksinf version`.\n\n"
+    "Exit codes: 0 ok, 1 failure or drift, 2 usage, 3 contract violation, 4 environment.",
+    "no_args_is_help": True,
+    "pretty_exceptions_enable": False,
+    "add_completion": False,
+    "rich_markup_mode": None,
+    # click passes a parent context's help option names on to every subcommand
+    "context_settings": {"help_option_names": ["-h", "--help"]},
+}
+STACK_OPTION = "--stack"  # the one root option that takes a value
+# Options each command takes for itself, also accepted before the command (`eksinf --json
+# components`): moved after it before parsing. The root's --stack is accepted after the command
+# the other way round. Each with whether it takes a value.
+COMMAND_OPTIONS = {"--json": False, "--hub": True}
+VERSION_OPTION = "--version"  # `eksinf --version` is `eksinf version`
+
+# The command modules in help order (the pipeline, build side first, AWS last) and the top-level
+# commands each registers, so that a run imports only the module of the command it invokes
+# (tests/test_help_pages.py checks this table against what the modules register).
+MODULES: dict[str, tuple[str, ...]] = {
+    "build": ("version", "components", "render", "guard", "verify", "charts"),
+    "validate": ("validate",),
+    "review": ("diff",),
+    "links": ("links", "lint"),
+    "bundle": ("bundle", "push", "pull", "tags"),
+    "hub": ("install", "deploy", "link-profile", "fn", "release", "sandbox", "hub"),
+    "targets": ("target", "mgmt"),
+    "aws": ("status", "addon-schemas", "creds", "enroll", "teardown"),
+    "completion": ("completion",),
+}
+
+
+def _root(
+    ctx: typer.Context,
+    stack: str = typer.Option(
+        None,
+        STACK_OPTION,
+        metavar="DIR",
+        help="Stack directory (holds components.yaml). Default: current directory.",
+    ),
+) -> None:
+    ctx.obj = State(stack_dir=stack)
+
+
+def _app(modules: tuple[str, ...]) -> typer.Typer:
+    app = typer.Typer(**SETTINGS)
+    app.callback()(_root)
+    for module in modules:
+        importlib.import_module(f"{__package__}.{module}").register(app)
+    return app
+
+
+@functools.cache
+def whole_app() -> typer.Typer:
+    """Every command: what `eksinf` alone, a root `--help` or an unknown command answer with."""
+    return _app(tuple(MODULES))
+
+
+def _take(args: list[str], at: int, takes_value: bool) -> tuple[list[str], int]:
+    """The option at `at` (with its value, `--opt=value` or `--opt value`) and where the next
+    word is."""
+    if takes_value and "=" not in args[at] and at + 1 < len(args):
+        return args[at : at + 2], at + 2
+    return args[at : at + 1], at + 1
+
+
+def global_options_anywhere(args: list[str]) -> list[str]:
+    """`args` with --stack moved before the command and --json/--hub moved after it, so the
+    global options work on either side; `--version` before the command is `version`. Words
+    after `--` are left alone."""
+    head: list[str] = []  # --stack, before the command
+    moved: list[str] = []  # command options given before the command
+    rest: list[str] = []
+    version = False
+    at, seen_command = 0, False
+    while at < len(args):
+        word = args[at]
+        name = word.split("=", 1)[0]
+        if word == "--":
+            rest += args[at:]
+            break
+        if name == STACK_OPTION:
+            taken, at = _take(args, at, True)
+            head += taken
+        elif not seen_command and name in COMMAND_OPTIONS:
+            taken, at = _take(args, at, COMMAND_OPTIONS[name])
+            moved += taken
+        elif not seen_command and word == VERSION_OPTION:
+            version, at = True, at + 1
+        else:
+            seen_command = seen_command or not word.startswith("-")
+            rest.append(word)
+            at += 1
+    if version and not seen_command:
+        rest.insert(0, "version")
+    if moved:
+        cut = rest.index("--") if "--" in rest else len(rest)
+        rest[cut:cut] = moved
+    return [*head, *rest]
+
+
+def command_word(args: list[str]) -> str | None:
+    """The top-level command `args` invoke (after the root options), if any."""
+    at = 0
+    while at < len(args):
+        if args[at] == STACK_OPTION or original.takes_value(args[at]):
+            at += 2  # the original's persistent flags may stand before the command
+        elif args[at].startswith("-"):
+            at += 1
+        else:
+            return args[at]
+    return None
+
+
+def app_for(args: list[str]) -> typer.Typer:
+    """The app that parses `args`: the root holding only the invoked top-level command.
+
+    Importing every command module and letting typer convert all 54 commands before it parses
+    costs more than many commands' own work; a root holding one command imports one module and
+    converts one command, and parses, helps and errs identically (tests/test_help_pages.py).
+    No command, or an unknown one, gets the whole app, so the listing and the "No such command"
+    error name every command.
+    """
+    name = command_word(args)
+    module = next((m for m, names in MODULES.items() if name in names), None)
+    if module is None:
+        return whole_app()
+    narrow = _app((module,))
+    narrow.registered_commands = [c for c in narrow.registered_commands if c.name == name]
+    narrow.registered_groups = [g for g in narrow.registered_groups if g.name == name]
+    return narrow
+
+
+def _report(exc: EksinfError) -> int:
+    progress(f"eksinf: {exc.message}")
+    if exc.hint:
+        progress(f"  hint: {exc.hint}")
+    return common.failed(exc.message, exc.hint, exc.exit_code)
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run one command and return its exit code (tests call this in-process).
+
+    Under --json, stdout carries exactly one JSON object even when the command fails: the
+    command's own, or `{"error", "hint", "exit"}` when it failed before printing one.
+    """
+    args = global_options_anywhere(list(sys.argv[1:] if argv is None else argv))
+    common.start_run(json_mode="--json" in args)
+    try:
+        command = typer.main.get_command(app_for(args))
+        code = command.main(
+            args=original.translate(args, command), prog_name="eksinf", standalone_mode=False
+        )
+        return code if isinstance(code, int) else 0  # click returns the code of --help/Exit
+    except typer.TyperException as exc:  # usage errors: shown as in standalone mode, exit 2
+        # typer's public base class; its click subclasses carry show/format_message/exit_code
+        show = getattr(exc, "show", None)
+        if show is not None:
+            show()
+        fmt = getattr(exc, "format_message", None)
+        message = fmt() if fmt is not None else str(exc)
+        code = getattr(exc, "exit_code", USAGE)
+        return common.failed(message, "See `eksinf COMMAND --help`.", code)
+    except typer.Abort:
+        progress("eksinf: aborted")
+        return common.failed("aborted", "", 1)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except EksinfError as exc:
+        return _report(exc)
+    # What the file system refuses where no stage named it (a read-only stack, a full disk, a
+    # folder this user may not read or write): one line naming the path, exit 4, no traceback.
+    except OSError as exc:
+        refused = write_failure(exc, exc.filename or "a file", verb="use")
+        if refused is None:
+            raise
+        return _report(refused)
+    except KeyboardInterrupt:
+        progress("eksinf: interrupted")
+        return common.failed("interrupted", "", 130)
+    finally:
+        stacklock.release_all()

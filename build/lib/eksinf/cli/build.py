@@ -1,0 +1,347 @@
+"""Build-side commands: version, components, charts, render, guard, verify."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from eksinf import __version__
+from eksinf.build import charts, guard, verify
+from eksinf.build.render import RenderResult, render_stack, write_configs
+from eksinf.core.gitinfo import commit_of
+from eksinf.core.outdir import claim
+
+from ..errors import CONTRACT, FAILURE, EksinfError
+from .common import (
+    JSON_OPTION,
+    MIRROR_OPTION,
+    emit_json,
+    print_table,
+    progress,
+    state,
+)
+
+charts_app = typer.Typer(
+    help="Pin and inspect the Helm charts the stack renders.", no_args_is_help=True
+)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("version")(version_cmd)
+    app.command("components")(components_cmd)
+    app.command("render")(render_cmd)
+    app.command("guard")(guard_cmd)
+    app.command("verify")(verify_cmd)
+    app.add_typer(charts_app, name="charts")
+
+
+def version_cmd(json_out: bool = JSON_OPTION) -> None:
+    """Print the version, git commit and Helm engine."""
+    from eksinf.build.helm import default_engine
+
+    engine = default_engine()
+    info = {
+        "version": __version__,
+        "commit": commit_of(Path(__file__).parent) or "unknown",
+        "engine": f"{engine.name} {engine.version}",
+    }
+    if json_out:
+        emit_json(info)
+    else:
+        typer.echo(f"eksinf {info['version']} (commit {info['commit']}, engine {info['engine']})")
+
+
+def components_cmd(
+    ctx: typer.Context,
+    plane: str = typer.Option(
+        None, "--plane", metavar="PLANE", help="Only this plane: hub, mgmt or workload."
+    ),
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """List the stack's components in apply order."""
+    stack = state(ctx).stack()
+    rows: list[dict[str, Any]] = [
+        {
+            "name": c.name,
+            "plane": c.plane,
+            "order": c.order,
+            "render": c.render,
+            "charts": [f"{s.chart} {s.version}" for s in c.charts],
+            "description": c.description,
+        }
+        for c in stack.select(plane=plane)
+    ]
+    if json_out:
+        emit_json({"components": rows})
+        return
+    print_table(
+        [
+            {
+                "component": r["name"],
+                "plane": r["plane"],
+                "order": str(r["order"]),
+                "render": r["render"],
+                "charts": ", ".join(r["charts"]) or "-",
+                "description": r["description"],
+            }
+            for r in rows
+        ],
+        ("component", "plane", "order", "render", "charts", "description"),
+    )
+
+
+COMPONENT_OPTION = typer.Option(
+    None,
+    "--component",
+    "-c",
+    metavar="NAME",
+    help="Only this component (repeat for several). Default: all.",
+)
+
+
+def _render(
+    ctx: typer.Context,
+    mirror: Path | None,
+    quiet: bool = False,
+    components: list[str] | None = None,
+) -> RenderResult:
+    stack = state(ctx).stack()
+    return render_stack(
+        stack,
+        charts.mirror_dir(mirror, stack.root),
+        progress=(lambda _m: None) if quiet else progress,
+        components=components or None,
+    )
+
+
+def _report_guard(report: guard.GuardReport, *, quiet_allowed: bool = False) -> None:
+    for f in report.findings:
+        where = (
+            f"{f.component}: {f.resource}"
+            if f.file == f.resource
+            else (f"{f.component}/{f.file}: {f.resource}")
+        )
+        if f.allowed:
+            if not quiet_allowed:
+                progress(f"allowed: {f.hazard} {where} (render/{f.component}/HAZARDS.allow)")
+            continue
+        detail = f" [{f.detail}]" if f.detail else ""
+        progress(f"HAZARD {f.hazard}: {where}{detail}")
+        progress(f"  {f.explanation}")
+        progress(f"  fix: {f.fix}")
+    for a in report.unused_allows:
+        progress(
+            f"warning: render/{a.component}/HAZARDS.allow: entry {a.hazard} {a.resource} matches nothing"
+        )
+
+
+def _guard_failure(report: guard.GuardReport) -> EksinfError:
+    names = sorted({f.component for f in report.blocking})
+    return EksinfError(
+        f"flattening guard: {len(report.blocking)} unhandled hazard(s) in {', '.join(names)}",
+        hint="Fix each one, or allow it in render/<component>/HAZARDS.allow with "
+        "`hazard`, `resource` and a `reason` (see docs/flattening.md).",
+        exit_code=CONTRACT,
+    )
+
+
+def render_cmd(
+    ctx: typer.Context,
+    mirror: Path = MIRROR_OPTION,
+    out: Path = typer.Option(
+        None, "--out", metavar="DIR", help="Write here instead of configs/ (for inspection)."
+    ),
+    skip_guard: bool = typer.Option(
+        False, "--skip-guard", help="Write even if the guard finds hazards (use with --out)."
+    ),
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Render the stack into configs/, one file per unit.
+
+    Every component lands in configs/<component>/; the whole tree is swapped in atomically.
+
+    Charts are flattened with the pinned Helm engine at RENDER_KUBE_VERSION; CRDs are split from
+    controllers and stamped with sync waves (-20 / -10). The guard runs before anything is
+    written: on a hazard, configs/ is left exactly as it was.
+    """
+    started = time.perf_counter()
+    stack = state(ctx).stack()
+    claim(out or stack.configs_dir, stack.root, allow_configs=True)  # refuse before any work
+    result = _render(ctx, mirror, quiet=json_out)
+    report = guard.check(result)
+    _report_guard(report)
+    if not report.ok and not skip_guard:
+        raise _guard_failure(report)
+    target = write_configs(result, out)
+    units = sum(len(o.units) for o in result.outputs)
+    if json_out:
+        emit_json(
+            {
+                "written": str(target),
+                "units": sorted(p for p in result.files() if p != "provenance.json"),
+                "provenance": result.provenance,
+                # document conservation per chart: emitted = written + shared (written once)
+                "charts": [
+                    {
+                        "component": o.component.name,
+                        "chart": r.spec.name,
+                        "resources": r.resources,
+                        "crds": r.crds,
+                        "sharedCrds": r.shared_crds,
+                    }
+                    for o in result.outputs
+                    for r in o.charts
+                ],
+                "sourceCommit": commit_of(result.stack.root),
+                "hazards": [f.as_dict() for f in report.findings],
+            }
+        )
+        return
+    progress(
+        f"rendered {units} units from {len(result.outputs)} components into {target} "
+        f"in {time.perf_counter() - started:.2f}s"
+    )
+
+
+def guard_cmd(
+    ctx: typer.Context,
+    mirror: Path = MIRROR_OPTION,
+    component: list[str] = COMPONENT_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Find Helm features that do not survive flattening.
+
+    Renders in memory (nothing is written) and reports each hazard with its component, file,
+    resource and fix. Exit 3 when a hazard is not allowed in render/<component>/HAZARDS.allow.
+    """
+    result = _render(ctx, mirror, quiet=True, components=component)
+    report = guard.check(result)
+    if json_out:
+        emit_json(
+            {
+                "ok": report.ok,
+                "findings": [f.as_dict() for f in report.findings],
+                "unusedAllows": [a.__dict__ for a in report.unused_allows],
+            }
+        )
+    else:
+        _report_guard(report)
+    if not report.ok:
+        raise _guard_failure(report)
+    if not json_out:
+        typer.echo(f"guard: clean ({len(report.findings)} allowed finding(s))")
+
+
+def verify_cmd(
+    ctx: typer.Context,
+    mirror: Path = MIRROR_OPTION,
+    full: bool = typer.Option(
+        False,
+        "--full",
+        help="Render everything afresh (no derived-data cache) and print the whole diff, not "
+        "the first 60 lines.",
+    ),
+    component: list[str] = COMPONENT_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Fail when configs/ differs from a fresh render.
+
+    Exit 1 and a unified diff when configs/ drifted from its sources.
+
+    The guard runs too: an unhandled hazard fails verify (exit 3) even when configs/ is in sync.
+    """
+    started = time.perf_counter()
+    if full:
+        from eksinf.core import cache
+
+        cache.disable()
+    result = _render(ctx, mirror, quiet=True, components=component)
+    report = guard.check(result)
+    drift = verify.compare(result)
+    dupes = verify.duplicate_ids(result)
+    if json_out:
+        emit_json(
+            {
+                **drift.as_dict(),
+                "guard": {"ok": report.ok},
+                "duplicateIds": [d.message for d in dupes],
+            }
+        )
+    elif not drift.clean:
+        lines = drift.diff if full else drift.diff[:60]
+        typer.echo("".join(lines), nl=False)
+        if len(drift.diff) > len(lines):
+            typer.echo(f"... {len(drift.diff) - len(lines)} more diff lines (use --full)")
+    if not report.ok:
+        _report_guard(report, quiet_allowed=True)
+        raise _guard_failure(report)
+    if dupes:
+        for d in dupes:
+            progress(f"duplicate resource id: {d.message}")
+        raise EksinfError(
+            f"{len(dupes)} resource id(s) appear more than once in a plane: {dupes[0].message}",
+            hint="Each object must live in one unit: remove the copy, or rename one of them.",
+            exit_code=CONTRACT,
+        )
+    if not drift.clean:
+        raise EksinfError(
+            f"configs/ is out of sync with its sources: {len(drift.changed)} changed, "
+            f"{len(drift.added)} missing, {len(drift.removed)} stale",
+            hint="Run `eksinf render` and commit the result.",
+            exit_code=FAILURE,
+        )
+    if not json_out:
+        progress(
+            f"configs/ is in sync with its sources ({drift.checked} files, "
+            f"{time.perf_counter() - started:.2f}s)"
+        )
+
+
+@charts_app.command("lock")
+def charts_lock_cmd(ctx: typer.Context, mirror: Path = MIRROR_OPTION) -> None:
+    """Pin every chart archive's and upstream manifest's sha256 in charts.lock.
+
+    Fetches each chart and manifest (mirror first, then its source) and rewrites charts.lock;
+    review the diff before committing it.
+    """
+    from eksinf.build import manifests
+
+    stack = state(ctx).stack()
+    chart_pins, manifest_pins = manifests.lock(
+        stack, charts.mirror_dir(mirror, stack.root), manifests.mirror_dir(mirror, stack.root)
+    )
+    for entry in chart_pins:
+        typer.echo(f"{entry.chart} {entry.version}  sha256:{entry.sha256}  ({entry.pinned_from})")
+    for pinned in manifest_pins:
+        typer.echo(
+            f"{pinned.name} {pinned.version}  sha256:{pinned.sha256}  ({pinned.pinned_from})"
+        )
+
+
+@charts_app.command("list")
+def charts_list_cmd(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
+    """List the charts the stack renders and their pinned digests."""
+    stack = state(ctx).stack()
+    lock = charts.read_lock(stack)
+    rows = []
+    for comp in stack.components:
+        for spec in comp.charts:
+            entry = lock.get((spec.chart, spec.version, spec.repo))
+            rows.append(
+                {
+                    "component": comp.name,
+                    "chart": spec.chart,
+                    "version": spec.version,
+                    "source": spec.source,
+                    "sha256": entry.sha256 if entry else None,
+                }
+            )
+    if json_out:
+        emit_json({"charts": rows})
+        return
+    for r in rows:
+        pin = r["sha256"] or "NOT PINNED"
+        typer.echo(f"{r['component']:<16} {r['chart']:<22} {r['version']:<8} {pin}")

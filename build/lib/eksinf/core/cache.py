@@ -1,0 +1,330 @@
+"""The user's cache directory, and its content-addressed store of derived data.
+
+One root (`$EKSINF_CACHE_DIR`, else `$XDG_CACHE_HOME/eksinf`, else `~/.cache/eksinf`) holds
+every cache: chart archives and upstream manifests by digest, price lists, and the `derived`
+store below.
+
+The derived store keeps results of pure functions (a parse, a serialisation, parsed CEL rules,
+a whole render) under the sha256 of everything they depend on, so an entry can make eksinf
+faster, never different: a key names its input exactly, and a missing, unreadable, corrupt or
+forged entry is recomputed. Entries are plain data (JSON or text), never a format that builds
+objects. A cache folder is shared with whatever restored it (a CI cache step, a copied home), so
+nothing in it is trusted:
+
+- the root must be a real folder (not a link) the user owns, not writable by group or others;
+  eksinf creates it 0700 (and tightens a merely readable one to 0700). Folders inside it and
+  entries are refused unless they are the user's, not links, and private (entries 0600);
+- every entry carries an HMAC-SHA256 over its space, key and bytes under a per-user random key
+  kept outside the cache (`$EKSINF_CACHE_KEY`, else `$XDG_STATE_HOME/eksinf/cache.key`, else
+  `~/.local/state/eksinf/cache.key`; 0600 in a 0700 folder). An entry that fails it was not
+  written by this user's eksinf and is recomputed.
+
+A root or key that fails these rules turns the store off for the run, with one warning line.
+`EKSINF_NO_CACHE=1` turns the store off too, as `verify --full` does for its run, to check a
+fresh computation end to end. Writes are atomic and best-effort (an unwritable cache costs
+time, never a failure), and each space is bounded: past MAX_ENTRIES the least recently written
+entries go.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import hmac
+import os
+import stat
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+CACHE_ENV = "EKSINF_CACHE_DIR"
+NO_CACHE_ENV = "EKSINF_NO_CACHE"
+KEY_ENV = "EKSINF_CACHE_KEY"  # the key file's path
+MAX_ENTRIES = 512  # per space; a stack's units and inputs need a few dozen
+MAX_ENTRY_BYTES = 64 << 20  # nothing derived from one stack file comes near this
+KEY_BYTES = 32
+MAC_BYTES = 32  # HMAC-SHA256, stored before the entry's bytes
+_MAC_CONTEXT = b"eksinf derived entry 1\0"
+_PRIVATE = 0o077  # group and other bits: none on anything eksinf trusts
+
+
+def root() -> Path:
+    base = os.environ.get(CACHE_ENV) or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "eksinf"
+    )
+    return Path(base)
+
+
+def key_file() -> Path:
+    explicit = os.environ.get(KEY_ENV)
+    if explicit:
+        return Path(explicit)
+    state = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+    return Path(state) / "eksinf" / "cache.key"
+
+
+_off = False  # set by `disable()` for the rest of this process
+
+
+def enabled() -> bool:
+    return not _off and os.environ.get(NO_CACHE_ENV, "") in ("", "0")
+
+
+def disable() -> None:
+    """No derived data read or written for the rest of this run (`verify --full`)."""
+    global _off
+    _off = True
+
+
+def key(*parts: bytes) -> str:
+    """sha256 over length-prefixed parts, so no two part lists give the same key."""
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(len(part).to_bytes(8, "big"))
+        digest.update(part)
+    return digest.hexdigest()
+
+
+# ---- trust: the root, the key, each entry ----------------------------------------------------
+
+_warned: set[str] = set()
+
+
+def _warn(kind: str, what: str) -> None:
+    """One line on stderr, once per process per kind (the folder, the key, entries): the cache
+    costs time, never output, and a folder of a thousand forged entries says so once."""
+    if kind not in _warned:
+        _warned.add(kind)
+        print(f"eksinf: warning: {what}; derived data is recomputed", file=sys.stderr)
+
+
+def _private_folder(path: Path, create: bool) -> str | None:
+    """Why `path` is not a folder only this user can change (None when it is one). Created 0700
+    when missing and `create`; one the user owns that others may only read is tightened."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        if not create:
+            return "missing"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass  # another eksinf made it meanwhile: check what is there now
+        except OSError as exc:
+            return f"cannot create it ({exc.strerror})"
+        try:
+            st = os.lstat(path)
+        except OSError as exc:
+            return f"cannot read it ({exc.strerror})"
+    except OSError as exc:
+        return f"cannot read it ({exc.strerror})"
+    if stat.S_ISLNK(st.st_mode):
+        return "it is a symbolic link"
+    if not stat.S_ISDIR(st.st_mode):
+        return "it is not a folder"
+    if st.st_uid != os.geteuid():
+        return f"it belongs to uid {st.st_uid}, not to you"
+    if st.st_mode & 0o022:
+        return f"others may write in it (mode {stat.S_IMODE(st.st_mode):o}; make it 0700)"
+    if st.st_mode & _PRIVATE:
+        try:
+            os.chmod(path, 0o700, follow_symlinks=False)
+        except OSError as exc:
+            return f"cannot make it private ({exc.strerror})"
+    return None
+
+
+def _read_key(path: Path) -> bytes | str:
+    """The key's bytes, or why the file cannot be trusted."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        return exc.strerror or "cannot open it"
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & _PRIVATE:
+            return "it is not a private file of yours (0600)"
+        data = fh.read(KEY_BYTES + 1)
+    return data if len(data) == KEY_BYTES else "it does not hold a 32-byte key"
+
+
+def _make_key(path: Path) -> None:
+    """A new random key, published whole: written to a temp file, then linked into place, so a
+    concurrent eksinf sees no key or the whole key, and the first one made wins."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".cache.key.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:  # mkstemp makes it 0600
+            fh.write(os.urandom(KEY_BYTES))
+        with contextlib.suppress(FileExistsError):
+            os.link(tmp, path)
+    finally:
+        os.unlink(tmp)
+
+
+@dataclass(frozen=True)
+class _Trust:
+    secret: bytes | None  # None: the store is off for this run
+    folder: Path
+
+
+@functools.cache
+def _trust(root_path: Path, key_path: Path) -> _Trust:
+    folder = root_path / "derived"
+    why = _private_folder(root_path, create=True) or _private_folder(folder, create=True)
+    if why is not None:
+        _warn("folder", f"cache folder {root_path} refused: {why}")
+        return _Trust(None, folder)
+    why = _private_folder(key_path.parent, create=True)
+    if why is None:
+        secret = _read_key(key_path)
+        if isinstance(secret, str) and not key_path.exists():
+            try:
+                _make_key(key_path)
+            except OSError as exc:
+                secret = f"cannot create it ({exc.strerror})"
+            else:
+                secret = _read_key(key_path)
+        if isinstance(secret, bytes):
+            return _Trust(secret, folder)
+        why = secret
+    _warn("key", f"cache key {key_path} refused: {why} (set {KEY_ENV} to move it)")
+    return _Trust(None, folder)
+
+
+def _trusted() -> _Trust | None:
+    trust = _trust(root(), key_file())
+    return trust if trust.secret is not None else None
+
+
+def _read_private(path: Path) -> bytes | None:
+    """The bytes of `path` if it is a regular file of the user's that only the user may read
+    (None otherwise), read without following a link and at most one entry's worth."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & _PRIVATE:
+            return None
+        chunks, left = [], MAC_BYTES + MAX_ENTRY_BYTES + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _mac(secret: bytes, space: str, entry_key: str, data: bytes) -> bytes:
+    head = _MAC_CONTEXT + space.encode() + b"\0" + entry_key.encode() + b"\0"
+    return hmac.new(secret, head + data, hashlib.sha256).digest()
+
+
+def _space(trust: _Trust, space: str, create: bool) -> Path | None:
+    folder = trust.folder / space
+    return folder if _private_folder(folder, create) is None else None
+
+
+def get(space: str, entry_key: str) -> bytes | None:
+    """The bytes stored under (space, key) by this user's eksinf, or None: missing, unreadable,
+    not a private regular file of the user's, or failing its HMAC (then recomputed)."""
+    return read_record(space, entry_key) if enabled() else None
+
+
+def put(space: str, entry_key: str, data: bytes) -> None:
+    if enabled():
+        write_record(space, entry_key, data)
+
+
+def read_record(space: str, entry_key: str) -> bytes | None:
+    """`get`, also when the store is off: for records of what earlier runs saw (the guard's
+    determinism reference), which make a check stricter and are kept through `verify --full`."""
+    trust = _trusted()
+    if trust is None or trust.secret is None:
+        return None
+    folder = _space(trust, space, create=False)
+    if folder is None:
+        return None
+    try:
+        raw = _read_private(folder / entry_key)
+    except OSError:
+        return None
+    if raw is None:
+        _warn("entry", f"cache entry {folder / entry_key} refused: not a private file of yours")
+        return None
+    mac, data = raw[:MAC_BYTES], raw[MAC_BYTES:]
+    if len(raw) < MAC_BYTES or len(data) > MAX_ENTRY_BYTES:
+        return None
+    if not hmac.compare_digest(mac, _mac(trust.secret, space, entry_key, data)):
+        _warn("entry", f"cache entry {folder / entry_key} refused: it fails its HMAC check")
+        return None
+    return data
+
+
+def write_record(space: str, entry_key: str, data: bytes) -> None:
+    trust = _trusted()
+    if trust is None or trust.secret is None or len(data) > MAX_ENTRY_BYTES:
+        return
+    folder = _space(trust, space, create=True)
+    if folder is None:
+        return
+    mac = _mac(trust.secret, space, entry_key, data)
+    with contextlib.suppress(OSError):
+        write_private(folder / entry_key, mac + data)
+        _prune(folder)
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write `data` atomically as a 0600 file (mkstemp's mode, never widened)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _prune(folder: Path) -> None:
+    # Names only (no stat) until the space is over its bound: this runs after every write.
+    with os.scandir(folder) as found:
+        names = [e.name for e in found if not e.name.startswith(".") and e.is_file()]
+    if len(names) <= MAX_ENTRIES:
+        return
+    entries = sorted((folder / n for n in names), key=_written_at)
+    for old in entries[: len(entries) - MAX_ENTRIES]:
+        old.unlink(missing_ok=True)
+
+
+def _written_at(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:  # removed meanwhile by another eksinf: oldest, so it is dropped again
+        return 0.0
+
+
+def passed(check: str, *inputs: bytes) -> bool:
+    """Whether `check` passed before on exactly these inputs (a pure check: schema validation of
+    a text, say), so a run can skip it and the library it needs."""
+    return get("checks", key(check.encode(), *inputs)) is not None
+
+
+def record_pass(check: str, *inputs: bytes) -> None:
+    put("checks", key(check.encode(), *inputs), b"")
+
+
+@functools.cache
+def code_digest() -> str:
+    """sha256 over eksinf's own source files: part of the key of anything eksinf's code decides
+    (a whole render), so an upgraded or edited eksinf never serves an older one's output."""
+    package = Path(__file__).resolve().parents[1]  # the whole eksinf package
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()

@@ -1,0 +1,53 @@
+"""The configuration hub: the `Hub` protocol and its two backends.
+
+`open_hub` picks the backend: `--hub local|cub` (the argument, else this run's option), else
+`hub:` in `<stack>/.eksinf/config.yaml`, else `default_backend()`: cub when run as `cub eksinf`
+(cub's plugin environment), otherwise local (an SQLite file at `<stack>/.eksinf/hub.db`, or
+`hub_path:` from the config file).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eksinf.model.config import CONFIG_FILE, read_config
+from eksinf.publish.plugin import under_cub
+
+from ..errors import USAGE, EksinfError
+from .protocol import Hub
+
+BACKENDS = ("local", "cub")
+__all__ = ["CONFIG_FILE", "BACKENDS", "Hub", "open_hub", "read_config", "use_backend"]
+
+
+def default_backend() -> str:
+    """The hub with no --hub and no `hub:` in the config: ConfigHub through cub when cub runs
+    eksinf as its plugin (the Go original's only hub), else the embedded one."""
+    return "cub" if under_cub() else "local"
+
+
+# This run's --hub (cli.common sets it as the option is parsed), so that a hub opened deep in a
+# flow (enroll, teardown) is the one the user named, as much as a hub command's own.
+_run_choice: str | None = None
+
+
+def use_backend(choice: str | None) -> None:
+    """Set (or, with None, clear) the backend every later open_hub in this run defaults to."""
+    global _run_choice
+    _run_choice = choice
+
+
+def open_hub(root: Path, choice: str | None = None) -> Hub:
+    config = read_config(root)
+    backend = choice or _run_choice or config.get("hub") or default_backend()
+    if backend not in BACKENDS:
+        raise EksinfError(
+            f"unknown hub backend {backend!r}", f"Use one of: {', '.join(BACKENDS)}.", USAGE
+        )
+    if backend == "cub":
+        from .cub import CubHub
+
+        return CubHub(root)
+    from .local import DEFAULT_PATH, LocalHub
+
+    return LocalHub(root / config.get("hub_path", DEFAULT_PATH))

@@ -1,0 +1,1 @@
+"""Talking to Kubernetes: the client, kubeconfigs, and an ephemeral local control plane."""

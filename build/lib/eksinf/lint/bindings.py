@@ -1,0 +1,127 @@
+"""Static link validation: every binding against the rendered units, and every placeholder bound."""
+
+from __future__ import annotations
+
+from eksinf import links
+from eksinf.model import paths
+
+from ..model import placeholder
+from ..model.configs import place
+from ..model.placeholder import PLACEHOLDER
+from ..model.resources import find_resource, pod_spec_path, resource_label
+from .core import Report
+
+
+def check_links(
+    report: Report, units: dict[str, list[dict]], spec: dict | None, bindings: list[links.Binding]
+) -> list[links.Binding]:
+    """Validate every binding against the rendered units; return the ones that can resolve."""
+    report.checks.append("links")
+    valid: list[links.Binding] = []
+    covered: dict[tuple[str, int, str], links.Binding] = {}
+    for b in bindings:
+        where = f"{b.where} ({b.describe()})"
+        docs = units.get(b.unit_key)
+        if docs is None:
+            report.add(
+                "binding-unit",
+                f"binding names unit {b.unit!r}, but component {b.component} has no such unit",
+                where,
+                f"configs/{b.component}/",
+            )
+            continue
+        doc = find_resource(docs, b.kind, b.name)
+        if doc is None:
+            have = ", ".join(resource_label(d) for d in docs) or "nothing"
+            report.add(
+                "binding-resource",
+                f"binding targets {b.kind} {b.name}, which unit {b.unit_key}.yaml does not "
+                f"contain (it has: {have})",
+                where,
+                f"configs/{b.unit_key}.yaml",
+            )
+            continue
+        try:
+            target = links.target_path(b, doc)
+        except paths.PathError as exc:
+            report.add(
+                "binding-setter",
+                f"setter {b.container}/{b.env}: {exc.message}",
+                where,
+                place(b.unit_key, doc, pod_spec_path(doc) + ".containers"),
+            )
+            continue
+        if not paths.exists(doc, target):
+            suspect = paths.unescaped_dot_suspect(doc, target)
+            if suspect:
+                report.add(
+                    "binding-unescaped-dot",
+                    f"path {target} has an unescaped dot inside a key: it addresses a nested "
+                    f"key that does not exist (a hub would silently create it). The field "
+                    f"exists as {suspect}; write that spelling (`~1` for a literal dot)",
+                    where,
+                    place(b.unit_key, doc, suspect),
+                )
+            else:
+                report.add(
+                    "binding-path",
+                    f"path {target} does not exist in {resource_label(doc)}",
+                    where,
+                    place(b.unit_key, doc),
+                )
+            continue
+        if spec is not None and not paths.exists(spec, b.source):
+            report.add(
+                "binding-source",
+                f"source spec.{b.source} does not exist in the platform profile",
+                where,
+                "render/platform-profile/profile.yaml spec",
+            )
+            continue
+        if spec is not None:
+            try:
+                links.profile_value(spec, b.source)
+            except paths.PathError as exc:  # a list or map: the engine carries scalars only
+                report.add(
+                    "binding-source",
+                    exc.message,
+                    where,
+                    "render/platform-profile/profile.yaml spec",
+                )
+                continue
+        current = paths.get(doc, target)
+        if not placeholder.is_placeholder(current):
+            report.add(
+                "binding-literal",
+                f"linked field holds the literal {current!r}; every linked field ships as "
+                f"{PLACEHOLDER!r}, so a missing link is caught instead of shipping a stale "
+                "default",
+                where,
+                place(b.unit_key, doc, target),
+            )
+            continue  # not resolved: the invariants below then compare the literal as shipped
+        key = (b.unit_key, id(doc), target)
+        if key in covered:
+            first = covered[key]
+            report.add(
+                "binding-duplicate",
+                f"two bindings write {target} (spec.{first.source} and spec.{b.source})",
+                f"{first.where} ({first.describe()})",
+                where,
+            )
+            continue
+        covered[key] = b
+        valid.append(b)
+    report.checks.append("placeholders")
+    for unit_key, docs in sorted(units.items()):
+        for doc in docs:
+            for path in placeholder.scan(doc):
+                report.placeholders += 1
+                if (unit_key, id(doc), path) not in covered:
+                    report.add(
+                        "placeholder-unbound",
+                        f"placeholder with no binding: nothing will ever resolve {path}",
+                        place(unit_key, doc, path),
+                        f"render/{unit_key.split('/')[0]}/links/bindings.yaml",
+                    )
+    return valid
