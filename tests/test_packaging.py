@@ -10,7 +10,6 @@ import sys
 import tomllib
 import zipfile
 from importlib import metadata
-from pathlib import Path
 
 from conftest import REPO
 from packaging.requirements import Requirement
