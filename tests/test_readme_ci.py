@@ -21,7 +21,7 @@ BIN = Path(sys.executable).parent  # the venv's eksinf sits beside its python
 def fresh_clone(tmp_path: Path, stack_dir: Path) -> Path:
     """The stack copy beside a `shared` folder that is the offline mirror, as a clone sits."""
     (tmp_path / "shared").mkdir()
-    for name in ("charts", "manifests"):
+    for name in ("charts", "manifests", "tools"):
         (tmp_path / "shared" / name).symlink_to(MIRROR.parent / name)
     shutil.copy2(REPO / "Makefile", stack_dir / "Makefile")
     return stack_dir
@@ -86,10 +86,13 @@ def test_a_clone_beside_shared_needs_no_mirror_option(tmp_path, stack_dir):
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
-def test_make_verify_passes_offline_with_an_empty_cache(tmp_path, stack_dir):
+def test_make_stack_check_passes_offline_with_an_empty_cache(tmp_path, stack_dir):
+    """`make verify`'s stack half (its code half needs the sources, not a stack): configs/
+    against a fresh render, validate raw and on the real kube-apiserver (../shared/tools beside
+    the mirror), lint, and the sandbox twice, the second changing nothing."""
     clone = fresh_clone(tmp_path, stack_dir)
     done = subprocess.run(
-        ["make", "-s", "verify", f"EKSINF={BIN / 'eksinf'}"],
+        ["make", "-s", "stack-check", f"EKSINF={BIN / 'eksinf'}"],
         cwd=clone,
         env=offline_env(tmp_path),
         capture_output=True,
@@ -97,3 +100,39 @@ def test_make_verify_passes_offline_with_an_empty_cache(tmp_path, stack_dir):
     )
     assert done.returncode == 0, done.stderr
     assert "0 invalid" in done.stderr
+    assert "nothing changed" in done.stdout
+
+
+def test_ci_run_is_setup_make_verify_and_the_tests():
+    """One definition of the checks: .ci/run adds only the setup and the test suite to `make
+    verify`, which is the code and stack checks; the hosted workflow runs .ci/run on pull
+    requests."""
+    import yaml
+
+    run = [
+        line
+        for line in (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+        if line and not line.startswith(("#", " ", "export", "shared=", "if ", "fi", "set ", "cd "))
+    ]
+    assert run == [
+        "bash .ci/setup",
+        "make verify",
+        ".venv/bin/pytest -q   # the README's test command",
+    ]
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    assert "\nverify: code-check stack-check\n" in makefile
+    for step in (
+        "$(RUFF) check .",
+        "$(RUFF) format --check .",
+        "$(MYPY)",
+        "verify",
+        "validate",
+        "validate --server local",
+        "lint",
+        "sandbox up",
+    ):
+        assert f"\t$(EKSINF) {step}" in makefile or f"\t{step}" in makefile or step in makefile
+    workflow = yaml.safe_load((REPO / ".github" / "workflows" / "ci.yml").read_text())
+    assert "pull_request" in workflow[True]  # YAML 1.1 reads the key `on` as true
+    steps = [s.get("run", "") for job in workflow["jobs"].values() for s in job["steps"]]
+    assert "bash .ci/run" in steps
