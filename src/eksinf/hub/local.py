@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from eksinf.core.faults import checkpoint
-from eksinf.core.yamlio import dump_docs, load_docs, load_input_docs
+from eksinf.core.roundtrip import edit_text
+from eksinf.core.yamlio import load_docs, load_input_docs
 from eksinf.publish import argo
 
 from ..errors import CONTRACT, FAILURE, USAGE, EksinfError, shell_command
@@ -961,16 +962,23 @@ class LocalHub(Closing):
             ).fetchall()
             if not links:
                 return False
-            docs = load_docs(row["data"])
-            changed = False
-            for link in links:
-                what = f"link {space}/{link['slug']}"
-                body = json.loads(link["body"])
-                params = engine.upstream_params(load_docs(link["up_data"]), body, what)
-                changed |= engine.apply_link(docs, body, params, what)
-            if not changed:
+            bodies = [(f"link {space}/{link['slug']}", json.loads(link["body"])) for link in links]
+            params = [
+                engine.upstream_params(load_docs(link["up_data"]), body, what)
+                for link, (what, body) in zip(links, bodies, strict=True)
+            ]
+
+            def resolve_all(docs: list) -> bool:
+                changed = False
+                for (what, body), values in zip(bodies, params, strict=True):
+                    changed |= engine.apply_link(docs, body, values, what)
+                return changed
+
+            # the unit keeps its comments, quoting and key order: only the linked values change
+            text = edit_text(row["data"], resolve_all, f"{space}/{unit}")
+            if text is None:
                 return False
-            return self._write(row, dump_docs(docs), "resolve links")
+            return self._write(row, text, "resolve links")
 
     # ---- functions --------------------------------------------------------------------------
 
@@ -997,10 +1005,11 @@ class LocalHub(Closing):
                 rows = where_select(rows, where, self._row_attribute)
             changed, unchanged = [], []
             for row in rows:
-                docs = load_docs(row["data"])
-                if fn(docs, list(args)) and self._write(
-                    row, dump_docs(docs), f"{function} {' '.join(args)}"
-                ):
+                # the unit keeps its comments, quoting and key order: only the edit shows in a diff
+                text = edit_text(
+                    row["data"], lambda docs: fn(docs, list(args)), f"{space}/{row['slug']}"
+                )
+                if text is not None and self._write(row, text, f"{function} {' '.join(args)}"):
                     changed.append(row["slug"])
                 else:
                     unchanged.append(row["slug"])

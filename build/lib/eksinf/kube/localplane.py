@@ -181,6 +181,8 @@ def _openssl(*args: str) -> bytes:
 def _wait_ready(plane: LocalPlane, procs: list[subprocess.Popen], logs: list[Path]) -> None:
     import requests
 
+    direct = requests.Session()
+    direct.trust_env = False  # loopback: never through $HTTPS_PROXY (kubectl does not proxy it)
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         for proc, log in zip(procs, logs, strict=True):
@@ -191,7 +193,7 @@ def _wait_ready(plane: LocalPlane, procs: list[subprocess.Popen], logs: list[Pat
                     exit_code=ENVIRONMENT,
                 )
         with contextlib.suppress(requests.RequestException):
-            resp = requests.get(
+            resp = direct.get(
                 f"{plane.server}/readyz",
                 headers={"Authorization": f"Bearer {plane.admin_token}"},
                 verify=str(plane.ca_file) if plane.ca_file.is_file() else False,
