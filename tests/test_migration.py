@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -314,3 +315,36 @@ def test_renaming_an_ack_object_fails_lint_and_diff_names_the_aws_resource(
     assert "NATGateway" in deleted[0]["resource"] + deleted[0]["reason"]
     text = eksinf(*base).out
     assert "⛔ aws-resource-deleted: " in text
+
+
+# ---- docs/migrating.md holds the whole table ------------------------------------------------
+
+DOC = REPO / "docs" / "migrating.md"
+
+
+def test_the_doc_maps_every_object_and_unit_of_the_original(original_all):
+    """Each of the original's objects is listed in the row of its component and unit, and that
+    row names the unit's eksinf name when it changed."""
+    rows = {}
+    for line in DOC.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[1].startswith("`"):
+            rows[(cells[0], cells[1].split("`")[1])] = cells
+    for o in original_all:
+        row = rows.get((o["component"], o["unit"]))
+        assert row is not None, f"no row for unit {o['component']}/{o['unit']} in {DOC.name}"
+        where = f"{o['namespace']}/" if o["namespace"] else ""
+        assert f"{o['kind']} `{where}{o['name']}`" in row[2], (o, row)
+        renamed = UNIT_RENAMES.get(o["unit"])
+        if renamed:
+            assert f"`{o['unit']}` → `{renamed}`" in row[1], row
+
+
+def test_the_doc_names_every_flag_of_the_original():
+    """Every flag of cli/original.py's table is in docs/migrating.md, in a code span."""
+    from eksinf.cli.original import FLAGS
+
+    text = DOC.read_text()
+    spans = " ".join(re.findall(r"`([^`]+)`", text))
+    missing = [f.flag for f in FLAGS if not re.search(rf"{re.escape(f.flag)}(?![\w-])", spans)]
+    assert missing == []
