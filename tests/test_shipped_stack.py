@@ -147,9 +147,16 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     dependencies, which the venv reads from this test's own environment (a .pth line): the
     package under test is the wheel's, not the checkout's."""
     work = tmp_path_factory.mktemp("wheel")
+    source = work / "source"  # a copy, so the build's own build/ folder stays out of the repo
+    source.mkdir()
+    for name in ("pyproject.toml", "setup.py", "README.md", *STACK_FILES):
+        shutil.copy2(REPO / name, source / name)
+    skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    for name in ("src", *STACK_DIRS):
+        shutil.copytree(REPO / name, source / name, ignore=skip)
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(work / "dist"), str(REPO)],
+         "-w", str(work / "dist"), str(source)],
         capture_output=True, text=True,
     )  # fmt: skip
     assert build.returncode == 0, build.stderr
