@@ -196,14 +196,16 @@ def switched(kube_plane, original_all):
 
     kube = KubeClient.from_auth(parse_kubeconfig(kube_plane.kubeconfig(), Path("."), "plane"))
     new = release(REPO)
+    before = original_objects(original_all, new)
+    # The kinds exist, as on the original's cluster: the CRDs of the original's components (the
+    # server is shared by the session: nothing beyond what the switch needs is created).
     crds = [
         d
-        for units in new.values()
-        for d in objects(units)
+        for component in before
+        for d in objects(new[component])
         if d["kind"] == "CustomResourceDefinition"
     ]
-    apply_all(kube, crds, force=True)  # the kinds exist, as on the original's cluster
-    before = original_objects(original_all, new)
+    apply_all(kube, crds, force=True)
     for component, docs in before.items():
         app = f"{component}-{VARIANT}"
         apply_all(kube, [tracked(d, app) for d in docs], force=True)
