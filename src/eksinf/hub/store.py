@@ -89,7 +89,9 @@ EMPTY_HASH = sha256_hex("")
 # Units with their space's slug and their target's ref, in one query: `units` holds only
 # metadata (no text), so a listing never reads a body.
 UNIT_LISTING = (
-    "SELECT u.*, s.slug AS space_slug, ts.slug || '/' || t.slug AS target_ref FROM units u "
+    "SELECT u.id, u.slug, u.head, u.data_hash, u.target_id, u.last_released, u.upstream_unit_id,"
+    " u.upstream_revision, u.validation_errors, u.placeholders, u.labels,"
+    " s.slug AS space_slug, ts.slug || '/' || t.slug AS target_ref FROM units u "
     "JOIN spaces s ON s.id=u.space_id LEFT JOIN targets t ON t.id=u.target_id "
     "LEFT JOIN spaces ts ON ts.id=t.space_id"
 )
@@ -97,6 +99,10 @@ UNIT_LISTING = (
 
 class _Rollback(Exception):
     """Raised inside a transaction to discard it (dry runs)."""
+
+
+def _json_list(text: str) -> tuple[str, ...]:
+    return () if text == "[]" else tuple(json.loads(text))  # most units: nothing to parse
 
 
 def where_select(items: list[Any], clause: str | None, attribute: Any) -> list[Any]:
@@ -266,9 +272,9 @@ class Store(Closing):
             row["last_released"],
             row["upstream_unit_id"],
             row["upstream_revision"],
-            tuple(json.loads(row["validation_errors"])),
-            tuple(json.loads(row["placeholders"])),
-            json.loads(row["labels"]),
+            _json_list(row["validation_errors"]),
+            _json_list(row["placeholders"]),
+            {} if row["labels"] == "{}" else json.loads(row["labels"]),
         )
 
     def _gates(self, target_id: str | None, placeholders: list[str]) -> list[str]:
