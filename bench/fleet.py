@@ -1,4 +1,4 @@
-"""Fleet benchmark: many sandboxes (10 variants each) in one embedded hub.
+"""Fleet benchmark: many sandboxes (9 variants each: 8 components and the profile) in one hub.
 
     .venv/bin/python bench/fleet.py [--sandboxes 100] [-n RUNS]
 
