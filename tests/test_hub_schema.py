@@ -103,6 +103,22 @@ def revisions(db_path: Path) -> dict[tuple[str, str, int], tuple[str, str]]:
     return {(s, u, n): (d, t) for s, u, n, d, t in rows}
 
 
+def upload_bases(db_path: Path) -> dict[tuple[str, str], str | None]:
+    """(space, unit) -> the text its last upload merged against, from either schema."""
+    db = sqlite3.connect(db_path)
+    columns = {r[1] for r in db.execute("PRAGMA table_info(units)")}
+    base = (
+        "u.upload_base"
+        if "upload_base" in columns
+        else "(SELECT data FROM blobs WHERE hash=u.upload_base_hash)"
+    )
+    rows = db.execute(
+        f"SELECT s.slug, u.slug, {base} FROM units u JOIN spaces s ON s.id=u.space_id"
+    ).fetchall()
+    db.close()
+    return {(s, u): b for s, u, b in rows}
+
+
 def schema_of(db_path: Path) -> list[tuple[str, str]]:
     db = sqlite3.connect(db_path)
     rows = db.execute(
@@ -135,11 +151,14 @@ def test_a_hub_in_the_first_schema_is_carried_forward_with_its_history(sandbox, 
         units_before = hub.list_units()
         history_before = {(u.space, u.slug): hub.history(u.space, u.slug) for u in units_before}
     texts_before = revisions(hub_db)
+    bases_before = upload_bases(hub_db)
+    assert sum(b is not None for b in bases_before.values()) > 10  # the bases' uploads
     assert max(n for _, _, n in texts_before) == 3
 
     old = tmp_path / "old.db"
     first_schema_copy(hub_db, old)
     assert revisions(old) == texts_before
+    assert upload_bases(old) == bases_before
     for side in ("", "-wal", "-shm"):
         Path(f"{hub_db}{side}").unlink(missing_ok=True)
     os.replace(old, hub_db)
@@ -149,6 +168,7 @@ def test_a_hub_in_the_first_schema_is_carried_forward_with_its_history(sandbox, 
         n: (r.code, r.out) for n, r in before.items()
     }
     assert revisions(hub_db) == texts_before
+    assert upload_bases(hub_db) == bases_before
     with LocalHub(hub_db) as hub:
         assert hub.list_units() == units_before  # heads, hashes, targets, upstreams, gates
         assert {(u.space, u.slug): hub.history(u.space, u.slug) for u in units_before} == (
