@@ -58,7 +58,8 @@ def _root(
         None,
         STACK_OPTION,
         metavar="DIR",
-        help="Stack directory (holds components.yaml). Default: current directory.",
+        help="Stack directory (holds components.yaml). Default: the current directory when it "
+        "holds one, else the stack shipped inside eksinf (docs/plugin.md).",
     ),
 ) -> None:
     ctx.obj = State(stack_dir=stack)
