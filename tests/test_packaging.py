@@ -126,3 +126,27 @@ def test_the_wheel_carries_the_licence_and_ranges(tmp_path):
     runtime = [Requirement(r) for r in requires if "extra ==" not in r]
     assert runtime and all("==" not in str(r.specifier) for r in runtime)
     assert not {canonicalize_name(r.name) for r in runtime} & TEST_TOOLS
+
+
+def test_the_lazily_imported_iam_table_loads_at_runtime():
+    """parliament (imported only when `eksinf diff` meets an IAM change) loads without the test
+    tools and without pkg_resources, which setuptools 81 removed and parliament still reads."""
+    probe = (
+        "import sys\n"
+        f"for name in {sorted(TEST_TOOLS | {'_pytest', 'pkg_resources'})!r}:\n"
+        "    sys.modules.pop(name, None)\n"
+        "import importlib.abc\n"
+        "class Block(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        f"        if name.split('.')[0] in {sorted(TEST_TOOLS | {'_pytest', 'pkg_resources'})!r}:\n"
+        "            raise ImportError(name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from eksinf.review.risks import resource_mismatch\n"
+        "found, why = resource_mismatch(['ec2:DeleteVolume'], ['arn:aws:s3:::bucket/*'])\n"
+        "print(why or 'checked', sorted(found))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "checked ['ec2:DeleteVolume']"

@@ -281,8 +281,13 @@ def _pkg_resources_for_parliament() -> None:
     import importlib.util
     import sys
 
-    if "pkg_resources" in sys.modules or importlib.util.find_spec("pkg_resources") is not None:
+    if sys.modules.get("pkg_resources") is not None:
         return
+    try:
+        if importlib.util.find_spec("pkg_resources") is not None:
+            return
+    except (ImportError, ValueError):  # a finder that refuses it: as absent
+        pass
     import types
     from importlib import resources
 
