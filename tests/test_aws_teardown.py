@@ -9,8 +9,9 @@ import dataclasses
 import json
 
 import pytest
-from aws_stubs import FakeKubeApi, IamAsOnAws, iam_caller_as_on_aws, odd_answers, ref_path
+from aws_stubs import IamAsOnAws, iam_caller_as_on_aws, odd_answers, ref_path
 from safety import fingerprint
+from teardown_kit import controllers_key, give_controllers, mgmt_cluster, stack_policy
 
 from eksinf.aws import creds as creds_mod
 from eksinf.aws import leftovers as lf
@@ -360,29 +361,13 @@ def test_endpoint_down_plan_says_unknown(eksinf, stack_dir, monkeypatch, aws_env
 
 @pytest.fixture
 def mgmt(tmp_path, stack_dir):
-    objects = td.ack_objects(
-        stack_dir / "configs", [c.name for c in load_stack(stack_dir).select(plane="mgmt")]
-    )
-    with FakeKubeApi(token="m") as api:
-        api.put(ARGO, {"apiVersion": "apps/v1", "kind": "StatefulSet", "spec": {"replicas": 1}})
-        for obj in objects:
-            api.put(
-                obj.path,
-                {
-                    "apiVersion": obj.api_version,
-                    "kind": obj.kind,
-                    "metadata": {"name": obj.name, "namespace": obj.namespace},
-                },
-            )
-        api.objects_seeded = objects
-        api.config = api.kubeconfig(tmp_path / "mgmt.kubeconfig")
+    with mgmt_cluster(tmp_path, stack_dir) as api:
         yield api
 
 
 def test_mgmt_deletes_ack_objects_dependents_first(eksinf, stack_dir, scope, mgmt, aws_env):
-    creds = {"AccessKeyId": "AKIAX", "SecretAccessKey": "s"}
-    secret = creds_mod.credentials_secret(creds, "ack-system", "x", None)
-    mgmt.put(f"/api/v1/namespaces/ack-system/secrets/{creds_mod.SECRET_NAME}", secret)
+    # The controllers' key: a moto user with the stack's scoped policy (simulated before any delete).
+    give_controllers(mgmt, controllers_key(scope, {"scoped": stack_policy(stack_dir)}))
     result = eksinf(
         "teardown",
         "--plane",
@@ -488,9 +473,8 @@ def test_mgmt_deletion_is_authorised_through_the_hub(eksinf, stack_dir, scope, m
     from eksinf.hub import open_hub
 
     assert eksinf("sandbox", "up", cwd=stack_dir).code == 0
-    creds = {"AccessKeyId": "AKIAX", "SecretAccessKey": "s"}
-    secret = creds_mod.credentials_secret(creds, "ack-system", "x", None)
-    mgmt.put(f"/api/v1/namespaces/ack-system/secrets/{creds_mod.SECRET_NAME}", secret)
+    # The controllers' key: a moto user with the stack's scoped policy (simulated before any delete).
+    give_controllers(mgmt, controllers_key(scope, {"scoped": stack_policy(stack_dir)}))
     result = eksinf(
         "teardown",
         "--plane",

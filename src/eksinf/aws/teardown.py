@@ -38,7 +38,10 @@ from .scope import StackScope
 from .session import AwsSession, tags_of
 from .status import stack_instances
 from .teardown_iam import (
+    ControllersVerdict,
+    check_controllers,
     check_permissions,
+    delete_actions,
     karpenter_profile_path,
     release_instance_profiles,
     teardown_actions,
@@ -116,6 +119,10 @@ def preflight(
             )
         if accounts:
             notes.append(f"ACK objects built in account {session.caller.account}, as the caller")
+        verdict = check_controllers(session, kube, namespace, objects or [])
+        if not verdict.allowed:
+            raise verdict.error()
+        notes.append(verdict.line)
     return notes
 
 
@@ -348,6 +355,11 @@ def plan_lines(plan: TeardownPlan, scope: StackScope) -> list[str]:
             "ACK objects' status), no Karpenter node left, and the "
             f"controllers' Secret on {plan.kube_path} (present, not expired) before anything "
             "is deleted",
+            "mgmt: preflight: iam:SimulatePrincipalPolicy on the ACK controllers' identity (the "
+            "user or role behind their key, from sts:GetCallerIdentity) for every delete action "
+            "they will perform: "
+            + ", ".join(sorted({a for o in plan.objects for a in delete_actions(o) or ()}))
+            + " (anything not allowed stops the teardown before it starts, exit 3)",
             "mgmt: authorise deletion through config: set-annotation "
             f"{DELETION_POLICY}=delete on {', '.join(plan.spaces['mgmt']) or '(no mgmt spaces)'}",
             "mgmt: stop Argo CD's application controller (scale to 0) so nothing is recreated",
@@ -368,6 +380,16 @@ def plan_lines(plan: TeardownPlan, scope: StackScope) -> list[str]:
             "list idle Elastic IPs",
         ]
     return lines
+
+
+def plan_controllers(
+    plan: TeardownPlan, session: AwsSession, kube: KubeClient | None
+) -> ControllersVerdict | None:
+    """The controllers' verdict the plan shows, as `run` reaches it (None: no mgmt plane or no
+    management cluster, so nothing is asked of the controllers)."""
+    if kube is None or "mgmt" not in plan.planes:
+        return None
+    return check_controllers(session, kube, plan.ack_namespace, list(plan.objects))
 
 
 def karpenter_nodes(session: AwsSession, scope: StackScope) -> list[str]:
