@@ -119,10 +119,11 @@ def preflight(
             )
         if accounts:
             notes.append(f"ACK objects built in account {session.caller.account}, as the caller")
-        verdict = check_controllers(session, kube, namespace, objects or [])
-        if not verdict.allowed:
-            raise verdict.error()
-        notes.append(verdict.line)
+        if objects:  # what the controllers will be asked to delete (the mgmt plane's)
+            verdict = check_controllers(session, kube, namespace, objects)
+            if not verdict.allowed:
+                raise verdict.error()
+            notes.append(verdict.line)
     return notes
 
 
