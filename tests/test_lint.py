@@ -203,6 +203,30 @@ def test_a_profile_list_item_no_binding_carries_is_refused(eksinf, stack_dir):
     )
 
 
+def test_a_fallback_with_no_slot_at_all_is_refused(eksinf, stack_dir):
+    """The model back to one type (slot and binding removed) while the profile still lists a
+    fallback: the fallback would never reach the model."""
+    for rel in ("configs/hyperpod-inference/model.yaml", "render/hyperpod-inference/model.yaml"):
+        edit(
+            stack_dir,
+            rel,
+            "    - confighubplaceholder\n    - confighubplaceholder\n",
+            "    - confighubplaceholder\n",
+        )
+    path = stack_dir / "render/hyperpod-inference/links/bindings.yaml"
+    text = path.read_text()
+    start = text.index("  - source: hyperpod.fallbackInstanceTypes.0")
+    end = text.index("  - source:", start + 1)
+    path.write_text(text[:start] + text[end:])
+    failing(
+        eksinf,
+        stack_dir,
+        "binding-list-partial",
+        "no binding carries item(s) 0 ('ml.g6.2xlarge')",
+        "render/hyperpod-inference/links/bindings.yaml (bind spec.hyperpod.fallbackInstanceTypes",
+    )
+
+
 def test_a_hyperpod_model_sets_one_instance_type_field_of_ml_types(eksinf, stack_dir):
     model = "configs/hyperpod-inference/model.yaml"
     edit(

@@ -132,15 +132,16 @@ def check_links(
 # Profile lists whose every item must reach a unit: an item left out changes what ships without
 # a word (a fallback instance type the model has no slot for). Other lists may be bound in part
 # (one zone of three for a single-zone resource).
-WHOLE_LISTS = ("hyperpod.fallbackInstanceTypes",)
+# List -> the component whose bindings carry it.
+WHOLE_LISTS = {"hyperpod.fallbackInstanceTypes": "hyperpod-inference"}
 
 
 def _whole_lists(report: Report, spec: dict, bound: list[links.Binding]) -> None:
     """Each item of a WHOLE_LISTS profile list is carried by a binding."""
-    for prefix in WHOLE_LISTS:
+    for prefix, component in WHOLE_LISTS.items():
         items = paths.get(spec, prefix) if paths.exists(spec, prefix) else None
-        if not isinstance(items, list):
-            continue
+        if not isinstance(items, list) or not any(b.component == component for b in bound):
+            continue  # no such list, or the stack has no component that uses it
         seen = {
             int(rest)
             for b in bound
@@ -148,15 +149,14 @@ def _whole_lists(report: Report, spec: dict, bound: list[links.Binding]) -> None
         }
         unbound = [i for i in range(len(items)) if i not in seen]
         if unbound:
-            component = prefix.split(".")[0]
-            where = next((b.file for b in bound if b.source.startswith(prefix + ".")), None)
+            where = f"render/{component}/links/bindings.yaml"
             report.add(
                 "binding-list-partial",
                 f"profile spec.{prefix} lists {len(items)} item(s), but no binding carries "
                 f"item(s) {', '.join(map(str, unbound))} "
                 f"({', '.join(repr(items[i]) for i in unbound)}): they would reach no unit",
                 "render/platform-profile/profile.yaml spec",
-                f"{where or f'the bindings of the component that uses {component}'} (bind "
+                f"{where} (bind "
                 f"spec.{prefix}.<n> for each item, giving the unit a field for it, or remove the "
                 "item from the profile)",
             )
