@@ -158,7 +158,7 @@ def _report(exc: EksinfError) -> int:
     progress(f"eksinf: {exc.message}")
     if exc.hint:
         progress(f"  hint: {exc.hint}")
-    return common.failed(exc.message, exc.hint, exc.exit_code)
+    return common.failed(exc.message, exc.hint, exc.exit_code, exc.details)
 
 
 def run(argv: list[str] | None = None) -> int:

@@ -85,10 +85,11 @@ def emit_json(data: Any) -> None:
     typer.echo(text)
 
 
-def failed(message: str, hint: str, exit_code: int) -> int:
-    """Under --json, a command that failed before printing its object prints the error as one."""
+def failed(message: str, hint: str, exit_code: int, details: dict[str, Any] | None = None) -> int:
+    """Under --json, a command that failed before printing its object prints the error as one
+    (with the error's details, when it has any, beside its message)."""
     if _run.json_mode and not _run.emitted:
-        emit_json({"error": message, "hint": hint, "exit": exit_code})
+        emit_json({**(details or {}), "error": message, "hint": hint, "exit": exit_code})
     return exit_code
 
 

@@ -397,3 +397,40 @@ def check_accelerators(report: Report, ctx: Context) -> None:
                 nc.at("spec") if nc else f"EC2NodeClass {nc_name} (missing)",
                 fam_place,
             )
+
+
+# The CRD's pattern for a HyperPod model's single instanceType; the list's items carry none.
+ML_TYPE_PREFIX = "ml."
+
+
+@check("hyperpod-instance-types")
+def check_hyperpod_instance_types(report: Report, ctx: Context) -> None:
+    """A HyperPod model sets `instanceType` or `instanceTypes`, never both (the CRD says they are
+    mutually exclusive), and every listed type is an ml.* type, each once."""
+    for r in of_kind(ctx.resources, "InferenceEndpointConfig"):
+        spec = r.doc.get("spec") or {}
+        if "instanceType" in spec and "instanceTypes" in spec:
+            report.add(
+                "hyperpod-instance-types",
+                "sets both instanceType and instanceTypes, which the operator's CRD says are "
+                "mutually exclusive: keep the list (the first type, then the fallbacks)",
+                r.at("spec.instanceType"),
+                r.at("spec.instanceTypes"),
+            )
+        listed = spec.get("instanceTypes")
+        if not isinstance(listed, list):
+            continue
+        for index, kind in enumerate(listed):
+            if not str(kind).startswith(ML_TYPE_PREFIX):
+                report.add(
+                    "hyperpod-instance-types",
+                    f"{kind!r} is not an ml.* type (the CRD's instanceType pattern ^ml\\..*): "
+                    "HyperPod instance groups use ml.* types",
+                    r.at(f"spec.instanceTypes.{index}"),
+                )
+            elif kind in listed[:index]:
+                report.add(
+                    "hyperpod-instance-types",
+                    f"{kind!r} is listed twice: the operator tries each type once, in order",
+                    r.at(f"spec.instanceTypes.{index}"),
+                )
