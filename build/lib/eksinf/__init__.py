@@ -1,3 +1,0 @@
-"""eksinf: render, guard, link, bundle and deploy a GPU-inference stack on Amazon EKS."""
-
-__version__ = "0.1.0"

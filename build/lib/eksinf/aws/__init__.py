@@ -1,1 +1,0 @@
-"""AWS operations: session factory, status, controller credentials, contract, enroll, teardown."""

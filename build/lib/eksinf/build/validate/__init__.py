@@ -1,1 +1,0 @@
-"""Admission checks over rendered units: what the API server, Argo CD and Flux accept."""

@@ -1,1 +1,0 @@
-"""Talking to Kubernetes: the client, kubeconfigs, and an ephemeral local control plane."""

@@ -1,1 +1,0 @@
-"""Units to artifacts: reproducible bundles, OCI push and pull, Argo CD Applications, the cub plugin asset."""
