@@ -149,7 +149,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("wheel")
     source = work / "source"  # a copy, so the build's own build/ folder stays out of the repo
     source.mkdir()
-    for name in ("pyproject.toml", "setup.py", "README.md", *STACK_FILES):
+    for name in ("pyproject.toml", "setup.py", "README.md", "LICENSE", *STACK_FILES):
         shutil.copy2(REPO / name, source / name)
     skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
     for name in ("src", *STACK_DIRS):

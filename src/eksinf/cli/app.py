@@ -48,6 +48,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "hub": ("install", "deploy", "link-profile", "fn", "release", "sandbox", "hub"),
     "targets": ("target", "mgmt"),
     "aws": ("status", "addon-schemas", "creds", "enroll", "teardown"),
+    "completion": ("completion",),
 }
 
 

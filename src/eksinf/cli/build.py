@@ -111,7 +111,7 @@ def _render(
     stack = state(ctx).stack()
     return render_stack(
         stack,
-        charts.mirror_dir(mirror),
+        charts.mirror_dir(mirror, stack.root),
         progress=(lambda _m: None) if quiet else progress,
         components=components or None,
     )
@@ -314,7 +314,7 @@ def charts_lock_cmd(ctx: typer.Context, mirror: Path = MIRROR_OPTION) -> None:
     stack = state(ctx).stack()
     stack.refuse_writes("charts lock", "charts.lock")
     chart_pins, manifest_pins = manifests.lock(
-        stack, charts.mirror_dir(mirror), manifests.mirror_dir(mirror)
+        stack, charts.mirror_dir(mirror, stack.root), manifests.mirror_dir(mirror, stack.root)
     )
     for entry in chart_pins:
         typer.echo(f"{entry.chart} {entry.version}  sha256:{entry.sha256}  ({entry.pinned_from})")

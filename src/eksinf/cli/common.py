@@ -11,6 +11,7 @@ from typing import Any
 import typer
 
 from eksinf.core import stacklock
+from eksinf.model import config
 from eksinf.model.stack import Stack, load_stack
 
 from ..errors import FAILURE, EksinfError
@@ -31,6 +32,7 @@ class State:
 
     def stack(self) -> Stack:
         stack = load_stack(Path(self.stack_dir) if self.stack_dir else None)
+        config.use_stack_root(stack.root)  # its .eksinf/config.yaml settings (the mirror)
         stacklock.acquire(stack.root, progress)  # one run per stack: held until the run ends
         return stack
 
@@ -51,11 +53,9 @@ _run = _Run()
 def start_run(json_mode: bool) -> None:
     global _run
     _run = _Run(json_mode)
-    # A mirror or hub named in an earlier in-process run does not carry over (charts is imported only
-    # by the commands that read it: a run that never loaded it has nothing to clear).
-    charts = sys.modules.get("eksinf.build.charts")
-    if charts is not None:
-        charts.use_mirror(None)
+    # A mirror, stack or hub named in an earlier in-process run does not carry over.
+    config.use_mirror(None)
+    config.use_stack_root(None)
     hub = sys.modules.get("eksinf.hub")
     if hub is not None:
         hub.use_backend(None)
@@ -113,7 +113,8 @@ MIRROR_OPTION = typer.Option(
     "--chart-mirror",
     metavar="DIR",
     help="Offline mirror: chart archives (<chart>-<version>.tgz) tried before upstream; pinned "
-    "manifests from manifests/ beside it. Default: $EKSINF_CHART_MIRROR.",
+    "manifests from manifests/ beside it. Default: $EKSINF_CHART_MIRROR, else mirror: in "
+    ".eksinf/config.yaml, else ../shared/charts beside the stack.",
     file_okay=False,
     callback=_use_mirror,
 )

@@ -7,11 +7,11 @@ from pathlib import Path
 import typer
 
 from eksinf.core.outdir import claim, write_tree
-from eksinf.core.yamlio import dump_docs
+from eksinf.core.roundtrip import edit_text
 
 from .. import links as links_mod
 from ..errors import CONTRACT, EksinfError
-from ..model.configs import read_units
+from ..model.configs import read_configs, units_by_key
 from .common import JSON_OPTION, emit_json, print_table, progress, state
 
 links_app = typer.Typer(
@@ -80,8 +80,20 @@ def links_resolve_cmd(
     owned = claim(out, stack.root)  # before any work: never the stack, its sources or configs/
     spec = load_profile(stack, profile).spec
     bindings = links_mod.load_bindings(stack)
-    resolved = links_mod.resolve_units(read_units(stack.configs_dir), spec, bindings)
-    write_tree(owned, {f"{key}.yaml": dump_docs(docs) for key, docs in resolved.items()})
+    committed = read_configs(stack.configs_dir)
+    resolved = links_mod.resolve_units(units_by_key(committed), spec, bindings)
+    # each unit as committed, its bound values written in and nothing else re-written (its
+    # comments, quoting and key order kept): the bytes the hub's resolve gives
+    texts = {}
+    for unit in committed:
+        mine = [b for b in bindings if b.unit_key == unit.key]
+
+        def bind(docs: list, mine: list[links_mod.Binding] = mine) -> bool:
+            return links_mod.apply_bindings(docs, spec, mine)
+
+        edited = edit_text(unit.text, bind, f"configs/{unit.key}.yaml")
+        texts[f"{unit.key}.yaml"] = unit.text if edited is None else edited
+    write_tree(owned, texts)
     left = links_mod.unresolved(resolved)
     if json_out:
         emit_json(

@@ -180,8 +180,8 @@ def _review(
     say = (lambda _m: None) if quiet else progress
     ref = base or source.default_base(root)
     sha = source.resolve(root, ref)
-    before = source.at_commit(root, base or "merge-base", sha, mirror_dir(mirror), say)
-    after = source.working_tree(root, mirror_dir(mirror), say)
+    before = source.at_commit(root, base or "merge-base", sha, mirror_dir(mirror, root), say)
+    after = source.working_tree(root, mirror_dir(mirror, root), say)
     notes = tuple(
         f"{side.label}: committed configs/ was stale, so it was rendered from its inputs"
         for side in (before, after)

@@ -13,7 +13,8 @@ import sqlite3
 import uuid
 from typing import Any
 
-from eksinf.core.yamlio import dump_docs, load_docs
+from eksinf.core.roundtrip import edit_text
+from eksinf.core.yamlio import load_docs
 from eksinf.publish import argo
 
 from ..errors import CONTRACT, FAILURE, USAGE, EksinfError
@@ -111,16 +112,23 @@ class LocalHub(Variants):
             ).fetchall()
             if not links:
                 return False
-            docs = load_docs(self._text(row["data_hash"]))
-            changed = False
-            for link in links:
-                what = f"link {space}/{link['slug']}"
-                body = json.loads(link["body"])
-                params = engine.upstream_params(load_docs(self._text(link["up_hash"])), body, what)
-                changed |= engine.apply_link(docs, body, params, what)
-            if not changed:
+            bodies = [(f"link {space}/{link['slug']}", json.loads(link["body"])) for link in links]
+            params = [
+                engine.upstream_params(load_docs(self._text(link["up_hash"])), body, what)
+                for link, (what, body) in zip(links, bodies, strict=True)
+            ]
+
+            def resolve_all(docs: list) -> bool:
+                changed = False
+                for (what, body), values in zip(bodies, params, strict=True):
+                    changed |= engine.apply_link(docs, body, values, what)
+                return changed
+
+            # the unit keeps its comments, quoting and key order: only the linked values change
+            text = edit_text(self._text(row["data_hash"]), resolve_all, f"{space}/{unit}")
+            if text is None:
                 return False
-            return self._write(row, dump_docs(docs), "resolve links")
+            return self._write(row, text, "resolve links")
 
     # ---- functions --------------------------------------------------------------------------
 
@@ -145,10 +153,13 @@ class LocalHub(Variants):
                 rows = where_select(rows, where, self._row_attribute)
             changed, unchanged = [], []
             for row in rows:
-                docs = load_docs(self._text(row["data_hash"]))
-                if fn(docs, list(args)) and self._write(
-                    row, dump_docs(docs), f"{function} {' '.join(args)}"
-                ):
+                # the unit keeps its comments, quoting and key order: only the edit shows in a diff
+                text = edit_text(
+                    self._text(row["data_hash"]),
+                    lambda docs: fn(docs, list(args)),
+                    f"{space}/{row['slug']}",
+                )
+                if text is not None and self._write(row, text, f"{function} {' '.join(args)}"):
                     changed.append(row["slug"])
                 else:
                     unchanged.append(row["slug"])

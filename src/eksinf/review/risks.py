@@ -273,10 +273,38 @@ def _in_context(
 ANALYSER = "parliament RESOURCE_MISMATCH"
 
 
+def _pkg_resources_for_parliament() -> None:
+    """parliament 1.6.4 finds its two data files with `pkg_resources.resource_filename`, and
+    pkg_resources left setuptools in 81 (Python 3.12 venvs have no setuptools at all). Where it
+    cannot be imported, that one function is provided from importlib.resources, which answers the
+    same path for a package installed as files; nothing else of pkg_resources is offered."""
+    import importlib.util
+    import sys
+
+    if sys.modules.get("pkg_resources") is not None:
+        return
+    try:
+        if importlib.util.find_spec("pkg_resources") is not None:
+            return
+    except (ImportError, ValueError):  # a finder that refuses it: as absent
+        pass
+    import types
+    from importlib import resources
+
+    module = types.ModuleType("pkg_resources")
+
+    def resource_filename(package: str, name: str) -> str:
+        return str(resources.files(package).joinpath(name))
+
+    module.resource_filename = resource_filename  # type: ignore[attr-defined]
+    sys.modules["pkg_resources"] = module
+
+
 def resource_mismatch(actions: list[str], resources: list[str]) -> tuple[dict[str, str], str]:
     """action -> the ARN form it acts on, for each action whose resources none of `resources`
     can match; and why nothing was checked ("" when it was). parliament (the IAM linter by
     Duo Labs) holds AWS's action-to-resource-type table; eksinf keeps none of its own."""
+    _pkg_resources_for_parliament()
     try:
         import parliament
     except ImportError:
