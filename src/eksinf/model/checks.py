@@ -20,6 +20,7 @@ REQUIRED, ADVISORY, ERROR = "required", "advisory", "error"
 SEVERITIES = (REQUIRED, ADVISORY, ERROR)
 
 C = TypeVar("C")  # what a family's rules judge (its context)
+R = TypeVar("R")  # a row of a docs table
 
 
 @dataclass(frozen=True)
@@ -34,9 +35,17 @@ class Finding:
     call: str = ""  # how it was established (the contract: the calls that prove it)
     places: tuple[str, ...] = ()  # where, in files: "configs/<c>/<u>.yaml Kind ns/name path"
     context: tuple[tuple[str, str], ...] = ()  # what a reader needs beside it, as labelled pairs
+    # a finer kind than the rule, when one rule reports several (lint's `taint-gpu` under
+    # `taints`): what the family prints instead of the name ("" prints the name)
+    code: str = ""
     name: str = ""  # the rule's
     severity: str = ""  # the rule's (a skipped finding is advisory)
     anchor: str = ""  # the rule's
+
+    @property
+    def label(self) -> str:
+        """What the finding is printed as: its code, else its rule's name."""
+        return self.code or self.name
 
     @property
     def blocks(self) -> bool:
@@ -65,6 +74,11 @@ class Rule(Generic[C]):
     domain: str = ""  # where it lives (lint: identity, network, ...)
     title: str = ""  # a heading for its findings (review)
     marker: str = ""  # a one-character mark for its findings (review)
+    also: tuple[str, ...] = ()  # further names the table lists for it (one pass judges both)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.name, *self.also)
 
     def stamp(self, found: Finding) -> Finding:
         severity = ADVISORY if found.status == SKIPPED else self.severity
@@ -105,7 +119,7 @@ def run(rules: Iterable[Rule[C]], ctx: C) -> list[Finding]:
 
 def check_table(rules: Sequence[Rule[Any]]) -> None:
     """A table names each rule once, all of one family."""
-    names = [r.name for r in rules]
+    names = [n for r in rules for n in r.names]
     assert len(set(names)) == len(names), f"a rule is listed twice: {names}"
     assert len({r.family for r in rules}) <= 1, "a table holds one family"
 
@@ -114,15 +128,14 @@ def cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown(
-    rules: Iterable[Rule[Any]], columns: Sequence[tuple[str, Callable[[Rule[Any]], str]]]
-) -> str:
-    """A family's docs table: one row per rule, `columns` as (heading, cell of a rule)."""
+def markdown(rows: Iterable[R], columns: Sequence[tuple[str, Callable[[R], str]]]) -> str:
+    """A family's docs table: one row per rule (or per row of the family's listing), `columns`
+    as (heading, its cell of a row)."""
     lines = [
         "| " + " | ".join(h for h, _ in columns) + " |",
         "|" + "---|" * len(columns),
     ]
-    for r in rules:
+    for r in rows:
         lines.append("| " + " | ".join(cell(get(r)) for _, get in columns) + " |")
     return "\n".join(lines) + "\n"
 

@@ -1,0 +1,52 @@
+"""Every check family's docs table is generated from its one table of rules, byte for byte:
+lint's checks (docs/linking.md), the guard's hazards (docs/flattening.md) and review's risk
+classes (docs/review.md). The contract's tables are tested in test_contract_rules.py and
+test_hyperpod_contract.py. Regenerate all three with `.venv/bin/python tests/test_check_docs.py`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from eksinf.model import checks
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+BEGIN, END = "<!-- checks:begin (generated) -->\n", "<!-- checks:end -->"
+
+
+def _lint() -> str:
+    from eksinf import lint
+
+    return lint.markdown()
+
+
+FAMILIES: dict[str, Callable[[], str]] = {
+    "linking.md": _lint,
+}
+
+
+@pytest.mark.parametrize("page", sorted(FAMILIES))
+def test_the_family_table_in_its_docs_page_is_generated(page: str) -> None:
+    doc = (DOCS / page).read_text(encoding="utf-8")
+    assert BEGIN in doc and END in doc, page
+    assert checks.generated(doc, BEGIN, END) == FAMILIES[page](), (
+        f"docs/{page} is stale: run .venv/bin/python tests/test_check_docs.py"
+    )
+
+
+def test_every_lint_check_has_a_summary_and_one_row_per_name() -> None:
+    from eksinf import lint
+
+    names = [row["name"] for row in lint.table()]
+    assert len(names) == len(set(names))
+    assert all(row["summary"] for row in lint.table())
+    assert "storage" in names and "taints" in names  # one pass, two rows
+
+
+if __name__ == "__main__":
+    for page, render in FAMILIES.items():
+        path = DOCS / page
+        text = path.read_text(encoding="utf-8")
+        path.write_text(checks.replace_generated(text, render(), BEGIN, END), encoding="utf-8")
