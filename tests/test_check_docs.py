@@ -22,8 +22,15 @@ def _lint() -> str:
     return lint.markdown()
 
 
+def _guard() -> str:
+    from eksinf.build import hazards
+
+    return hazards.markdown()
+
+
 FAMILIES: dict[str, Callable[[], str]] = {
     "linking.md": _lint,
+    "flattening.md": _guard,
 }
 
 
@@ -43,6 +50,13 @@ def test_every_lint_check_has_a_summary_and_one_row_per_name() -> None:
     assert len(names) == len(set(names))
     assert all(row["summary"] for row in lint.table())
     assert "storage" in names and "taints" in names  # one pass, two rows
+
+
+def test_every_hazard_says_what_goes_wrong_and_what_to_do() -> None:
+    from eksinf.build.hazards import HAZARDS
+
+    for rule in HAZARDS:
+        assert rule.why and rule.fix and rule.summary and rule.domain, rule.name
 
 
 if __name__ == "__main__":
