@@ -28,9 +28,16 @@ def _guard() -> str:
     return hazards.markdown()
 
 
+def _review() -> str:
+    from eksinf.review import risks
+
+    return risks.markdown()
+
+
 FAMILIES: dict[str, Callable[[], str]] = {
     "linking.md": _lint,
     "flattening.md": _guard,
+    "review.md": _review,
 }
 
 

@@ -108,14 +108,14 @@ def diff_cmd(
             emit_json(
                 {
                     "classes": [
-                        {"id": c.id, "title": c.title, "marker": c.marker, "severity": i}
+                        {"id": c.name, "title": c.title, "marker": c.marker, "severity": i}
                         for i, c in enumerate(CLASSES.values())
                     ]
                 }
             )
         else:
             for c in CLASSES.values():
-                typer.echo(f"{c.marker} {c.id:<22} {c.title}")
+                typer.echo(f"{c.marker} {c.name:<22} {c.title}")
         return
     gate = _fail_on(fail_on)
     try:

@@ -315,6 +315,36 @@ def _check_storage(r: Resource, base: str, spec: dict, candidates: list[Pool]) -
             )
 
 
+def _gpu_names(
+    r: Resource, reqs: list[dict], index: dict, families: list[str], fam_place: str
+) -> Iterator[Finding]:
+    """The pool's instance-gpu-name requirement agrees with its instance families."""
+    if GPU_NAME_KEY not in index:
+        return
+    names = {str(v) for v in reqs[index[GPU_NAME_KEY]].get("values") or []}
+    name_place = r.at(f"spec.template.spec.requirements.{index[GPU_NAME_KEY]}.values")
+    for family in families:
+        gpu = FAMILY_GPU.get(family)
+        if gpu and gpu not in names:
+            yield coded(
+                "accelerator-label",
+                f"family {family} carries {gpu}, which the pool's {GPU_NAME_KEY} "
+                f"requirement ({', '.join(sorted(names))}) excludes: it never launches",
+                name_place,
+                fam_place,
+            )
+    produced = {FAMILY_GPU.get(f) for f in families}
+    for name in sorted(names - produced):
+        if families:
+            yield coded(
+                "accelerator-label",
+                f"{GPU_NAME_KEY} {name} comes from none of the pool's families "
+                f"({', '.join(families)})",
+                name_place,
+                fam_place,
+            )
+
+
 @check("accelerators", "reserved-capacity")
 def check_accelerators(ctx: Context) -> Iterator[Finding]:
     """Accelerator labels agree with the instance families; reserved-only families reserve."""
@@ -331,29 +361,7 @@ def check_accelerators(ctx: Context) -> Iterator[Finding]:
             else []
         )
         fam_place = r.at(f"spec.template.spec.requirements.{index.get(FAMILY_KEY)}.values")
-        if GPU_NAME_KEY in index:
-            names = {str(v) for v in reqs[index[GPU_NAME_KEY]].get("values") or []}
-            name_place = r.at(f"spec.template.spec.requirements.{index[GPU_NAME_KEY]}.values")
-            for family in families:
-                gpu = FAMILY_GPU.get(family)
-                if gpu and gpu not in names:
-                    yield coded(
-                        "accelerator-label",
-                        f"family {family} carries {gpu}, which the pool's {GPU_NAME_KEY} "
-                        f"requirement ({', '.join(sorted(names))}) excludes: it never launches",
-                        name_place,
-                        fam_place,
-                    )
-            produced = {FAMILY_GPU.get(f) for f in families}
-            for name in sorted(names - produced):
-                if families:
-                    yield coded(
-                        "accelerator-label",
-                        f"{GPU_NAME_KEY} {name} comes from none of the pool's families "
-                        f"({', '.join(families)})",
-                        name_place,
-                        fam_place,
-                    )
+        yield from _gpu_names(r, reqs, index, families, fam_place)
         labels = (tmpl.get("metadata") or {}).get("labels") or {}
         gpus = sorted({FAMILY_GPU[f] for f in families if f in FAMILY_GPU})
         for key, value in labels.items():
