@@ -71,7 +71,7 @@ class Rule(Generic[C]):
     fix: str = ""
     why: str = ""  # why it blocks (or only warns)
     kinds: tuple[str, ...] = ()  # the target kinds it judges (the contract)
-    domain: str = ""  # where it lives (lint: identity, network, ...)
+    domain: str = ""  # lint: where it lives (identity, network, ...); the guard: the scope it reads
     title: str = ""  # a heading for its findings (review)
     marker: str = ""  # a one-character mark for its findings (review)
     also: tuple[str, ...] = ()  # further names the table lists for it (one pass judges both)

@@ -20,7 +20,7 @@ from .hyperpod import (
     enablement,
     role_checks,
 )
-from .hyperpod_rules import HP_ANCHOR, HYPERPOD, _hp, _role_missing
+from .hyperpod_rules import HP_ANCHOR, HYPERPOD, hyperpod_of, role_missing
 from .rules_identity import irsa_refusal
 
 
@@ -53,7 +53,7 @@ def _available(deploy: dict) -> bool:
 )
 def inference_controller(ctx: Context) -> list[Finding]:
     """The controller-manager is Available with the right HYPERPOD_CLUSTER_ARN."""
-    hp = _hp(ctx)
+    hp = hyperpod_of(ctx)
     if not ctx.kube_used or not ctx.facts.version:
         return []  # endpoint-reachable speaks
     element = f"the inference controller-manager Available in {INFERENCE_NAMESPACE} with {CLUSTER_ARN_ENV}={hp.arn or '<the cluster ARN>'}"
@@ -113,7 +113,7 @@ RECREATE = (
 )
 def inference_enablement(ctx: Context) -> list[Finding]:
     """The operator's watcher is Enabled and its endpoint registrations completed."""
-    hp = _hp(ctx)
+    hp = hyperpod_of(ctx)
     if not ctx.kube_used or not ctx.facts.version:
         return []  # endpoint-reachable speaks
     element = f"the inference operator's watcher Enabled and its {REGISTRATION_KIND}s completed"
@@ -167,11 +167,11 @@ def inference_enablement(ctx: Context) -> list[Finding]:
 )
 def inference_role_trust(ctx: Context) -> list[Finding]:
     """The execution role trusts the operator's account on the current issuer."""
-    hp = _hp(ctx)
+    hp = hyperpod_of(ctx)
     role = hp.execution_role
     element = f"role {hp.execution_role_name} trusting the inference operator's account from {hp.issuer or 'the current issuer'}"
     call = "eks:DescribeCluster identity.oidc.issuer + iam:GetRole (AssumeRolePolicyDocument)"
-    missing = _role_missing(role, "execution role")
+    missing = role_missing(role, "execution role")
     if missing:
         status = "fail" if role is not None and role.error == "no such role" else "unknown"
         return [
@@ -233,7 +233,7 @@ def inference_role_trust(ctx: Context) -> list[Finding]:
 )
 def alb_role_trust(ctx: Context) -> list[Finding]:
     """The ALB controller's role trusts its account in any namespace."""
-    hp = _hp(ctx)
+    hp = hyperpod_of(ctx)
     if hp.addon is None or hp.config is None:
         return []
     element = f"the ALB controller's role trusting system:serviceaccount:*:{ALB_SERVICE_ACCOUNT} from {hp.issuer or 'the current issuer'}"
@@ -252,7 +252,7 @@ def alb_role_trust(ctx: Context) -> list[Finding]:
                 element, "skipped", "the add-on names no alb.serviceAccount.roleArn" + suffix, call
             )
         ]
-    missing = _role_missing(role, "ALB role")
+    missing = role_missing(role, "ALB role")
     if missing:
         status = "fail" if role.error == "no such role" else "unknown"
         return [check(element, status, missing + suffix, call, fix)]
@@ -285,7 +285,7 @@ def alb_role_trust(ctx: Context) -> list[Finding]:
 )
 def inference_role_policies(ctx: Context) -> list[Finding]:
     """The execution role's policies allow what the operator does."""
-    hp = _hp(ctx)
+    hp = hyperpod_of(ctx)
     role = hp.execution_role
     element = f"role {hp.execution_role_name} with {INFERENCE_POLICY.rsplit('/', 1)[-1]}, S3 on {hp.tls_bucket} and {ACM_ACTION}"
     call = "iam:ListAttachedRolePolicies + iam:SimulatePrincipalPolicy"

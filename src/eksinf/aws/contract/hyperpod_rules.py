@@ -32,7 +32,7 @@ HP_ANCHOR = "docs/hyperpod.md#the-hyperpod-contract"
 ADDON_CALL = f"eks:DescribeAddon addonName={INFERENCE_ADDON} (configurationValues)"
 
 
-def _hp(ctx: Context) -> HyperPodFacts:
+def hyperpod_of(ctx: Context) -> HyperPodFacts:
     assert ctx.hyperpod is not None  # evaluate() gathers it for every hyperpod-eks target
     return ctx.hyperpod
 
@@ -51,7 +51,7 @@ def _is_gpu(instance_type: str) -> bool | None:
     return family.startswith(("p", "g"))
 
 
-def _role_missing(role: RoleFacts | None, what: str) -> str:
+def role_missing(role: RoleFacts | None, what: str) -> str:
     if role is None:
         return f"{what}: not named"
     return f"{what} {role.name}: {role.error}" if role.trust is None else ""
@@ -69,7 +69,7 @@ def _role_missing(role: RoleFacts | None, what: str) -> str:
 )
 def hyperpod_cluster(ctx: Context) -> list[Finding]:
     """The HyperPod cluster exists and is InService."""
-    hp = _hp(ctx)
+    hp = hyperpod_of(ctx)
     element = f"the SageMaker HyperPod cluster {hp.name} InService"
     call = f"sagemaker:DescribeCluster ClusterName={hp.name}"
     fix = (
@@ -100,7 +100,7 @@ def hyperpod_cluster(ctx: Context) -> list[Finding]:
 )
 def hyperpod_orchestrator(ctx: Context) -> list[Finding]:
     """The HyperPod cluster's orchestrator is the enrolled EKS cluster."""
-    hp = _hp(ctx)
+    hp = hyperpod_of(ctx)
     if hp.cluster is None:
         return []  # hyperpod-cluster speaks
     element = f"HyperPod cluster {hp.name} orchestrated by EKS cluster {ctx.facts.cluster_name}"
@@ -167,7 +167,7 @@ def update_cluster_fix(hp: HyperPodFacts) -> str:
 )
 def hyperpod_instance_groups(ctx: Context) -> list[Finding]:
     """A CPU and a GPU instance group; one without a running instance only waits."""
-    hp = _hp(ctx)
+    hp = hyperpod_of(ctx)
     if hp.cluster is None:
         return []
     want = hp.instance_type
@@ -226,7 +226,7 @@ def hyperpod_instance_groups(ctx: Context) -> list[Finding]:
 )
 def inference_addon(ctx: Context) -> list[Finding]:
     """The inference add-on is ACTIVE at a known-good version (or above the floor)."""
-    hp = _hp(ctx)
+    hp = hyperpod_of(ctx)
     newest = hp.addon_known[-1] if hp.addon_known else hp.addon_floor
     element = (
         f"the {INFERENCE_ADDON} add-on ACTIVE at {' or '.join(hp.addon_known) or hp.addon_floor} "
@@ -302,7 +302,7 @@ Judge = Callable[[HyperPodFacts, dict], tuple[str, str]]  # -> (problem, detail)
 def _config_check(ctx: Context, element: str, setting: str, judge: Judge) -> list[Finding]:
     """Shared frame of the add-on configuration rules: unread, absent, then `judge`. The fix
     names the setting with the value it should hold."""
-    hp = _hp(ctx)
+    hp = hyperpod_of(ctx)
     if hp.addon is None:
         return []  # inference-addon speaks
     fix = (
@@ -348,7 +348,7 @@ def addon_cluster_arn(ctx: Context) -> list[Finding]:
             )
         return "", found
 
-    hp = _hp(ctx)
+    hp = hyperpod_of(ctx)
     return _config_check(
         ctx,
         "the add-on's hyperpodClusterArn naming this cluster",
@@ -381,7 +381,7 @@ def addon_execution_role(ctx: Context) -> list[Finding]:
     return _config_check(
         ctx,
         "the add-on's executionRoleArn naming the profile's role",
-        f"executionRoleArn: arn:aws:iam::<account>:role/{_hp(ctx).execution_role_name} (or "
+        f"executionRoleArn: arn:aws:iam::<account>:role/{hyperpod_of(ctx).execution_role_name} (or "
         "spec.hyperpod.executionRoleName to the role it names)",
         judge,
     )
@@ -412,7 +412,7 @@ def addon_tls_bucket(ctx: Context) -> list[Finding]:
     return _config_check(
         ctx,
         "the add-on's tlsCertificateS3Bucket naming the profile's bucket",
-        f"tlsCertificateS3Bucket: {_hp(ctx).tls_bucket} (or spec.hyperpod.tlsCertificateS3Uri "
+        f"tlsCertificateS3Bucket: {hyperpod_of(ctx).tls_bucket} (or spec.hyperpod.tlsCertificateS3Uri "
         "to its bucket)",
         judge,
     )
