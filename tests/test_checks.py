@@ -49,3 +49,50 @@ def test_a_family_table_renders_as_markdown_with_pipes_escaped() -> None:
     new = checks.replace_generated(doc, "new\n", "<!-- b -->\n", "<!-- e -->")
     assert new == "head\n<!-- b -->\nnew\n<!-- e -->\ntail\n"
     assert checks.generated(new, "<!-- b -->\n", "<!-- e -->") == "new\n"
+
+
+FAMILIES = {
+    # family: (the module holding its one table, the table's name, the modules its rules live in)
+    "contract": (
+        "eksinf.aws.contract.rules",
+        "RULES",
+        (
+            "eksinf.aws.contract.rules_access",
+            "eksinf.aws.contract.rules_identity",
+            "eksinf.aws.contract.rules_nodes",
+            "eksinf.aws.contract.hyperpod_rules",
+            "eksinf.aws.contract.hyperpod_role_rules",
+        ),
+    ),
+    "lint": (
+        "eksinf.lint.rules",
+        "CHECKS",
+        tuple(
+            f"eksinf.lint.{m}"
+            for m in ("addons", "identity", "lifecycle", "naming", "network", "scheduling")
+        ),
+    ),
+    "guard": ("eksinf.build.hazards", "HAZARDS", ("eksinf.build.hazards",)),
+    "review": ("eksinf.review.risks", "TABLE", ("eksinf.review.risks",)),
+}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_every_rule_a_family_writes_is_in_its_one_table(family: str) -> None:
+    """A rule written but left out of its family's table would never run: each module's rules
+    are all listed, once, and the table holds only that family's rules."""
+    import importlib
+
+    table_module, table_name, modules = FAMILIES[family]
+    table = getattr(importlib.import_module(table_module), table_name)
+    written = {
+        id(value): f"{name}.{attr}"
+        for name in modules
+        for attr, value in vars(importlib.import_module(name)).items()
+        if isinstance(value, checks.Rule) and value.family == family
+    }
+    assert set(written) <= {id(r) for r in table}, sorted(
+        label for key, label in written.items() if key not in {id(r) for r in table}
+    )
+    assert {r.family for r in table} == {family}
+    checks.check_table(table)
