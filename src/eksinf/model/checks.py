@@ -47,6 +47,15 @@ class Finding:
         """What the finding is printed as: its code, else its rule's name."""
         return self.code or self.name
 
+    # lint's words for the same two: a finding's check (its label) and its message
+    @property
+    def check(self) -> str:
+        return self.label
+
+    @property
+    def message(self) -> str:
+        return self.detail
+
     @property
     def blocks(self) -> bool:
         """A failure (or an unread element) of a rule whose failures block."""
