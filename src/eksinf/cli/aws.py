@@ -806,6 +806,11 @@ def teardown_cmd(
         None, "--plane", help="workload or mgmt. Default: both, workload first."
     ),
     yes: bool = YES_OPTION,
+    dry_run: bool = typer.Option(
+        False,
+        "--dry-run",
+        help="Print the plan and the preflight verdicts; change nothing (as without --yes).",
+    ),
     delete_config: bool = typer.Option(
         False, "--delete-config", help="Also delete the torn-down planes' variant spaces."
     ),
@@ -845,18 +850,35 @@ def teardown_cmd(
         ack_namespace(ctx),
     )
     session = aws_session(scope, aws_profile)
-    if not yes:
+    if dry_run or not yes:
         lines = td.plan_lines(plan, scope)
         current = None
         try:
             current = td.leftovers(session, scope).as_json()
         except EksinfError as exc:
             warn(f"current state UNKNOWN: {exc.message}")
+        verdict = None
+        if "mgmt" in plan.planes and plan.kube_path.is_file():
+            try:  # read-only: the controllers' Secret, sts and the IAM simulator
+                mgmt = KubeClient.from_kubeconfig(plan.kube_path, session, context)
+                verdict = td.plan_controllers(plan, session, mgmt)
+            except EksinfError as exc:
+                warn(f"the ACK controllers' permissions UNKNOWN: {exc.message}")
+        refusal = verdict.error() if verdict is not None and not verdict.allowed else None
         if json_out:
-            emit_json({"plan": lines, "current": current, "changed": False})
+            report: dict[str, Any] = {"plan": lines, "current": current, "changed": False}
+            report["controllers"] = verdict.as_json() if verdict else None
+            if refusal is not None:
+                report.update(error=refusal.message, hint=refusal.hint, exit=refusal.exit_code)
+            emit_json(report)
         else:
             for line in lines:
                 typer.echo(line)
+            if verdict is not None:
+                typer.echo(
+                    f"preflight: {verdict.line}"
+                    + (" -> teardown refuses (exit 3)" if refusal else "")
+                )
             if current is not None:
                 typer.echo(f"now billing: {', '.join(current['billing']) or 'nothing'}")
                 typer.echo(
@@ -867,6 +889,8 @@ def teardown_cmd(
                         f"left: not the stack's: {item['kind']} {item['id']} ({item['why']})"
                     )
             typer.echo("This destroys real AWS infrastructure.")
+        if refusal is not None:
+            raise refusal
         nothing_changed()
         return
     kube = (

@@ -169,6 +169,8 @@ def render_cmd(
     """
     started = time.perf_counter()
     stack = state(ctx).stack()
+    if out is None or out.resolve() == stack.configs_dir:
+        stack.refuse_writes("render", "configs/ and aws-objects.lock")
     claim(out or stack.configs_dir, stack.root, allow_configs=True)  # refuse before any work
     result = _render(ctx, mirror, quiet=json_out)
     report = guard.check(result)
@@ -310,6 +312,7 @@ def charts_lock_cmd(ctx: typer.Context, mirror: Path = MIRROR_OPTION) -> None:
     from eksinf.build import manifests
 
     stack = state(ctx).stack()
+    stack.refuse_writes("charts lock", "charts.lock")
     chart_pins, manifest_pins = manifests.lock(
         stack, charts.mirror_dir(mirror), manifests.mirror_dir(mirror)
     )

@@ -85,10 +85,11 @@ def emit_json(data: Any) -> None:
     typer.echo(text)
 
 
-def failed(message: str, hint: str, exit_code: int) -> int:
-    """Under --json, a command that failed before printing its object prints the error as one."""
+def failed(message: str, hint: str, exit_code: int, details: dict[str, Any] | None = None) -> int:
+    """Under --json, a command that failed before printing its object prints the error as one
+    (with the error's details, when it has any, beside its message)."""
     if _run.json_mode and not _run.emitted:
-        emit_json({"error": message, "hint": hint, "exit": exit_code})
+        emit_json({**(details or {}), "error": message, "hint": hint, "exit": exit_code})
     return exit_code
 
 
@@ -180,8 +181,10 @@ def print_table(rows: list[dict[str, str]], columns: tuple[str, ...]) -> None:
     cells = [tuple(c.upper() for c in columns)] + [tuple(r[c] for c in columns) for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
     fitted = fit_widths(widths, [len(c) for c in columns], terminal_width())
+    lines = []
     for row in cells:
         shown = [_cut(c, w) for c, w in zip(row, fitted, strict=True)]
-        typer.echo(
+        lines.append(
             "  ".join([*(c.ljust(w) for c, w in zip(shown[:-1], fitted, strict=False)), shown[-1]])
         )
+    typer.echo("\n".join(lines))  # one write: a long listing is not a call per line

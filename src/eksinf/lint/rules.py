@@ -26,7 +26,7 @@ from .network import (
     check_network,
     check_tag_keys,
 )
-from .scheduling import check_accelerators, check_scheduling
+from .scheduling import check_accelerators, check_hyperpod_instance_types, check_scheduling
 
 CHECKS: tuple[Rule[Context], ...] = (
     check_discovery,
@@ -41,6 +41,7 @@ CHECKS: tuple[Rule[Context], ...] = (
     check_node_class_identity,
     check_scheduling,
     check_accelerators,
+    check_hyperpod_instance_types,
     check_cluster_name,
     check_model_id,
     check_role_names,

@@ -13,7 +13,7 @@ from ..model.names import FAMILY_KEY, GPU_RESOURCE
 from ..model.quantity import gib_text as gib
 from ..model.quantity import to_bytes as quantity
 from ..model.resources import pod_spec, pod_spec_path
-from .core import Context, check, coded
+from .core import Context, check, coded, found
 
 POOL_LABEL = "karpenter.sh/nodepool"
 
@@ -405,3 +405,37 @@ def check_accelerators(ctx: Context) -> Iterator[Finding]:
                 nc.at("spec") if nc else f"EC2NodeClass {nc_name} (missing)",
                 fam_place,
             )
+
+
+# The CRD's pattern for a HyperPod model's single instanceType; the list's items carry none.
+ML_TYPE_PREFIX = "ml."
+
+
+@check("hyperpod-instance-types")
+def check_hyperpod_instance_types(ctx: Context) -> Iterator[Finding]:
+    """A HyperPod model sets `instanceType` or `instanceTypes`, never both (the CRD says they are
+    mutually exclusive), and every listed type is an ml.* type, each once."""
+    for r in of_kind(ctx.resources, "InferenceEndpointConfig"):
+        spec = r.doc.get("spec") or {}
+        if "instanceType" in spec and "instanceTypes" in spec:
+            yield found(
+                "sets both instanceType and instanceTypes, which the operator's CRD says are "
+                "mutually exclusive: keep the list (the first type, then the fallbacks)",
+                r.at("spec.instanceType"),
+                r.at("spec.instanceTypes"),
+            )
+        listed = spec.get("instanceTypes")
+        if not isinstance(listed, list):
+            continue
+        for index, kind in enumerate(listed):
+            if not str(kind).startswith(ML_TYPE_PREFIX):
+                yield found(
+                    f"{kind!r} is not an ml.* type (the CRD's instanceType pattern ^ml\\..*): "
+                    "HyperPod instance groups use ml.* types",
+                    r.at(f"spec.instanceTypes.{index}"),
+                )
+            elif kind in listed[:index]:
+                yield found(
+                    f"{kind!r} is listed twice: the operator tries each type once, in order",
+                    r.at(f"spec.instanceTypes.{index}"),
+                )

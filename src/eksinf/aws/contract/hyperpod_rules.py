@@ -160,7 +160,7 @@ def update_cluster_fix(hp: HyperPodFacts) -> str:
     severity="required",
     kinds=HYPERPOD,
     anchor=HP_ANCHOR,
-    element="a CPU instance group (controllers) and a GPU instance group of `spec.hyperpod.instanceType`; one with no running instance is waiting for capacity (an advisory)",
+    element="a CPU instance group (controllers) and a GPU instance group of `spec.hyperpod.instanceType` or of one of its `fallbackInstanceTypes`; a GPU type with no running instance anywhere is waiting for capacity (an advisory)",
     call="`sagemaker:DescribeCluster` (`InstanceGroups`) + `sagemaker:ListClusterNodes` (`InstanceStatus`)",
     fix="add the instance group through HyperPod (`aws sagemaker update-cluster`): its `--instance-groups` replaces the whole set, so carry every current group over (the fix lists them); eksinf never changes capacity",
     why="capacity comes from instance groups, not Karpenter: without the GPU group the model never schedules, without a CPU group the operator's controllers compete for GPU nodes; a group still waiting for capacity is not a broken cluster",
@@ -170,7 +170,8 @@ def hyperpod_instance_groups(ctx: Context) -> list[Finding]:
     hp = hyperpod_of(ctx)
     if hp.cluster is None:
         return []
-    want = hp.instance_type
+    wanted = (hp.instance_type, *hp.fallback_instance_types)
+    want = " or ".join(wanted)
     element = f"a CPU instance group and a GPU instance group of {want}"
     call = f"sagemaker:DescribeCluster InstanceGroups + sagemaker:ListClusterNodes ClusterName={hp.name}"
     running: dict[str, int] = {}
@@ -187,7 +188,7 @@ def hyperpod_instance_groups(ctx: Context) -> list[Finding]:
             running.get(name, 0) if hp.nodes is not None else int(group.get("CurrentCount") or 0)
         )
         described.append(f"{name} {kind} x{count}")
-        if kind == want:
+        if kind in wanted:
             gpu[name] = count
         elif _is_gpu(kind) is False:
             cpu[name] = count
@@ -199,7 +200,15 @@ def hyperpod_instance_groups(ctx: Context) -> list[Finding]:
             waiting.append(
                 f"{label} {', '.join(sorted(found))} has no running instance: waiting for capacity"
             )
-    detail = "; ".join(problems + waiting + [", ".join(described) or "no groups"])
+    # The type the operator picks: the first listed with a running instance (said when it is a
+    # fallback; falling back is what the list is for, so it passes).
+    groups = hp.cluster.get("InstanceGroups") or []
+    up = {str(g.get("InstanceType")) for g in groups if gpu.get(str(g.get("InstanceGroupName")))}
+    picked = next((kind for kind in wanted if kind in up), None)
+    notes = []
+    if picked is not None and picked != hp.instance_type:
+        notes.append(f"no running {hp.instance_type}: the model falls back to {picked}")
+    detail = "; ".join(problems + waiting + notes + [", ".join(described) or "no groups"])
     if hp.nodes is None and hp.nodes_error:
         detail += f"; counts from DescribeCluster (ListClusterNodes: {hp.nodes_error})"
     if problems:
