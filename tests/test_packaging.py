@@ -151,7 +151,7 @@ def test_the_lazily_imported_iam_table_loads_at_runtime():
         f"        if name.split('.')[0] in {sorted(TEST_TOOLS | {'_pytest', 'pkg_resources'})!r}:\n"
         "            raise ImportError(name)\n"
         "sys.meta_path.insert(0, Block())\n"
-        "from eksinf.review.risks import resource_mismatch\n"
+        "from eksinf.review.policies import resource_mismatch\n"
         "found, why = resource_mismatch(['ec2:DeleteVolume'], ['arn:aws:s3:::bucket/*'])\n"
         "print(why or 'checked', sorted(found))\n"
     )

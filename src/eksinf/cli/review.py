@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from ..errors import FAILURE, USAGE, EksinfError
 from .common import MIRROR_OPTION, emit_json, progress, state
+
+if TYPE_CHECKING:
+    from ..review.assemble import Review
 
 FORMATS = ("text", "markdown", "json")
 PRICE_SOURCES = ("auto", "live", "snapshot")
@@ -88,9 +92,49 @@ def diff_cmd(
     credentials are configured, else the shipped snapshot). Exit 0 (also for "no changes"),
     1 when a --fail-on class appears.
     """
-    from ..review import report
-
     fmt = "json" if json_out else fmt
+    _check_options(fmt, prices)
+    if list_classes:
+        _list_classes(fmt)
+        return
+    gate = _fail_on(fail_on)
+    rev = _review_or_json_error(ctx, base, mirror, fmt, region, prices, aws_profile)
+    _print(rev, fmt, details_url, color)
+    _check_gate(gate, rev)
+
+
+def _review_or_json_error(
+    ctx: typer.Context,
+    base: str | None,
+    mirror: Path | None,
+    fmt: str,
+    region: str | None,
+    prices: str,
+    aws_profile: str | None,
+) -> Review:
+    """The review; when it fails and JSON was asked for, the error as JSON on stdout too."""
+    try:
+        return _review(ctx, base, mirror, fmt == "json", region, prices, aws_profile)
+    except EksinfError as exc:
+        if fmt == "json":
+            emit_json(
+                {"changed": None, "error": exc.message, "hint": exc.hint, "exit": exc.exit_code}
+            )
+        raise
+
+
+def _check_gate(gate: list[str], rev: Review) -> None:
+    """--fail-on: exit 1 when one of its classes appears."""
+    hit = [c for c in gate if c in rev.risk_counts()]
+    if hit:
+        raise EksinfError(
+            f"risk class(es) present: {', '.join(hit)} (--fail-on)",
+            hint="A reviewer who owns these risks approves the change.",
+            exit_code=FAILURE,
+        )
+
+
+def _check_options(fmt: str, prices: str) -> None:
     if fmt not in FORMATS:
         raise EksinfError(
             f"--format {fmt!r}: unknown format", hint="Use text, markdown or json.", exit_code=USAGE
@@ -101,39 +145,29 @@ def diff_cmd(
             hint="Use auto, live or snapshot.",
             exit_code=USAGE,
         )
-    if list_classes:
-        from ..review.risks import CLASSES
 
-        if fmt == "json":
-            emit_json(
-                {
-                    "classes": [
-                        {"id": c.id, "title": c.title, "marker": c.marker, "severity": i}
-                        for i, c in enumerate(CLASSES.values())
-                    ]
-                }
-            )
-        else:
-            for c in CLASSES.values():
-                typer.echo(f"{c.marker} {c.id:<22} {c.title}")
-        return
-    gate = _fail_on(fail_on)
-    try:
-        rev = _review(
-            ctx,
-            base,
-            mirror,
-            quiet=fmt == "json",
-            region=region,
-            prices=prices,
-            aws_profile=aws_profile,
+
+def _list_classes(fmt: str) -> None:
+    """--list-classes: the risk classes, most severe first."""
+    from ..review.risks import CLASSES
+
+    if fmt == "json":
+        emit_json(
+            {
+                "classes": [
+                    {"id": c.name, "title": c.title, "marker": c.marker, "severity": i}
+                    for i, c in enumerate(CLASSES.values())
+                ]
+            }
         )
-    except EksinfError as exc:
-        if fmt == "json":
-            emit_json(
-                {"changed": None, "error": exc.message, "hint": exc.hint, "exit": exc.exit_code}
-            )
-        raise
+    else:
+        for c in CLASSES.values():
+            typer.echo(f"{c.marker} {c.name:<22} {c.title}")
+
+
+def _print(rev: Review, fmt: str, details_url: str | None, color: bool | None) -> None:
+    from ..review import report
+
     if fmt == "json":
         emit_json(report.to_json(rev))
     elif fmt == "markdown":
@@ -142,13 +176,6 @@ def diff_cmd(
         paint = _colour(color)
         # click strips ANSI codes off a non-terminal unless told: --color means colour anyway
         typer.echo(report.to_text(rev, color=paint), nl=False, color=paint)
-    hit = [c for c in gate if c in rev.risk_counts()]
-    if hit:
-        raise EksinfError(
-            f"risk class(es) present: {', '.join(hit)} (--fail-on)",
-            hint="A reviewer who owns these risks approves the change.",
-            exit_code=FAILURE,
-        )
 
 
 def _colour(flag: bool | None) -> bool:
