@@ -47,10 +47,7 @@ class ReleaseGate:
             for d in docs
             if isinstance(d, dict) and d.get("kind")
         } - set(crds)
-        if any(
-            core.builtin_validator(builtin, *key) is None and core.pinned_validator(*key) is None
-            for key in unserved
-        ):
+        if any(not core.has_builtin(builtin, *key) and key not in core.PINNED for key in unserved):
             crds = {**crds_of(cluster_crd_units(self.stack)), **crds}
         identity = tuple(sorted((key, id(crd)) for key, crd in crds.items()))
         admission = self._admissions.get(identity)

@@ -1,0 +1,166 @@
+"""Cached admission verdicts: a document checked before is not checked again, anything new or
+changed is checked by every rule, and the cache changes no verdict (validate.admission)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from conftest import MIRROR
+from test_validate import NODEPOOLS, edit, invalid, run
+
+from eksinf.build.validate import admission
+from eksinf.build.validate.admission import Admission, Finding, _Verdict
+from eksinf.core import cache
+from eksinf.errors import CONTRACT
+
+
+@pytest.fixture
+def verdicts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty cache of this test's own; the folder its verdicts go to."""
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.delenv(cache.NO_CACHE_ENV, raising=False)
+    # an empty cache: the CRDs the cluster provides come from the offline mirror again
+    monkeypatch.setenv("EKSINF_MANIFEST_MIRROR", str(MIRROR.parent / "manifests"))
+    return tmp_path / "cache" / "derived" / admission.VERDICTS
+
+
+@pytest.fixture
+def checked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The resources each run checked by its rules (not served from the cache)."""
+    seen: list[str] = []
+    real = Admission._check_doc
+
+    def spy(self, report, unit, doc, *args):
+        seen.append(admission._resource(doc))
+        return real(self, report, unit, doc, *args)
+
+    monkeypatch.setattr(Admission, "_check_doc", spy)
+    return seen
+
+
+def entries(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if not p.name.startswith("."))
+
+
+def broken_limit(doc: dict) -> None:
+    doc["spec"]["limits"]["cpu"] = "lots"
+
+
+def test_a_warm_run_checks_nothing_and_a_changed_document_is_checked_again(
+    stack_dir, eksinf, verdicts, checked
+):
+    code, first = run(eksinf, stack_dir)
+    assert code == 0 and first["invalid"] == 0
+    assert len(checked) > 100 and len(entries(verdicts)) > 100
+    checked.clear()
+    code, again = run(eksinf, stack_dir)
+    assert (code, again) == (0, first)
+    assert checked == []  # every verdict came from the cache
+
+    # a schema violation in one NodePool: its new bytes have no verdict, so it is checked, and
+    # the clean verdict of its old bytes is not reused
+    edit(stack_dir, NODEPOOLS, "general", broken_limit)
+    code, broken = run(eksinf, stack_dir)
+    assert code == CONTRACT
+    assert {(f["resource"], f["path"]) for f in invalid(broken)} == {
+        ("karpenter.sh/v1 NodePool general", "spec.limits.cpu")
+    }
+    # that document raw and resolved (the profile writes into it); the rest from the cache
+    assert set(checked) == {"karpenter.sh/v1 NodePool general"}
+    checked.clear()
+    code, cached = run(eksinf, stack_dir)
+    assert (code, cached) == (CONTRACT, broken)
+    assert checked == []
+
+
+def test_a_forged_verdict_is_ignored_and_the_document_checked(
+    stack_dir, eksinf, verdicts, checked, monkeypatch
+):
+    edit(stack_dir, NODEPOOLS, "general", broken_limit)
+    code, first = run(eksinf, stack_dir)
+    assert code == CONTRACT and invalid(first)
+    # every entry now says "admitted, nothing found", its HMAC left as it was
+    clean = json.dumps(
+        {"findings": [], "schema": "crd", "rules": 0, "transitions": 0, "counted": []}
+    ).encode()
+    for entry in entries(verdicts):
+        entry.write_bytes(entry.read_bytes()[: cache.MAC_BYTES] + clean)
+    checked.clear()
+    monkeypatch.setattr(cache, "_warned", set())  # as in a new process: warned once
+    result = eksinf("validate", "--json", cwd=stack_dir)
+    assert (result.code, json.loads(result.out)) == (CONTRACT, first)
+    assert len(checked) > 100  # nothing forged was taken
+    assert "fails its HMAC check; derived data is recomputed" in result.err
+
+
+def test_no_cache_gives_the_same_verdicts_and_output(
+    stack_dir, eksinf, verdicts, monkeypatch, checked
+):
+    edit(stack_dir, NODEPOOLS, "general", broken_limit)
+
+    def both() -> tuple[tuple[int, dict], tuple[int, str, str]]:
+        text = eksinf("validate", cwd=stack_dir)
+        timing = re.compile(r" in \d+\.\d+s$", re.M)  # the one part that differs run to run
+        return run(eksinf, stack_dir), (text.code, text.out, timing.sub("", text.err))
+
+    cold = both()  # an empty cache: checked and stored
+    warm = both()  # served from the cache
+    monkeypatch.setenv(cache.NO_CACHE_ENV, "1")
+    checked.clear()
+    off = both()
+    assert len(checked) > 100  # with the cache off every document is checked
+    assert cold == warm == off
+    assert cold[0][0] == CONTRACT and "spec.limits.cpu" in cold[1][1]
+    assert "celRulesDistinct" in cold[0][1] and cold[0][1]["celRulesDistinct"] > 0
+
+
+def test_a_release_gate_admits_the_same_with_and_without_its_cache(
+    stack_dir, verdicts, monkeypatch, checked
+):
+    """The releases sandbox up and deploy publish go through the same cached verdicts."""
+    from eksinf.build.validate.release import ReleaseGate
+    from eksinf.model import configs
+    from eksinf.model.stack import load_stack
+
+    edit(stack_dir, NODEPOOLS, "general", broken_limit)
+    units = configs.read_units(stack_dir / "configs", ["karpenter"])
+    release = {"nodepools": units["karpenter/nodepools"]}
+
+    def findings() -> list[Finding]:
+        return ReleaseGate(load_stack(stack_dir)).check("karpenter-x", release).findings
+
+    fresh = findings()
+    assert [f.path for f in fresh if f.status == "invalid"] == ["spec.limits.cpu"]
+    checked.clear()
+    assert findings() == fresh and checked == []
+    monkeypatch.setenv(cache.NO_CACHE_ENV, "1")
+    assert findings() == fresh and checked
+
+
+def test_a_verdict_json_cannot_hold_exactly_is_not_stored() -> None:
+    exact = _Verdict(
+        [Finding("invalid", "", "v1 X a", "spec.a", "type", 1.0)], "builtin", 0, 0, frozenset()
+    )
+    assert _Verdict.from_json(exact.to_json() or b"") == exact
+    # an integer key would come back a string key: recomputed every run instead
+    inexact = _Verdict(
+        [Finding("invalid", "", "v1 X a", "spec", "type", {1: "a"})], "", 0, 0, frozenset()
+    )
+    assert inexact.to_json() is None
+    for damaged in (b"", b"[]", b'{"findings": [[1, 2]]}', b'{"findings": [], "schema": 3}'):
+        assert _Verdict.from_json(damaged) is None
+
+
+def test_document_digests_name_types_exactly() -> None:
+    same = {"a": 1, "b": [True, None, "x"]}
+    assert admission._digest(same) == admission._digest(json.loads(json.dumps(same)))
+    for other in (
+        {"a": 1.0, "b": [True, None, "x"]},
+        {"a": True, "b": [True, None, "x"]},
+        {"a": "1", "b": [True, None, "x"]},
+        {"b": [True, None, "x"], "a": 1},
+    ):
+        assert admission._digest(other) != admission._digest(same)
