@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import marshal
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -225,13 +224,10 @@ class _Verdict:
 
 
 def _digest(value: Any) -> bytes:
-    """sha256 of a parsed document or schema, by types, key order and values exactly (1, 1.0,
-    True and "1" differ): its marshal bytes (format 2, which writes every value out, never a
-    reference to an earlier one), or for anything marshal cannot write (a date) its `repr`."""
-    try:
-        return cache.key(b"marshal 2", marshal.dumps(value, 2)).encode()
-    except ValueError:
-        return cache.key(b"repr", repr(value).encode("utf-8", "backslashreplace")).encode()
+    """sha256 of a parsed document or schema's `repr`, which names every type, key order and
+    escape exactly (1, 1.0, True and "1" differ; so do a date and its text). Plain data only
+    (what a YAML parse gives), so no `repr` holds an object's address."""
+    return cache.key(repr(value).encode("utf-8", "backslashreplace")).encode()
 
 
 class Admission:
