@@ -58,7 +58,7 @@ for archive, values, options in json.load(open(sys.argv[1])):
 
 YAML_FLOOR = """
 import pathlib, sys
-from eksinf import cache, yamlio
+from eksinf.core import cache, yamlio
 cache.disable()
 for path in sorted(pathlib.Path(sys.argv[1]).rglob("*.yaml")):
     yamlio.dump_docs(yamlio.load_docs(path.read_text()))

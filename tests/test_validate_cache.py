@@ -156,11 +156,50 @@ def test_a_verdict_json_cannot_hold_exactly_is_not_stored() -> None:
 
 def test_document_digests_name_types_exactly() -> None:
     same = {"a": 1, "b": [True, None, "x"]}
-    assert admission._digest(same) == admission._digest(json.loads(json.dumps(same)))
+    assert admission.digest(same) == admission.digest(json.loads(json.dumps(same)))
     for other in (
         {"a": 1.0, "b": [True, None, "x"]},
         {"a": True, "b": [True, None, "x"]},
         {"a": "1", "b": [True, None, "x"]},
         {"b": [True, None, "x"], "a": 1},
     ):
-        assert admission._digest(other) != admission._digest(same)
+        assert admission.digest(other) != admission.digest(same)
+
+
+def test_an_unchanged_release_is_admitted_from_its_index_and_verdicts_alone(
+    stack_dir, verdicts, monkeypatch, checked
+):
+    """`sandbox up` and `deploy` admit a release by its unit texts: when every document's
+    verdict is cached the report is the one `check` gave, with no YAML parsed; a changed text
+    (or the cache off) goes the whole way."""
+    from eksinf.build.validate.release import ReleaseGate
+    from eksinf.core import yamlio
+    from eksinf.model import configs
+    from eksinf.model.stack import load_stack
+
+    edit(stack_dir, NODEPOOLS, "general", broken_limit)
+    karpenter = stack_dir / "configs" / "karpenter"
+    texts = {s: (karpenter / f"{s}.yaml").read_text() for s in ("nodepools", "karpenter-crds")}
+    units = {slug: yamlio.load_docs(text) for slug, text in texts.items()}
+    gate = ReleaseGate(load_stack(stack_dir))
+    assert gate.check_texts("karpenter-x", texts) is None  # nothing cached yet
+    slow = gate.check("karpenter-x", units)
+    gate.remember(texts, units)
+    assert [f.path for f in slow.findings if f.status == "invalid"] == ["spec.limits.cpu"]
+    assert checked  # checked by its rules
+
+    parsed: list[str] = []
+    real_parse = configs.parse_unit
+    monkeypatch.setattr(configs, "parse_unit", lambda *a: parsed.append(a[1]) or real_parse(*a))
+    monkeypatch.setattr(yamlio, "load_docs", lambda *a, **k: parsed.append("release"))
+    checked.clear()
+    fast = ReleaseGate(load_stack(stack_dir)).check_texts("karpenter-x", texts)
+    assert fast is not None and fast.as_dict() == slow.as_dict()
+    assert fast.findings == slow.findings
+    assert (checked, parsed) == ([], [])
+
+    # one byte more in a unit: no index, no verdicts for it: the whole way again
+    changed = {**texts, "nodepools": texts["nodepools"] + "\n"}
+    assert ReleaseGate(load_stack(stack_dir)).check_texts("karpenter-x", changed) is None
+    monkeypatch.setenv(cache.NO_CACHE_ENV, "1")
+    assert ReleaseGate(load_stack(stack_dir)).check_texts("karpenter-x", texts) is None

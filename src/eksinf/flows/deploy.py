@@ -397,11 +397,16 @@ def admit(hub: Hub, stack: Stack, space: str, gate: ReleaseGate | None = None) -
     members = hub.list_units(space)
     if any(u.placeholders for u in members):
         return
-    units = {
-        u.slug: [d for d in load_docs(hub.unit_data(space, u.slug)) if isinstance(d, dict)]
-        for u in members
-    }
-    report = gate.check(space, units)
+    texts = {u.slug: hub.unit_data(space, u.slug) for u in members}
+    # every verdict cached (a release that did not change): no YAML parsed, nothing checked
+    report = gate.check_texts(space, texts)
+    if report is None:
+        units = {
+            slug: [d for d in load_docs(text) if isinstance(d, dict)]
+            for slug, text in texts.items()
+        }
+        report = gate.check(space, units)
+        gate.remember(texts, units)
     if not report.ok:
         bad = [f for f in report.findings if f.status == "invalid"]
         raise EksinfError(

@@ -223,11 +223,40 @@ class _Verdict:
         return verdict if ok and all(isinstance(r, str) for r in verdict.counted) else None
 
 
-def _digest(value: Any) -> bytes:
+def digest(value: Any) -> bytes:
     """sha256 of a parsed document or schema's `repr`, which names every type, key order and
     escape exactly (1, 1.0, True and "1" differ; so do a date and its text). Plain data only
     (what a YAML parse gives), so no `repr` holds an object's address."""
     return cache.key(repr(value).encode("utf-8", "backslashreplace")).encode()
+
+
+# What a kind's verdicts depend on besides the document and eksinf's code: the CRD's schema (and
+# the CEL libraries), else the built-in or pinned schema (validate.core.identity).
+
+
+def crd_schema_key(schema_digest: bytes) -> bytes:
+    return b"crd\0" + schema_digest + b"\0" + "\0".join(core.libraries()).encode()
+
+
+def schemas_key(builtin_dir: str, api: str, kind: str) -> bytes:
+    return b"schemas\0" + core.identity(builtin_dir, api, kind).encode()
+
+
+def verdict_key(schema: bytes, doc_digest: bytes, bound: frozenset[str], raw: bool) -> str:
+    """The cache key of one document's verdict: the entry's layout, eksinf's version and code,
+    Python, the schema's key, the document, how it is checked (raw: its placeholders may stand
+    at `bound`, the paths links write; resolved: none may remain)."""
+    from eksinf import __version__
+
+    return cache.key(
+        _VERDICT_FORMAT,
+        f"eksinf {__version__}, Python {sys.version}".encode(),
+        cache.code_digest().encode(),
+        schema,
+        doc_digest,
+        b"raw" if raw else b"resolved",
+        "\0".join(sorted(bound)).encode(),
+    )
 
 
 class Admission:
@@ -265,32 +294,19 @@ class Admission:
         return evaluate
 
     def _schema_key(self, api: str, kind: str) -> bytes:
-        """What the kind's verdicts depend on besides the document and eksinf's code: the CRD's
-        schema (and the CEL libraries), else the built-in or pinned schema."""
         found = self._schema_keys.get((api, kind))
         if found is None:
             crd = self.crds.get((api, kind))
             if crd is not None:
-                libraries = "\0".join(core.libraries()).encode()
-                found = b"crd\0" + _digest(crd.schema) + b"\0" + libraries
+                found = crd_schema_key(digest(crd.schema))
             else:
-                found = b"schemas\0" + core.identity(self.builtin_dir, api, kind).encode()
+                found = schemas_key(self.builtin_dir, api, kind)
             self._schema_keys[(api, kind)] = found
         return found
 
     def _verdict_key(self, doc: dict, bound: frozenset[str], raw: bool) -> str:
-        from eksinf import __version__
-
         schema = self._schema_key(str(doc.get("apiVersion")), str(doc.get("kind")))
-        return cache.key(
-            _VERDICT_FORMAT,
-            f"eksinf {__version__}, Python {sys.version}".encode(),
-            cache.code_digest().encode(),
-            schema,
-            _digest(doc),
-            b"raw" if raw else b"resolved",
-            "\0".join(sorted(bound)).encode(),
-        )
+        return verdict_key(schema, digest(doc), bound, raw)
 
     def check_units(
         self,
