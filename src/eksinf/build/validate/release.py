@@ -70,8 +70,10 @@ def _index(docs: list) -> bytes | None:
 
 
 def _read_index(data: bytes | None) -> dict[str, list[list[str]]] | None:
+    if data is None:
+        return None
     try:
-        plain = json.loads(data) if data is not None else None
+        plain = json.loads(data)
         rows = [row for part in ("docs", "crds") for row in plain[part]]
     except (ValueError, TypeError, KeyError, RecursionError):
         return None
