@@ -203,3 +203,25 @@ def test_an_unchanged_release_is_admitted_from_its_index_and_verdicts_alone(
     assert ReleaseGate(load_stack(stack_dir)).check_texts("karpenter-x", changed) is None
     monkeypatch.setenv(cache.NO_CACHE_ENV, "1")
     assert ReleaseGate(load_stack(stack_dir)).check_texts("karpenter-x", texts) is None
+
+
+def test_a_warm_validate_loads_no_checking_library(stack_dir, eksinf, verdicts):
+    """With every verdict cached, jsonschema and the CEL engine are not even imported."""
+    import os
+    import subprocess
+    import sys
+
+    assert run(eksinf, stack_dir)[0] == 0  # fills this test's cache
+    probe = (
+        "import sys\nfrom eksinf.cli import run\ncode = run(['validate'])\n"
+        "print(code, sorted({'jsonschema', 'celpy', 'lark'} & set(sys.modules)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=stack_dir,
+        env={**os.environ},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.stdout.split("\n")[0] == "0 []", done.stderr[-800:]
