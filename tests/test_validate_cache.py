@@ -12,7 +12,7 @@ from conftest import MIRROR
 from test_validate import NODEPOOLS, edit, invalid, run
 
 from eksinf.build.validate import admission
-from eksinf.build.validate.admission import Admission, Finding, _Verdict
+from eksinf.build.validate.admission import Admission, Finding, Verdict
 from eksinf.core import cache
 from eksinf.errors import CONTRACT
 
@@ -141,17 +141,17 @@ def test_a_release_gate_admits_the_same_with_and_without_its_cache(
 
 
 def test_a_verdict_json_cannot_hold_exactly_is_not_stored() -> None:
-    exact = _Verdict(
+    exact = Verdict(
         [Finding("invalid", "", "v1 X a", "spec.a", "type", 1.0)], "builtin", 0, 0, frozenset()
     )
-    assert _Verdict.from_json(exact.to_json() or b"") == exact
+    assert Verdict.from_json(exact.to_json() or b"") == exact
     # an integer key would come back a string key: recomputed every run instead
-    inexact = _Verdict(
+    inexact = Verdict(
         [Finding("invalid", "", "v1 X a", "spec", "type", {1: "a"})], "", 0, 0, frozenset()
     )
     assert inexact.to_json() is None
     for damaged in (b"", b"[]", b'{"findings": [[1, 2]]}', b'{"findings": [], "schema": 3}'):
-        assert _Verdict.from_json(damaged) is None
+        assert Verdict.from_json(damaged) is None
 
 
 def test_document_digests_name_types_exactly() -> None:

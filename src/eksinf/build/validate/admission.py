@@ -170,7 +170,7 @@ _VERDICT_FORMAT = (
 
 
 @dataclass(frozen=True)
-class _Verdict:
+class Verdict:
     """One document's check, whoever the unit holding it: findings carry no unit."""
 
     findings: list[Finding]  # with unit ""
@@ -200,7 +200,7 @@ class _Verdict:
         return text.encode()
 
     @staticmethod
-    def from_json(data: bytes) -> _Verdict | None:
+    def from_json(data: bytes) -> Verdict | None:
         """The verdict an entry holds, or None if it is not one (then it is recomputed)."""
         try:
             plain = json.loads(data)
@@ -208,7 +208,7 @@ class _Verdict:
                 Finding(status, "", resource, path, rule, value, message)
                 for status, resource, path, rule, value, message in plain["findings"]
             ]
-            verdict = _Verdict(
+            verdict = Verdict(
                 findings,
                 plain["schema"],
                 plain["rules"],
@@ -371,7 +371,7 @@ class Admission:
         report.transition_rules += verdict.transitions
         self._counted |= verdict.counted
 
-    def _verdict(self, doc: dict, bound: frozenset[str], raw: bool) -> _Verdict:
+    def _verdict(self, doc: dict, bound: frozenset[str], raw: bool) -> Verdict:
         entry = None
         if cache.enabled():
             entry = self._keys.get((id(doc), bound, raw))
@@ -380,12 +380,12 @@ class Admission:
             else:
                 entry = self._verdict_key(doc, bound, raw)
                 data = self._fresh.get(entry) or cache.get(VERDICTS, entry)
-            found = _Verdict.from_json(data) if data is not None else None
+            found = Verdict.from_json(data) if data is not None else None
             if found is not None:
                 return found
         part, counted = Report(), set[str]()
         self._check_doc(part, "", doc, bound, raw, set(placeholder.scan(doc)), counted)
-        verdict = _Verdict(
+        verdict = Verdict(
             part.findings,
             next(iter(part.by_schema), ""),
             part.rules_evaluated,

@@ -21,7 +21,7 @@ from eksinf.build.validate.admission import (
     Admission,
     Crd,
     Report,
-    _Verdict,
+    Verdict,
     crd_schema_key,
     crds_of,
     digest,
@@ -53,8 +53,8 @@ def _index_key(text: str) -> str:
     )
 
 
-def _index(docs: list) -> bytes | None:
-    """`docs` (one unit's, as parsed) indexed; None when a digest cannot be kept in JSON."""
+def _index(docs: list) -> bytes:
+    """The index of one unit's documents, as parsed."""
     plain = {
         "docs": [
             [str(d.get("apiVersion")), str(d.get("kind")), digest(d).decode()]
@@ -109,7 +109,7 @@ class ReleaseGate:
                     if index is None:
                         data = _index(list(configs.parse_unit(component, name, text).docs))
                         index = _read_index(data)
-                        if data is None or index is None:
+                        if index is None:  # a bug, not a state: admit the long way
                             return None
                         cache.put(INDEX, key, data)
                     found.update({(api, kind): d for api, kind, d in index["crds"]})
@@ -120,8 +120,9 @@ class ReleaseGate:
         """Index the texts of a release whose documents `check` is given, so that the next
         admission of the same texts can take every verdict from the cache (`check_texts`)."""
         if cache.enabled():
-            entries = {_index_key(texts[slug]): _index(docs) for slug, docs in units.items()}
-            cache.put_many(INDEX, {k: v for k, v in entries.items() if v is not None})
+            cache.put_many(
+                INDEX, {_index_key(texts[slug]): _index(docs) for slug, docs in units.items()}
+            )
 
     def check_texts(self, space: str, texts: dict[str, str]) -> Report | None:
         """The report `check` gives for the release whose units have these texts, when every
@@ -155,7 +156,7 @@ class ReleaseGate:
         found = cache.get_many(VERDICTS, list(dict.fromkeys(k for _, k in wanted)))
         report = Report(units=len(texts), resources=len(wanted))
         for slug, key in wanted:
-            verdict = _Verdict.from_json(found[key]) if key in found else None
+            verdict = Verdict.from_json(found[key]) if key in found else None
             if verdict is None:
                 return None
             unit = f"release {space}/{slug}.yaml"
