@@ -19,7 +19,7 @@ from eksinf.core.faults import checkpoint
 from eksinf.core.outdir import MARKER
 from eksinf.core.yamlio import dump_docs, load_docs, load_input_docs
 from eksinf.model.stack import Stack
-from eksinf.publish import bundle, oci
+from eksinf.publish import bundle
 
 from ..errors import CONTRACT, USAGE, EksinfError, shell_command
 from ..hub.protocol import (
@@ -94,6 +94,8 @@ def read_source(ref: str) -> UploadSource:
     if path.is_file() or path.is_symlink():
         blob = inside.read_bytes(path, path.parent)  # a linked bundle is refused
         return UploadSource(ref, unpacked_files(blob), oci_digest(blob))
+    from eksinf.publish import oci  # requests loads only to pull
+
     pulled = oci.pull(ref.removeprefix("oci://"))
     return UploadSource(ref, unpacked_files(pulled.blob), pulled.manifest_digest)
 
