@@ -225,3 +225,30 @@ def test_a_warm_validate_loads_no_checking_library(stack_dir, eksinf, verdicts):
         check=False,
     )
     assert done.stdout.split("\n")[0] == "0 []", done.stderr[-800:]
+
+
+def test_sandbox_sources_unpacked_once_per_bundle(stack_dir, verdicts, monkeypatch):
+    """sandbox up reads each component's bundle back through the safe unpack; a bundle made of
+    the same files and unpacked to them before is taken as its files, in the unpack's order."""
+    from eksinf.flows import sandbox
+    from eksinf.model.stack import load_stack
+
+    stack = load_stack(stack_dir)
+    first = sandbox.bundled_sources(stack)
+    unpacks: list[bytes] = []
+    real = sandbox.unpacked_files
+    monkeypatch.setattr(sandbox, "unpacked_files", lambda blob: unpacks.append(blob) or real(blob))
+    again = sandbox.bundled_sources(stack)
+    assert unpacks == []
+    assert {k: (list(v.files.items()), v.digest) for k, v in again.items()} == {
+        k: (list(v.files.items()), v.digest) for k, v in first.items()
+    }
+    # another byte in one unit: that bundle alone is unpacked again
+    nodepools = stack_dir / NODEPOOLS
+    nodepools.write_text(nodepools.read_text() + "\n")
+    changed = sandbox.bundled_sources(stack)
+    assert len(unpacks) == 1
+    assert changed["karpenter"].files["nodepools.yaml"] == nodepools.read_bytes()
+    monkeypatch.setenv(cache.NO_CACHE_ENV, "1")
+    sandbox.bundled_sources(stack)
+    assert len(unpacks) == 1 + len(first)
