@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, TOOL_MIRROR
 
 from eksinf.links import load_bindings, resolve_units
 from eksinf.model.awsobjects import read_lock
@@ -188,13 +188,30 @@ def original_all() -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def switched(kube_plane, original_all):
+def own_plane():
+    """A control plane of this module's own: the original's objects have fixed names (the vllm
+    Service among them) that other tests create too, and a bare kube-apiserver has no namespace
+    controller to clear them after, so they are kept off the session's shared server."""
+    from eksinf.errors import EksinfError
+    from eksinf.kube import localplane
+
+    try:
+        with localplane.running(TOOL_MIRROR) as plane:
+            yield plane
+    except EksinfError as exc:
+        if os.environ.get("EKSINF_REQUIRE_KUBE") == "1":
+            pytest.fail(f"the local control plane did not start: {exc} ({exc.hint})")
+        pytest.skip(f"no local control plane: {exc}")
+
+
+@pytest.fixture(scope="module")
+def switched(own_plane, original_all):
     """A server holding the original's objects, each tracked by its Application, switched to
     eksinf's releases component by component. Returns (client, {component: pruned})."""
     from eksinf.kube.apply import apply_all
     from eksinf.kube.client import KubeClient, parse_kubeconfig
 
-    kube = KubeClient.from_auth(parse_kubeconfig(kube_plane.kubeconfig(), Path("."), "plane"))
+    kube = KubeClient.from_auth(parse_kubeconfig(own_plane.kubeconfig(), Path("."), "plane"))
     new = release(REPO)
     before = original_objects(original_all, new)
     # The kinds exist, as on the original's cluster: the CRDs of the original's components (the
