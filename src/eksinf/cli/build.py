@@ -9,10 +9,19 @@ from typing import Any
 import typer
 
 from eksinf import __version__
-from eksinf.build import charts, guard, verify
-from eksinf.build.render import RenderResult, render_stack, write_configs
-from eksinf.core.gitinfo import commit_of
-from eksinf.core.outdir import claim
+from eksinf.flows.build import (
+    RenderResult,
+    charts,
+    claim,
+    commit_of,
+    default_engine,
+    disable_cache,
+    guard,
+    lock_pins,
+    render_stack,
+    verify,
+    write_configs,
+)
 
 from ..errors import CONTRACT, FAILURE, EksinfError
 from .common import (
@@ -40,8 +49,6 @@ def register(app: typer.Typer) -> None:
 
 def version_cmd(json_out: bool = JSON_OPTION) -> None:
     """Print the version, git commit and Helm engine."""
-    from eksinf.build.helm import default_engine
-
     engine = default_engine()
     info = {
         "version": __version__,
@@ -255,9 +262,7 @@ def verify_cmd(
     """
     started = time.perf_counter()
     if full:
-        from eksinf.core import cache
-
-        cache.disable()
+        disable_cache()
     result = _render(ctx, mirror, quiet=True, components=component)
     report = guard.check(result)
     drift = verify.compare(result)
@@ -307,12 +312,8 @@ def charts_lock_cmd(ctx: typer.Context, mirror: Path = MIRROR_OPTION) -> None:
     Fetches each chart and manifest (mirror first, then its source) and rewrites charts.lock;
     review the diff before committing it.
     """
-    from eksinf.build import manifests
-
     stack = state(ctx).stack()
-    chart_pins, manifest_pins = manifests.lock(
-        stack, charts.mirror_dir(mirror), manifests.mirror_dir(mirror)
-    )
+    chart_pins, manifest_pins = lock_pins(stack, mirror)
     for entry in chart_pins:
         typer.echo(f"{entry.chart} {entry.version}  sha256:{entry.sha256}  ({entry.pinned_from})")
     for pinned in manifest_pins:

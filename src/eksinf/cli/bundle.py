@@ -42,7 +42,7 @@ def bundle_cmd(
 
     The flattening guard runs on configs/ first; nothing is written if it finds a hazard.
     """
-    from eksinf.publish.bundle import build_bundles
+    from eksinf.flows.bundle import build_bundles
 
     bundles = build_bundles(state(ctx).stack(), components or None, out)
     if json_out:
@@ -94,8 +94,7 @@ def push_cmd(
     Identical content keeps its manifest digest and is reported as unchanged. A version tag that
     already holds different content is refused.
     """
-    from eksinf.publish import oci
-    from eksinf.publish.bundle import Published, build_bundles, publish
+    from eksinf.flows.bundle import Published, build_bundles, oci, publish
 
     stack = state(ctx).stack()
     base = registry or f"{oci.LAYOUT_PREFIX}{stack.root / DEFAULT_LAYOUT}"
@@ -132,8 +131,7 @@ def pull_cmd(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Pull a bundle, verify its digests and unpack it safely (regular files only)."""
-    from eksinf.publish import oci
-    from eksinf.publish.bundle import ANNOTATION_PREFIX, BASE, KIND_ANNOTATION, safe_unpack
+    from eksinf.flows.bundle import ANNOTATION_PREFIX, BASE, KIND_ANNOTATION, oci, safe_unpack
 
     pulled = oci.pull(ref, expect_digest=digest)
     files = safe_unpack(pulled.blob, out, stack_root=state(ctx).stack_root())
@@ -172,7 +170,7 @@ def tags_cmd(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """List the tags of a bundle repository."""
-    from eksinf.publish import oci
+    from eksinf.flows.bundle import oci
 
     tags = oci.list_tags(ref)
     if json_out:

@@ -10,10 +10,9 @@ from typing import Any
 
 import typer
 
-from eksinf.core import stacklock
-from eksinf.model.stack import Stack, load_stack
-
 from ..errors import FAILURE, EksinfError
+from ..flows.context import AwsChoice, Output, StackContext, open_stack, reset_run
+from ..model.stack import Stack
 
 # stdout carries data; stderr carries progress, warnings and errors, as plain lines (no rich
 # console: its import costs more than a whole cached render).
@@ -22,6 +21,7 @@ from ..errors import FAILURE, EksinfError
 @dataclass
 class State:
     stack_dir: str | None = None
+    context: StackContext | None = None  # built once per command (`context`)
 
     def stack_root(self) -> Path | None:
         """The stack folder when there is one (for commands that work without a stack), so
@@ -30,13 +30,39 @@ class State:
         return root if (root / "components.yaml").is_file() else None
 
     def stack(self) -> Stack:
-        stack = load_stack(Path(self.stack_dir) if self.stack_dir else None)
-        stacklock.acquire(stack.root, progress)  # one run per stack: held until the run ends
-        return stack
+        # one run per stack: the lock is held until the run ends
+        return open_stack(Path(self.stack_dir) if self.stack_dir else None, progress)
 
 
 def state(ctx: typer.Context) -> State:
     return ctx.find_root().obj or State()
+
+
+def stack_context(
+    ctx: typer.Context,
+    *,
+    hub: str | None = None,
+    json_out: bool = False,
+    region: str | None = None,
+    aws_profile: str | None = None,
+) -> StackContext:
+    """The command's one StackContext, from the global options and its own (built on first
+    call; a later call in the same command gets the same one)."""
+    run = state(ctx)
+    if run.context is None:
+        run.context = StackContext(
+            run.stack(),
+            hub,
+            Output(json=json_out, colour=_colour(), say=progress),
+            AwsChoice(region, aws_profile),
+        )
+    return run.context
+
+
+def _colour() -> bool:
+    import os
+
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
 
 @dataclass
@@ -51,14 +77,7 @@ _run = _Run()
 def start_run(json_mode: bool) -> None:
     global _run
     _run = _Run(json_mode)
-    # A mirror or hub named in an earlier in-process run does not carry over (charts is imported only
-    # by the commands that read it: a run that never loaded it has nothing to clear).
-    charts = sys.modules.get("eksinf.build.charts")
-    if charts is not None:
-        charts.use_mirror(None)
-    hub = sys.modules.get("eksinf.hub")
-    if hub is not None:
-        hub.use_backend(None)
+    reset_run()  # a mirror or hub named in an earlier in-process run does not carry over
 
 
 def emit_json(data: Any) -> None:
@@ -99,9 +118,9 @@ def progress(message: str) -> None:
 
 
 def _use_mirror(value: Path | None) -> Path | None:
-    from eksinf.build import charts
+    from ..flows.context import use_mirror
 
-    charts.use_mirror(value)
+    use_mirror(value)
     return value
 
 
@@ -119,9 +138,9 @@ MIRROR_OPTION = typer.Option(
 
 
 def _use_hub(value: str | None) -> str | None:
-    from .. import hub
+    from ..flows.context import use_hub
 
-    hub.use_backend(value)
+    use_hub(value)
     return value
 
 

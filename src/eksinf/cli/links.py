@@ -6,12 +6,8 @@ from pathlib import Path
 
 import typer
 
-from eksinf.core.outdir import claim, write_tree
-from eksinf.core.yamlio import dump_docs
-
-from .. import links as links_mod
 from ..errors import CONTRACT, EksinfError
-from ..model.configs import read_units
+from ..flows import links as links_mod
 from .common import JSON_OPTION, emit_json, print_table, progress, state
 
 links_app = typer.Typer(
@@ -72,28 +68,12 @@ def links_resolve_cmd(
     Nothing under configs/ changes. Fails (exit 3) if a placeholder is left unresolved; the
     output is still written so you can look at it.
     """
-    from eksinf.model.profile import (
-        load_profile,  # jsonschema: loaded only by the commands that check
-    )
-
-    stack = state(ctx).stack()
-    owned = claim(out, stack.root)  # before any work: never the stack, its sources or configs/
-    spec = load_profile(stack, profile).spec
-    bindings = links_mod.load_bindings(stack)
-    resolved = links_mod.resolve_units(read_units(stack.configs_dir), spec, bindings)
-    write_tree(owned, {f"{key}.yaml": dump_docs(docs) for key, docs in resolved.items()})
-    left = links_mod.unresolved(resolved)
+    done = links_mod.resolve(state(ctx).stack(), profile, out)
+    left = done.unresolved
     if json_out:
-        emit_json(
-            {
-                "written": str(out),
-                "units": sorted(f"{k}.yaml" for k in resolved),
-                "bindings": len(bindings),
-                "unresolved": left,
-            }
-        )
+        emit_json(done.as_json())
     else:
-        progress(f"resolved {len(bindings)} bindings into {len(resolved)} units under {out}")
+        progress(f"resolved {done.bindings} bindings into {len(done.units)} units under {out}")
     if left:
         raise EksinfError(
             f"{len(left)} placeholder(s) left unresolved, first: {left[0]}",
@@ -113,16 +93,14 @@ def lint_cmd(
     Placeholders are resolved through the bindings with the stack's profile first, so linked
     values are compared as they will ship. Each finding names the places that disagree.
     """
-    from .. import lint
-
     if list_only:
-        rows = lint.table()
+        rows = links_mod.lint_table()
         if json_out:
             emit_json({"checks": rows})
         else:
             print_table(rows, ("name", "domain", "severity", "anchor", "summary"))
         return
-    report = lint.lint_stack(state(ctx).stack())
+    report = links_mod.lint_stack(state(ctx).stack())
     if json_out:
         emit_json(report.as_dict())
     else:

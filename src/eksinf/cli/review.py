@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from ..errors import FAILURE, USAGE, EksinfError
-from .common import MIRROR_OPTION, emit_json, progress, state
+from .common import MIRROR_OPTION, emit_json, stack_context
 
 FORMATS = ("text", "markdown", "json")
 PRICE_SOURCES = ("auto", "live", "snapshot")
@@ -18,7 +19,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _fail_on(value: str | None) -> list[str]:
-    from ..review.risks import CLASSES
+    from ..flows.review import CLASSES
 
     names = [v.strip() for v in (value or "").split(",") if v.strip()]
     unknown = [n for n in names if n not in CLASSES]
@@ -31,6 +32,50 @@ def _fail_on(value: str | None) -> list[str]:
     return names
 
 
+DIFF_FAIL_ON_OPTION = typer.Option(
+    None,
+    "--fail-on",
+    metavar="CLASS[,CLASS]",
+    help="Exit 1 when any of these risk classes appears.",
+)
+
+DIFF_DETAILS_URL_OPTION = typer.Option(
+    None,
+    "--details-url",
+    metavar="URL",
+    help="Where the full JSON report is (Markdown truncation pointer).",
+)
+
+DIFF_LIST_CLASSES_OPTION = typer.Option(
+    False, "--list-classes", help="Print the risk classes and exit."
+)
+
+DIFF_COLOR_OPTION = typer.Option(
+    None,
+    "--color/--no-color",
+    help="ANSI colour in the text format. Default: on a terminal, unless NO_COLOR is set.",
+)
+
+DIFF_REGION_OPTION = typer.Option(
+    None,
+    "--region",
+    metavar="REGION",
+    help="Price NodePools in REGION (default: the profile's).",
+)
+
+DIFF_PRICES_OPTION = typer.Option(
+    "auto",
+    "--prices",
+    metavar="SOURCE",
+    help="auto (the Price List API when AWS credentials are configured, else the snapshot), "
+    "live or snapshot.",
+)
+
+DIFF_AWS_PROFILE_OPTION = typer.Option(
+    None, "--aws-profile", metavar="NAME", help="AWS profile for live prices."
+)
+
+
 def diff_cmd(
     ctx: typer.Context,
     base: str = typer.Argument(
@@ -40,42 +85,13 @@ def diff_cmd(
     ),
     fmt: str = typer.Option("text", "--format", metavar="FORMAT", help="text, markdown or json."),
     json_out: bool = typer.Option(False, "--json", help="Same as --format json."),
-    fail_on: str = typer.Option(
-        None,
-        "--fail-on",
-        metavar="CLASS[,CLASS]",
-        help="Exit 1 when any of these risk classes appears.",
-    ),
-    details_url: str = typer.Option(
-        None,
-        "--details-url",
-        metavar="URL",
-        help="Where the full JSON report is (Markdown truncation pointer).",
-    ),
-    list_classes: bool = typer.Option(
-        False, "--list-classes", help="Print the risk classes and exit."
-    ),
-    color: bool = typer.Option(
-        None,
-        "--color/--no-color",
-        help="ANSI colour in the text format. Default: on a terminal, unless NO_COLOR is set.",
-    ),
-    region: str = typer.Option(
-        None,
-        "--region",
-        metavar="REGION",
-        help="Price NodePools in REGION (default: the profile's).",
-    ),
-    prices: str = typer.Option(
-        "auto",
-        "--prices",
-        metavar="SOURCE",
-        help="auto (the Price List API when AWS credentials are configured, else the snapshot), "
-        "live or snapshot.",
-    ),
-    aws_profile: str = typer.Option(
-        None, "--aws-profile", metavar="NAME", help="AWS profile for live prices."
-    ),
+    fail_on: str = DIFF_FAIL_ON_OPTION,
+    details_url: str = DIFF_DETAILS_URL_OPTION,
+    list_classes: bool = DIFF_LIST_CLASSES_OPTION,
+    color: bool = DIFF_COLOR_OPTION,
+    region: str = DIFF_REGION_OPTION,
+    prices: str = DIFF_PRICES_OPTION,
+    aws_profile: str = DIFF_AWS_PROFILE_OPTION,
     mirror: Path = MIRROR_OPTION,
 ) -> None:
     """Review the rendered stack against BASE: resources added, removed and changed, by field.
@@ -88,7 +104,7 @@ def diff_cmd(
     credentials are configured, else the shipped snapshot). Exit 0 (also for "no changes"),
     1 when a --fail-on class appears.
     """
-    from ..review import report
+    from ..flows import review as report
 
     fmt = "json" if json_out else fmt
     if fmt not in FORMATS:
@@ -102,32 +118,13 @@ def diff_cmd(
             exit_code=USAGE,
         )
     if list_classes:
-        from ..review.risks import CLASSES
-
-        if fmt == "json":
-            emit_json(
-                {
-                    "classes": [
-                        {"id": c.id, "title": c.title, "marker": c.marker, "severity": i}
-                        for i, c in enumerate(CLASSES.values())
-                    ]
-                }
-            )
-        else:
-            for c in CLASSES.values():
-                typer.echo(f"{c.marker} {c.id:<22} {c.title}")
+        _list_classes(report.CLASSES, fmt == "json")
         return
     gate = _fail_on(fail_on)
     try:
-        rev = _review(
-            ctx,
-            base,
-            mirror,
-            quiet=fmt == "json",
-            region=region,
-            prices=prices,
-            aws_profile=aws_profile,
-        )
+        run = stack_context(ctx, json_out=fmt == "json", aws_profile=aws_profile)
+        opts = report.ReviewOptions(base, mirror, fmt == "json", region, prices)
+        rev = report.review(run, opts)
     except EksinfError as exc:
         if fmt == "json":
             emit_json(
@@ -151,6 +148,21 @@ def diff_cmd(
         )
 
 
+def _list_classes(classes: dict[str, Any], json_out: bool) -> None:
+    if json_out:
+        emit_json(
+            {
+                "classes": [
+                    {"id": c.id, "title": c.title, "marker": c.marker, "severity": i}
+                    for i, c in enumerate(classes.values())
+                ]
+            }
+        )
+        return
+    for c in classes.values():
+        typer.echo(f"{c.marker} {c.id:<22} {c.title}")
+
+
 def _colour(flag: bool | None) -> bool:
     """--color/--no-color win; else colour only on a terminal and without NO_COLOR
     (no-color.org: any non-empty value)."""
@@ -160,96 +172,3 @@ def _colour(flag: bool | None) -> bool:
     if flag is not None:
         return flag
     return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-
-
-def _review(
-    ctx: typer.Context,
-    base: str | None,
-    mirror: Path | None,
-    quiet: bool,
-    region: str | None = None,
-    prices: str = "snapshot",
-    aws_profile: str | None = None,
-):
-    from eksinf.build.charts import mirror_dir
-
-    from ..review import report, source
-    from ..review.snapshot import gpu_units, snapshot, without_unchanged_units
-
-    root = state(ctx).stack().root
-    say = (lambda _m: None) if quiet else progress
-    ref = base or source.default_base(root)
-    sha = source.resolve(root, ref)
-    before = source.at_commit(root, base or "merge-base", sha, mirror_dir(mirror), say)
-    after = source.working_tree(root, mirror_dir(mirror), say)
-    notes = tuple(
-        f"{side.label}: committed configs/ was stale, so it was rendered from its inputs"
-        for side in (before, after)
-        if side.rendered
-    )
-    old, new = without_unchanged_units(before.files, after.files)
-    base_snap, head_snap = snapshot(old), snapshot(new)
-    gpus = report.gpu_totals(snapshot(gpu_units(before.files)), snapshot(gpu_units(after.files)))
-    where = region or report.profile_region(head_snap, base_snap)
-    table, more = _price_table(base_snap, head_snap, where, prices, aws_profile)
-    return report.review(
-        base_snap,
-        head_snap,
-        before.label,
-        after.label,
-        notes + more,
-        gpus=gpus,
-        prices=table,
-        region=where,
-    )
-
-
-def _price_table(before, after, region: str | None, mode: str, aws_profile: str | None):
-    """The snapshot, with live Price List rates for the NodePools' candidate types when asked
-    (live) or when credentials are configured (auto). A failed read is a note, never a zero."""
-    from eksinf.model.prices import load_catalogue, load_prices
-
-    from ..review.cost import candidates
-    from ..review.report import Prices, is_nodegroup, is_pool, snapshot_source
-
-    table = load_prices()
-    snap = Prices(table, snapshot_source(table))
-    if mode == "snapshot" or region is None:
-        return snap, ()
-    from ..aws import pricing
-    from ..aws.session import AwsIdentity, AwsSession
-
-    session = AwsSession(AwsIdentity.resolve(region, aws_profile))
-    if mode == "auto" and not session.has_credentials(metadata=False):
-        return snap, ()
-    catalogue = load_catalogue()
-    resources = [r for side in (before, after) for r in side.resources]
-    types = sorted(
-        {
-            t.name
-            for r in resources
-            if is_pool(r)
-            for t in candidates(r.doc.get("spec") or {}, catalogue)[0]
-        }
-        | {
-            str(t)
-            for r in resources
-            if is_nodegroup(r)
-            for t in (r.doc.get("spec") or {}).get("instanceTypes") or []
-        }
-    )
-    if not types:
-        return snap, ()
-    live = pricing.fetch_rates(session, region, types, [])
-    notes = tuple(live.refused)
-    if live.errors:
-        notes += (f"live prices unavailable ({live.errors[0]}): priced from the {snap.source}",)
-    if not live.on_demand:
-        return snap, notes
-    read = sorted(set(live.read_at[t] for t in live.on_demand))
-    label = (
-        f"AWS Price List API (pricing:GetProducts) for {len(live.on_demand)} type(s), read "
-        f"{read[0] if len(read) == 1 else f'{read[0]} to {read[-1]}'}; the {snap.source} for "
-        "any other"
-    )
-    return Prices(table.with_rates(region, live.on_demand, label), label), notes

@@ -12,7 +12,7 @@ import typer
 from ..errors import ENVIRONMENT, EksinfError, shell_command
 from ..model.targets import DEFAULT_KIND, KIND_HELP, target_kind
 from .aws import ARGOCD_TIMEOUT_OPTION, YES_OPTION, nothing_changed
-from .common import HUB_OPTION, JSON_OPTION, emit_json, progress, state
+from .common import HUB_OPTION, JSON_OPTION, emit_json, progress, stack_context
 
 ARGOCD_NS_OPTION = typer.Option("argocd", "--argocd-namespace", help="Argo CD's namespace.")
 KIND_OPTION = typer.Option(DEFAULT_KIND, "--kind", help=KIND_HELP)
@@ -64,13 +64,13 @@ def target_add_cmd(
     """Register a cluster as a target (hub space NAME, target NAME/target): install Argo CD when
     absent, apply the root Application, keep the kubeconfig. Idempotent."""
     from ..flows import targets
-    from ..hub import open_hub
 
-    stack = state(ctx).stack()
+    run = stack_context(ctx, hub=hub_choice)
+    stack = run.stack
     targets.check_plane(plane)  # usage errors open no hub
     chosen = target_kind(kind)
     targets.load_kubeconfig(kubeconfig, context)
-    with open_hub(stack.root) as hub:
+    with run.open_hub() as hub:
         info = targets.add(
             hub,
             stack.root,
@@ -121,10 +121,10 @@ def target_list_cmd(
 ) -> None:
     """Targets added with `target add` / `mgmt up`."""
     from ..flows import targets
-    from ..hub import open_hub
 
-    stack = state(ctx).stack()
-    with open_hub(stack.root) as hub:
+    run = stack_context(ctx, hub=hub_choice)
+    stack = run.stack
+    with run.open_hub() as hub:
         rows = targets.list_targets(hub, stack.root)
     if json_out:
         emit_json({"targets": [r.as_json() for r in rows]})
@@ -144,10 +144,10 @@ def target_remove_cmd(
 ) -> None:
     """Remove a target's hub spaces and kept kubeconfig (refused while variants are bound)."""
     from ..flows import targets
-    from ..hub import open_hub
 
-    stack = state(ctx).stack()
-    with open_hub(stack.root) as hub:
+    run = stack_context(ctx, hub=hub_choice)
+    stack = run.stack
+    with run.open_hub() as hub:
         info = targets.info(hub, stack.root, name)
         if not yes:
             typer.echo(
@@ -176,7 +176,6 @@ def mgmt_up_cmd(
     """Create the management cluster with kind (when absent), add it as the mgmt target and
     install the pinned Argo CD into it (when absent)."""
     from ..flows import targets
-    from ..hub import open_hub
 
     missing = targets.missing_tools()
     if missing:
@@ -186,7 +185,8 @@ def mgmt_up_cmd(
             "cluster of your own: eksinf target add NAME --plane mgmt --kubeconfig FILE.",
             exit_code=ENVIRONMENT,
         )
-    stack = state(ctx).stack()
+    run = stack_context(ctx, hub=hub_choice)
+    stack = run.stack
     cluster = f"eksinf-{name}"
     existing = _kind(["get", "clusters"]).split()
     with tempfile.TemporaryDirectory(prefix="eksinf-kind-") as tmp:
@@ -197,7 +197,7 @@ def mgmt_up_cmd(
         else:
             progress(f"creating kind cluster {cluster} (this takes a minute)")
             _kind(["create", "cluster", "--name", cluster, "--kubeconfig", str(config)])
-        with open_hub(stack.root) as hub:
+        with run.open_hub() as hub:
             info = targets.add(
                 hub,
                 stack.root,

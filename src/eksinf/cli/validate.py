@@ -58,7 +58,9 @@ def validate_cmd(
 def _server(
     ctx: typer.Context, json_out: bool, server: str, context: str | None, plane: str | None
 ) -> None:
-    from eksinf.build.validate import server as engine
+    from ..flows.validate import server_engine
+
+    engine = server_engine()
 
     started = time.perf_counter()
     try:
@@ -109,7 +111,7 @@ def _server(
 
 
 def _offline(ctx: typer.Context, json_out: bool) -> None:
-    from eksinf.build.validate.admission import validate_stack
+    from ..flows.validate import validate_stack
 
     started = time.perf_counter()
     try:

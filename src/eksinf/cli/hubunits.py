@@ -1,0 +1,398 @@
+"""The hub's own commands: `fn` (run a function on units of a space) and `hub` (see and manage
+what the hub holds). Each opens the hub the command's StackContext resolved; cli/hub.py
+registers them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import typer
+
+from ..errors import USAGE, EksinfError
+from ..model.names import MANAGED_BY
+from .common import HUB_OPTION, JSON_OPTION, emit_json, print_table, progress, stack_context
+
+if TYPE_CHECKING:
+    from eksinf.model.stack import Stack
+
+    from ..flows.context import Hub
+
+fn_app = typer.Typer(help="Run a hub function on units of a space.", no_args_is_help=True)
+hub_app = typer.Typer(help="See and manage what the hub holds.", no_args_is_help=True)
+
+
+@contextmanager
+def _hub(ctx: typer.Context, choice: str | None) -> Iterator[tuple[Hub, Stack]]:
+    """The stack's hub, of the backend the command's context resolved."""
+    run = stack_context(ctx, hub=choice)
+    with run.open_hub() as hub:
+        yield hub, run.stack
+
+
+# ---- fn ---------------------------------------------------------------------------------
+
+SPACE_OPTION = typer.Option(..., "--space", help="The space whose units to change.")
+UNIT_OPTION = typer.Option(None, "--unit", help="One unit (slug).")
+WHERE_OPTION = typer.Option(
+    None, "--where", help="Select units: Slug = 'x', Kind = 'Deployment', Labels.k = 'v', AND..."
+)
+
+
+def _fn(ctx, hub_choice, function, args, space, unit, where, json_out) -> None:
+    if unit and where:
+        raise EksinfError("--unit and --where exclude each other", exit_code=USAGE)
+    with _hub(ctx, hub_choice) as (hub, _stack):
+        result = hub.invoke(space, function, args, unit=unit, where=where)
+    if json_out:
+        emit_json(result.to_json())
+        return
+    for slug in result.changed:
+        typer.echo(f"{space}/{slug}: changed")
+    if not result.changed:
+        typer.echo(f"{function}: not changed ({len(result.unchanged)} unit(s) looked at)")
+
+
+@fn_app.command("set-replicas")
+def fn_set_replicas(
+    ctx: typer.Context,
+    replicas: int = typer.Argument(..., min=0),
+    space: str = SPACE_OPTION,
+    unit: str = UNIT_OPTION,
+    where: str = WHERE_OPTION,
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Set spec.replicas of Deployments, ReplicaSets and StatefulSets."""
+    _fn(ctx, hub_choice, "set-replicas", [str(replicas)], space, unit, where, json_out)
+
+
+@fn_app.command("set-env")
+def fn_set_env(
+    ctx: typer.Context,
+    container: str = typer.Argument(...),
+    pairs: list[str] = typer.Argument(..., help="KEY=VALUE (empty value removes)."),
+    space: str = SPACE_OPTION,
+    unit: str = UNIT_OPTION,
+    where: str = WHERE_OPTION,
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Upsert env vars in the named container."""
+    _fn(ctx, hub_choice, "set-env", [container, *pairs], space, unit, where, json_out)
+
+
+@fn_app.command("set-env-var")
+def fn_set_env_var(
+    ctx: typer.Context,
+    container: str = typer.Argument(...),
+    name: str = typer.Argument(...),
+    value: str = typer.Argument(...),
+    space: str = SPACE_OPTION,
+    unit: str = UNIT_OPTION,
+    where: str = WHERE_OPTION,
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Change an existing env var (never adds one: use set-env for that)."""
+    _fn(ctx, hub_choice, "set-env-var", [container, name, value], space, unit, where, json_out)
+
+
+@fn_app.command("set-annotation")
+def fn_set_annotation(
+    ctx: typer.Context,
+    key: str = typer.Argument(...),
+    value: str = typer.Argument(...),
+    space: str = SPACE_OPTION,
+    unit: str = UNIT_OPTION,
+    where: str = WHERE_OPTION,
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Set an annotation on every resource."""
+    _fn(ctx, hub_choice, "set-annotation", [key, value], space, unit, where, json_out)
+
+
+@fn_app.command("set-bool-path")
+def fn_set_bool_path(
+    ctx: typer.Context,
+    resource_type: str = typer.Argument(..., help="apiVersion/Kind, e.g. apps/v1/Deployment."),
+    path: str = typer.Argument(...),
+    value: str = typer.Argument(..., help="true or false"),
+    space: str = SPACE_OPTION,
+    unit: str = UNIT_OPTION,
+    where: str = WHERE_OPTION,
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Set a boolean at a path of every resource of a type (creating the path)."""
+    _fn(
+        ctx, hub_choice, "set-bool-path", [resource_type, path, value], space, unit, where, json_out
+    )
+
+
+@fn_app.command("set-string-path")
+def fn_set_string_path(
+    ctx: typer.Context,
+    resource_type: str = typer.Argument(
+        ..., help="apiVersion/Kind, e.g. karpenter.sh/v1/NodePool."
+    ),
+    path: str = typer.Argument(..., help="Dot path; `~1` for a literal dot in a key."),
+    value: str = typer.Argument(...),
+    space: str = SPACE_OPTION,
+    unit: str = UNIT_OPTION,
+    where: str = WHERE_OPTION,
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Set a string at a path of every resource of a type (creating the path)."""
+    _fn(
+        ctx,
+        hub_choice,
+        "set-string-path",
+        [resource_type, path, value],
+        space,
+        unit,
+        where,
+        json_out,
+    )
+
+
+@fn_app.command("set-image")
+def fn_set_image(
+    ctx: typer.Context,
+    container: str = typer.Argument(...),
+    image: str = typer.Argument(...),
+    space: str = SPACE_OPTION,
+    unit: str = UNIT_OPTION,
+    where: str = WHERE_OPTION,
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Set the image of the named container ('*' = every container)."""
+    _fn(ctx, hub_choice, "set-image", [container, image], space, unit, where, json_out)
+
+
+# ---- hub --------------------------------------------------------------------------------
+
+
+@hub_app.command("spaces")
+def hub_spaces(
+    ctx: typer.Context,
+    where: str = typer.Option(None, "--where", help="e.g. Labels.Component = 'karpenter'"),
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """List spaces."""
+    with _hub(ctx, hub_choice) as (hub, _stack):
+        spaces = hub.list_spaces(where)
+    if json_out:
+        emit_json({"spaces": [s.to_json() for s in spaces]})
+        return
+    rows = [
+        {
+            "space": s.slug,
+            "release target": s.release_target or "-",
+            "labels": ",".join(f"{k}={v}" for k, v in sorted(s.labels.items())),
+        }
+        for s in spaces
+    ]
+    print_table(rows, ("space", "release target", "labels"))
+
+
+@hub_app.command("units")
+def hub_units(
+    ctx: typer.Context,
+    space: str = typer.Option(None, "--space"),
+    where: str = typer.Option(None, "--where", help="e.g. Kind = 'Deployment'"),
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """List units (all spaces unless --space), with head revision, target and gates."""
+    with _hub(ctx, hub_choice) as (hub, _stack):
+        units = hub.list_units(space, where)
+    if json_out:
+        emit_json({"units": [u.to_json() for u in units]})
+        return
+    rows = [
+        {
+            "unit": f"{u.space}/{u.slug}",
+            "rev": str(u.head_revision),
+            "target": u.target or "-",
+            "placeholders": str(len(u.placeholders)),
+            "gates": ",".join(u.validation_errors) or "-",
+        }
+        for u in units
+    ]
+    print_table(rows, ("unit", "rev", "target", "placeholders", "gates"))
+
+
+@hub_app.command("show")
+def hub_show(
+    ctx: typer.Context,
+    space: str = typer.Argument(...),
+    unit: str = typer.Argument(...),
+    revision: int = typer.Option(None, "--revision"),
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Print a unit's content (head, or --revision N)."""
+    with _hub(ctx, hub_choice) as (hub, _stack):
+        record = hub.get_unit(space, unit)
+        data = hub.unit_data(space, unit, revision)
+    if json_out:
+        emit_json({**record.to_json(), "data": data})
+        return
+    typer.echo(data, nl=False)
+
+
+@hub_app.command("diff")
+def hub_diff(
+    ctx: typer.Context,
+    space: str = typer.Argument(...),
+    unit: str = typer.Argument(...),
+    from_rev: int = typer.Option(None, "--from", help="Old revision (default head-1)."),
+    to_rev: int = typer.Option(None, "--to", help="New revision (default head)."),
+    upstream: bool = typer.Option(
+        False, "--upstream", help="Compare with the upstream unit's head."
+    ),
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Unified diff of a unit's content between two revisions, or against its upstream.
+
+    Both sides are compared as parsed YAML written in one style: a change shows as the fields it
+    changed, not as the comments, quoting or indentation an edit re-wrote.
+    """
+    from ..flows.hubview import unit_diff
+
+    diff = unit_diff(stack_context(ctx, hub=hub_choice), space, unit, from_rev, to_rev, upstream)
+    if json_out:
+        emit_json(diff.as_json())
+        return
+    typer.echo("".join(diff.lines), nl=False)
+
+
+@hub_app.command("history")
+def hub_history(
+    ctx: typer.Context,
+    space: str = typer.Argument(...),
+    unit: str = typer.Argument(...),
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """A unit's revisions, oldest first."""
+    with _hub(ctx, hub_choice) as (hub, _stack):
+        revisions = hub.history(space, unit)
+    if json_out:
+        emit_json({"revisions": [r.to_json() for r in revisions]})
+        return
+    for r in revisions:
+        typer.echo(f"{r.num}\t{r.data_hash[:12]}\t{r.description}")
+
+
+@hub_app.command("upload")
+def hub_upload(
+    ctx: typer.Context,
+    component: str = typer.Argument(
+        ..., help="Component name: the space is <component>-<variant>."
+    ),
+    source: str = typer.Argument(..., help="Unit directory, bundle .tar.gz, or OCI reference."),
+    variant: str = typer.Option("base", "--variant"),
+    prune: bool = typer.Option(False, "--prune", help="Empty units whose file is gone."),
+    dry_run: bool = typer.Option(False, "--dry-run"),
+    hub_choice: str = HUB_OPTION,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Upload one component per file (re-upload merges; unit IDs are kept)."""
+    from ..flows import deploy as flow
+
+    units = flow.read_source(source)  # refused (links, bombs) before the hub is opened
+    with _hub(ctx, hub_choice) as (hub, _stack):
+        report = hub.variant_upload(
+            component,
+            variant,
+            units,
+            labels=MANAGED_BY,
+            prune=prune,
+            dry_run=dry_run,
+        )
+    if json_out:
+        emit_json({**report.to_json(), "dryRun": dry_run})
+        return
+    done = "created" if report.space_created else "uploaded"
+    typer.echo(
+        f"{report.space}: {f'would be {done} (dry run)' if dry_run else done}: "
+        f"{len(report.created)} created, {len(report.updated)} updated, "
+        f"{len(report.unchanged)} unchanged, {len(report.emptied)} emptied"
+    )
+    if report.revert_hint and not dry_run:
+        typer.echo(f"  revert: {report.revert_hint}")
+    if dry_run:
+        progress("(dry run; nothing changed)")
+
+
+@hub_app.command("restore")
+def hub_restore(
+    ctx: typer.Context,
+    space: str = typer.Argument(...),
+    unit: str = typer.Argument(...),
+    revision: int = typer.Option(..., "--revision"),
+    hub_choice: str = HUB_OPTION,
+) -> None:
+    """Write an old revision's content back as a new revision."""
+    with _hub(ctx, hub_choice) as (hub, _stack):
+        record = hub.restore(space, unit, revision)
+    typer.echo(f"{space}/{unit}: head is now revision {record.head_revision}")
+
+
+@hub_app.command("create-variant")
+def hub_create_variant(
+    ctx: typer.Context,
+    variant: str = typer.Argument(...),
+    upstream: str = typer.Argument(..., help="Upstream space, e.g. platform-profile-base."),
+    target: str = typer.Option(None, "--target", help="Bind to <space>/<target>."),
+    hub_choice: str = HUB_OPTION,
+) -> None:
+    """Clone a space into a variant (units keep an upstream pointer)."""
+    with _hub(ctx, hub_choice) as (hub, _stack):
+        space = hub.variant_create(variant, upstream, target=target)
+    typer.echo(f"created {space.slug}")
+
+
+@hub_app.command("promote")
+def hub_promote(
+    ctx: typer.Context, space: str = typer.Argument(...), hub_choice: str = HUB_OPTION
+) -> None:
+    """Merge upstream changes into a variant; its own edits survive."""
+    with _hub(ctx, hub_choice) as (hub, _stack):
+        report = hub.variant_promote(space)
+    parts = [
+        f"{len(names)} unit(s) {what}" + (f" ({', '.join(names)})" if names else "")
+        for what, names in (
+            ("updated", report.updated),
+            ("added", report.added),
+            ("emptied", report.emptied),
+        )
+    ]
+    typer.echo(f"{space}: " + ", ".join(parts))
+
+
+@hub_app.command("delete")
+def hub_delete(
+    ctx: typer.Context,
+    space: str = typer.Argument(...),
+    recursive: bool = typer.Option(False, "--recursive", help="Delete the space's contents too."),
+    yes: bool = typer.Option(False, "--yes"),
+    hub_choice: str = HUB_OPTION,
+) -> None:
+    """Delete a space (refused while other spaces reference it)."""
+    with _hub(ctx, hub_choice) as (hub, _stack):
+        hub.get_space(space)
+        if not yes:
+            typer.echo(f"would delete {space}" + (" and its contents" if recursive else ""))
+            progress("re-run with --yes to delete")
+            return
+        hub.delete_space(space, recursive=recursive)
+    typer.echo(f"deleted {space}")

@@ -1,0 +1,136 @@
+"""`eksinf deploy`, end to end: the plane's variants created, linked and published (deploy.py),
+then, as asked, applied to the target's cluster, synced by its Argo CD, and waited for until the
+plane serves (serving.py)."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
+from ..aws.creds import ack_namespace, require_secret
+from ..errors import EksinfError
+from ..model.names import cub_cluster_kubeconfig, kubeconfig_path
+from . import deploy as flow
+from . import targets as target_flow
+from .context import StackContext
+from .serving import Served, wait_serving
+
+
+@dataclass(frozen=True)
+class DeployOptions:
+    plane: str
+    target: str  # <space>/<target>
+    variant: str = "dev"
+    dry_run: bool = False
+    sync: bool = True
+    sync_timeout: float = 120
+    argocd_namespace: str = "argocd"
+    serve_timeout: float = 0  # 0: do not wait
+    apply: bool = False
+    force_conflicts: bool = False
+    creds_check: bool = True  # mgmt plane: the controllers' Secret on the target's cluster
+
+
+@dataclass(frozen=True)
+class Deployed:
+    report: flow.DeployReport
+    applied: dict[str, Any] | None = None
+    sync: dict[str, Any] | None = None
+    served: Served | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        body = {**self.report.to_json(), "sync": self.sync, "applied": self.applied}
+        if self.served is not None:
+            body["serving"] = self.served.as_json()
+        return body
+
+
+def deploy_plane(ctx: StackContext, opts: DeployOptions) -> Deployed:
+    """Deploy, then apply, sync and wait as `opts` asks; progress to `ctx.say`."""
+    say, stack = ctx.say, ctx.stack
+    applied = sync = served = None
+    with ctx.open_hub() as hub:
+        if opts.apply:
+            target_flow.target_kubeconfig(stack.root, opts.target)  # refused before any change
+        if opts.plane == "mgmt" and opts.creds_check:
+            check_controller_creds(ctx, opts.target)
+        report = flow.deploy(
+            hub,
+            stack,
+            plane=opts.plane,
+            target=opts.target,
+            variant=opts.variant,
+            dry_run=opts.dry_run,
+            say=say,
+        )
+        if opts.apply and opts.dry_run:
+            say("--apply: nothing applied (dry run)")
+        elif opts.apply:
+            spaces = sorted([*report.existing, *report.created])
+            applied = target_flow.apply_plane(
+                hub, stack.root, opts.target, spaces, force=opts.force_conflicts, say=say
+            )
+        if not opts.dry_run and opts.sync:
+            sync = target_flow.sync_after_publish(
+                hub,
+                stack.root,
+                opts.target,
+                report.published,
+                opts.argocd_namespace,
+                opts.sync_timeout,
+                say=say,
+            )
+    if opts.serve_timeout > 0 and not opts.dry_run:
+        served = wait_serving(
+            ctx,
+            opts.target,
+            opts.plane,
+            report.kind,
+            opts.variant,
+            opts.argocd_namespace,
+            opts.serve_timeout,
+        )
+    return Deployed(report, applied, sync, served)
+
+
+def check_controller_creds(ctx: StackContext, target: str) -> None:
+    """The target's cluster: the kubeconfig eksinf keeps for its space, else the one `cub
+    cluster up` wrote under that name (the original's convention: a cub cluster X has target
+    X/target)."""
+    space = target.partition("/")[0]
+    kubeconfigs = [kubeconfig_path(ctx.stack.root, space)]
+    with contextlib.suppress(EksinfError):  # not a name cub could have given a cluster
+        kubeconfigs.append(cub_cluster_kubeconfig(space))
+    require_secret(space, kubeconfigs, ack_namespace(ctx.stack.versions), say=ctx.say)
+
+
+# ---- release publish ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Published:
+    outcome: str  # "published" or "current"
+    release: Any  # the hub's release record, or None
+    sync: dict[str, Any] | None
+
+    def as_json(self) -> dict[str, Any]:
+        release = self.release.to_json() if self.release else None
+        return {"outcome": self.outcome, "release": release, "sync": self.sync}
+
+
+def publish_space(
+    ctx: StackContext, space: str, sync: bool, argocd_namespace: str, sync_timeout: float
+) -> Published:
+    """Admit (exit 3 before anything is pushed), publish, then ask the target's Argo CD to
+    refresh it."""
+    synced = None
+    with ctx.open_hub() as hub:
+        flow.admit(hub, ctx.stack, space)
+        outcome, release = flow.publish(hub, space)
+        target = hub.get_space(space).release_target
+        if outcome == "published" and target and sync:
+            synced = target_flow.sync_after_publish(
+                hub, ctx.stack.root, target, [space], argocd_namespace, sync_timeout, say=ctx.say
+            )
+    return Published(outcome, release, synced)
