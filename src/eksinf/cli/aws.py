@@ -491,7 +491,7 @@ def enroll_cluster_cmd(
     argocd_timeout: float = ARGOCD_TIMEOUT_OPTION,
     wait_enablement: int | None = ENROLL_WAIT_ENABLEMENT_OPTION,
     aws_profile: str = AWS_PROFILE_OPTION,
-    hub_choice: str | None = HUB_OPTION,  # read by open_hub (hub.use_backend)
+    hub_choice: str | None = HUB_OPTION,  # the context's hub backend
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Check the cluster contract; when it holds, install Argo CD if absent and wire the
@@ -580,7 +580,7 @@ def enroll_remove_cmd(
     ),
     aws_profile: str = AWS_PROFILE_OPTION,
     yes: bool = YES_OPTION,
-    hub_choice: str | None = HUB_OPTION,  # read by open_hub (hub.use_backend)
+    hub_choice: str | None = HUB_OPTION,  # the context's hub backend
 ) -> None:
     """Detach a cluster: remove the root app (orphaning workloads); optionally its hub spaces."""
     from ..flows import enroll as flow
@@ -627,7 +627,7 @@ def teardown_cmd(
     poll: float = typer.Option(30, "--poll", help="Seconds between progress checks."),
     region: str = REGION_OPTION,
     aws_profile: str = AWS_PROFILE_OPTION,
-    hub_choice: str | None = HUB_OPTION,  # read by open_hub (hub.use_backend)
+    hub_choice: str | None = HUB_OPTION,  # the context's hub backend
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Destroy the stack's AWS infrastructure and prove nothing billing is left (needs --yes)."""

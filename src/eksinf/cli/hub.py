@@ -3,8 +3,6 @@ parse, call `deploy` or the `Hub`, format."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +19,7 @@ from .common import (
     emit_json,
     progress,
     stack_context,
+    stack_hub,
 )
 from .hubunits import fn_app, hub_app
 from .links import binding_rows, print_binding_table
@@ -28,9 +27,6 @@ from .links import binding_rows, print_binding_table
 # The hub and the deploy flow pull in requests (OCI) and the hub backends: each command
 # imports them when it runs, so other commands' start-up does not pay for them.
 if TYPE_CHECKING:
-    from eksinf.model.stack import Stack
-
-    from ..flows.context import Hub
     from ..flows.serving import Served
 
 VARIANT_OPTION = typer.Option(
@@ -63,14 +59,6 @@ def register(app: typer.Typer) -> None:
     app.add_typer(hub_app, name="hub")
 
 
-@contextmanager
-def _hub(ctx: typer.Context, choice: str | None) -> Iterator[tuple[Hub, Stack]]:
-    """The stack's hub, of the backend the command's context resolved."""
-    run = stack_context(ctx, hub=choice)
-    with run.open_hub() as hub:
-        yield hub, run.stack
-
-
 # ---- install / deploy / link-profile ----------------------------------------------------
 
 
@@ -100,7 +88,7 @@ def install_cmd(
     if recreate and not yes and not dry_run:
         dry_run = True  # destructive: show the plan, change nothing
         progress("--recreate deletes and rebuilds the bases: showing the plan; re-run with --yes")
-    with _hub(ctx, hub_choice) as (hub, stack):
+    with stack_hub(ctx, hub_choice) as (hub, stack):
         report = flow.install(
             hub, stack, source=source, dry_run=dry_run, prune=prune, recreate=recreate, say=progress
         )
@@ -278,7 +266,7 @@ def link_profile_cmd(
 
     if list_only and unlink:
         raise EksinfError("--list and --unlink exclude each other", exit_code=USAGE)
-    with _hub(ctx, hub_choice) as (hub, stack):
+    with stack_hub(ctx, hub_choice) as (hub, stack):
         if list_only:
             bindings = links_mod.load_bindings(stack)
             existing = [lk.to_json() for lk in flow.profile_links(hub, stack, variant)]
@@ -376,7 +364,7 @@ def release_list(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """List a space's releases."""
-    with _hub(ctx, hub_choice) as (hub, _stack):
+    with stack_hub(ctx, hub_choice) as (hub, _stack):
         releases = hub.list_releases(space)
     if json_out:
         emit_json({"releases": [r.to_json() for r in releases]})
@@ -412,7 +400,7 @@ def sandbox_up(
     from ..flows import sandbox as sandbox_flow
 
     variant = variant or name
-    with _hub(ctx, hub_choice) as (hub, stack):
+    with stack_hub(ctx, hub_choice) as (hub, stack):
         report = sandbox_flow.sandbox_up(
             hub,
             stack,
@@ -456,7 +444,7 @@ def sandbox_down(
     from ..flows import sandbox as sandbox_flow
 
     variant = variant or name
-    with _hub(ctx, hub_choice) as (hub, stack):
+    with stack_hub(ctx, hub_choice) as (hub, stack):
         plan = sandbox_flow.sandbox_down_plan(
             hub, stack, name=name, variant=variant, keep_bases=keep_bases
         )

@@ -4,31 +4,27 @@ registers them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import typer
 
 from ..errors import USAGE, EksinfError
 from ..model.names import MANAGED_BY
-from .common import HUB_OPTION, JSON_OPTION, emit_json, print_table, progress, stack_context
+from .common import (
+    HUB_OPTION,
+    JSON_OPTION,
+    emit_json,
+    print_table,
+    progress,
+    stack_context,
+    stack_hub,
+)
 
 if TYPE_CHECKING:
-    from eksinf.model.stack import Stack
-
-    from ..flows.context import Hub
+    pass
 
 fn_app = typer.Typer(help="Run a hub function on units of a space.", no_args_is_help=True)
 hub_app = typer.Typer(help="See and manage what the hub holds.", no_args_is_help=True)
-
-
-@contextmanager
-def _hub(ctx: typer.Context, choice: str | None) -> Iterator[tuple[Hub, Stack]]:
-    """The stack's hub, of the backend the command's context resolved."""
-    run = stack_context(ctx, hub=choice)
-    with run.open_hub() as hub:
-        yield hub, run.stack
 
 
 # ---- fn ---------------------------------------------------------------------------------
@@ -43,7 +39,7 @@ WHERE_OPTION = typer.Option(
 def _fn(ctx, hub_choice, function, args, space, unit, where, json_out) -> None:
     if unit and where:
         raise EksinfError("--unit and --where exclude each other", exit_code=USAGE)
-    with _hub(ctx, hub_choice) as (hub, _stack):
+    with stack_hub(ctx, hub_choice) as (hub, _stack):
         result = hub.invoke(space, function, args, unit=unit, where=where)
     if json_out:
         emit_json(result.to_json())
@@ -185,7 +181,7 @@ def hub_spaces(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """List spaces."""
-    with _hub(ctx, hub_choice) as (hub, _stack):
+    with stack_hub(ctx, hub_choice) as (hub, _stack):
         spaces = hub.list_spaces(where)
     if json_out:
         emit_json({"spaces": [s.to_json() for s in spaces]})
@@ -210,7 +206,7 @@ def hub_units(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """List units (all spaces unless --space), with head revision, target and gates."""
-    with _hub(ctx, hub_choice) as (hub, _stack):
+    with stack_hub(ctx, hub_choice) as (hub, _stack):
         units = hub.list_units(space, where)
     if json_out:
         emit_json({"units": [u.to_json() for u in units]})
@@ -238,7 +234,7 @@ def hub_show(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Print a unit's content (head, or --revision N)."""
-    with _hub(ctx, hub_choice) as (hub, _stack):
+    with stack_hub(ctx, hub_choice) as (hub, _stack):
         record = hub.get_unit(space, unit)
         data = hub.unit_data(space, unit, revision)
     if json_out:
@@ -283,7 +279,7 @@ def hub_history(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """A unit's revisions, oldest first."""
-    with _hub(ctx, hub_choice) as (hub, _stack):
+    with stack_hub(ctx, hub_choice) as (hub, _stack):
         revisions = hub.history(space, unit)
     if json_out:
         emit_json({"revisions": [r.to_json() for r in revisions]})
@@ -309,7 +305,7 @@ def hub_upload(
     from ..flows import deploy as flow
 
     units = flow.read_source(source)  # refused (links, bombs) before the hub is opened
-    with _hub(ctx, hub_choice) as (hub, _stack):
+    with stack_hub(ctx, hub_choice) as (hub, _stack):
         report = hub.variant_upload(
             component,
             variant,
@@ -342,7 +338,7 @@ def hub_restore(
     hub_choice: str = HUB_OPTION,
 ) -> None:
     """Write an old revision's content back as a new revision."""
-    with _hub(ctx, hub_choice) as (hub, _stack):
+    with stack_hub(ctx, hub_choice) as (hub, _stack):
         record = hub.restore(space, unit, revision)
     typer.echo(f"{space}/{unit}: head is now revision {record.head_revision}")
 
@@ -356,7 +352,7 @@ def hub_create_variant(
     hub_choice: str = HUB_OPTION,
 ) -> None:
     """Clone a space into a variant (units keep an upstream pointer)."""
-    with _hub(ctx, hub_choice) as (hub, _stack):
+    with stack_hub(ctx, hub_choice) as (hub, _stack):
         space = hub.variant_create(variant, upstream, target=target)
     typer.echo(f"created {space.slug}")
 
@@ -366,7 +362,7 @@ def hub_promote(
     ctx: typer.Context, space: str = typer.Argument(...), hub_choice: str = HUB_OPTION
 ) -> None:
     """Merge upstream changes into a variant; its own edits survive."""
-    with _hub(ctx, hub_choice) as (hub, _stack):
+    with stack_hub(ctx, hub_choice) as (hub, _stack):
         report = hub.variant_promote(space)
     parts = [
         f"{len(names)} unit(s) {what}" + (f" ({', '.join(names)})" if names else "")
@@ -388,7 +384,7 @@ def hub_delete(
     hub_choice: str = HUB_OPTION,
 ) -> None:
     """Delete a space (refused while other spaces reference it)."""
-    with _hub(ctx, hub_choice) as (hub, _stack):
+    with stack_hub(ctx, hub_choice) as (hub, _stack):
         hub.get_space(space)
         if not yes:
             typer.echo(f"would delete {space}" + (" and its contents" if recursive else ""))
