@@ -1,15 +1,12 @@
 """The hub's own commands: `fn` (run a function on units of a space) and `hub` (see and manage
-what the hub holds). Each opens the hub the command's StackContext resolved; cli/hub.py
-registers them."""
+what the hub holds). Each calls one flow of flows/hubview.py with the command's StackContext;
+cli/hub.py registers them."""
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import typer
 
 from ..errors import USAGE, EksinfError
-from ..model.names import MANAGED_BY
 from .common import (
     HUB_OPTION,
     JSON_OPTION,
@@ -17,11 +14,7 @@ from .common import (
     print_table,
     progress,
     stack_context,
-    stack_hub,
 )
-
-if TYPE_CHECKING:
-    pass
 
 fn_app = typer.Typer(help="Run a hub function on units of a space.", no_args_is_help=True)
 hub_app = typer.Typer(help="See and manage what the hub holds.", no_args_is_help=True)
@@ -37,10 +30,12 @@ WHERE_OPTION = typer.Option(
 
 
 def _fn(ctx, hub_choice, function, args, space, unit, where, json_out) -> None:
-    if unit and where:
+    if unit and where:  # before the stack is read
         raise EksinfError("--unit and --where exclude each other", exit_code=USAGE)
-    with stack_hub(ctx, hub_choice) as (hub, _stack):
-        result = hub.invoke(space, function, args, unit=unit, where=where)
+    from ..flows import hubview
+
+    run = stack_context(ctx, hub=hub_choice, json_out=json_out)
+    result = hubview.invoke(run, space, function, args, unit, where)
     if json_out:
         emit_json(result.to_json())
         return
@@ -181,8 +176,9 @@ def hub_spaces(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """List spaces."""
-    with stack_hub(ctx, hub_choice) as (hub, _stack):
-        spaces = hub.list_spaces(where)
+    from ..flows import hubview
+
+    spaces = hubview.spaces(stack_context(ctx, hub=hub_choice, json_out=json_out), where)
     if json_out:
         emit_json({"spaces": [s.to_json() for s in spaces]})
         return
@@ -206,8 +202,9 @@ def hub_units(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """List units (all spaces unless --space), with head revision, target and gates."""
-    with stack_hub(ctx, hub_choice) as (hub, _stack):
-        units = hub.list_units(space, where)
+    from ..flows import hubview
+
+    units = hubview.units(stack_context(ctx, hub=hub_choice, json_out=json_out), space, where)
     if json_out:
         emit_json({"units": [u.to_json() for u in units]})
         return
@@ -234,9 +231,10 @@ def hub_show(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Print a unit's content (head, or --revision N)."""
-    with stack_hub(ctx, hub_choice) as (hub, _stack):
-        record = hub.get_unit(space, unit)
-        data = hub.unit_data(space, unit, revision)
+    from ..flows import hubview
+
+    run = stack_context(ctx, hub=hub_choice, json_out=json_out)
+    record, data = hubview.show(run, space, unit, revision)
     if json_out:
         emit_json({**record.to_json(), "data": data})
         return
@@ -279,8 +277,9 @@ def hub_history(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """A unit's revisions, oldest first."""
-    with stack_hub(ctx, hub_choice) as (hub, _stack):
-        revisions = hub.history(space, unit)
+    from ..flows import hubview
+
+    revisions = hubview.history(stack_context(ctx, hub=hub_choice, json_out=json_out), space, unit)
     if json_out:
         emit_json({"revisions": [r.to_json() for r in revisions]})
         return
@@ -302,18 +301,11 @@ def hub_upload(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Upload one component per file (re-upload merges; unit IDs are kept)."""
-    from ..flows import deploy as flow
+    from ..flows import hubview
 
-    units = flow.read_source(source)  # refused (links, bombs) before the hub is opened
-    with stack_hub(ctx, hub_choice) as (hub, _stack):
-        report = hub.variant_upload(
-            component,
-            variant,
-            units,
-            labels=MANAGED_BY,
-            prune=prune,
-            dry_run=dry_run,
-        )
+    units = hubview.read_source(source)  # refused (links, bombs) before the hub is opened
+    run = stack_context(ctx, hub=hub_choice, json_out=json_out)
+    report = hubview.upload(run, component, variant, units, prune, dry_run)
     if json_out:
         emit_json({**report.to_json(), "dryRun": dry_run})
         return
@@ -338,8 +330,9 @@ def hub_restore(
     hub_choice: str = HUB_OPTION,
 ) -> None:
     """Write an old revision's content back as a new revision."""
-    with stack_hub(ctx, hub_choice) as (hub, _stack):
-        record = hub.restore(space, unit, revision)
+    from ..flows import hubview
+
+    record = hubview.restore(stack_context(ctx, hub=hub_choice), space, unit, revision)
     typer.echo(f"{space}/{unit}: head is now revision {record.head_revision}")
 
 
@@ -352,8 +345,9 @@ def hub_create_variant(
     hub_choice: str = HUB_OPTION,
 ) -> None:
     """Clone a space into a variant (units keep an upstream pointer)."""
-    with stack_hub(ctx, hub_choice) as (hub, _stack):
-        space = hub.variant_create(variant, upstream, target=target)
+    from ..flows import hubview
+
+    space = hubview.create_variant(stack_context(ctx, hub=hub_choice), variant, upstream, target)
     typer.echo(f"created {space.slug}")
 
 
@@ -362,8 +356,9 @@ def hub_promote(
     ctx: typer.Context, space: str = typer.Argument(...), hub_choice: str = HUB_OPTION
 ) -> None:
     """Merge upstream changes into a variant; its own edits survive."""
-    with stack_hub(ctx, hub_choice) as (hub, _stack):
-        report = hub.variant_promote(space)
+    from ..flows import hubview
+
+    report = hubview.promote(stack_context(ctx, hub=hub_choice), space)
     parts = [
         f"{len(names)} unit(s) {what}" + (f" ({', '.join(names)})" if names else "")
         for what, names in (
@@ -384,11 +379,10 @@ def hub_delete(
     hub_choice: str = HUB_OPTION,
 ) -> None:
     """Delete a space (refused while other spaces reference it)."""
-    with stack_hub(ctx, hub_choice) as (hub, _stack):
-        hub.get_space(space)
-        if not yes:
-            typer.echo(f"would delete {space}" + (" and its contents" if recursive else ""))
-            progress("re-run with --yes to delete")
-            return
-        hub.delete_space(space, recursive=recursive)
+    from ..flows import hubview
+
+    if not hubview.delete_space(stack_context(ctx, hub=hub_choice), space, recursive, yes):
+        typer.echo(f"would delete {space}" + (" and its contents" if recursive else ""))
+        progress("re-run with --yes to delete")
+        return
     typer.echo(f"deleted {space}")

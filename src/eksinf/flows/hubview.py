@@ -1,5 +1,5 @@
-"""What the hub holds, read for `eksinf hub`: a unit's content compared between revisions or
-with its upstream."""
+"""The `fn` and `hub` commands' flows: what the hub holds, read and changed one step at a time,
+and a unit's content compared between revisions or with its upstream."""
 
 from __future__ import annotations
 
@@ -9,6 +9,17 @@ from typing import Any
 
 from ..core.yamlio import canonical_text
 from ..errors import USAGE, EksinfError
+from ..hub.protocol import (
+    FunctionResult,
+    PromoteReport,
+    Revision,
+    Space,
+    Unit,
+    UploadReport,
+    UploadSource,
+)
+from ..model.names import MANAGED_BY
+from . import deploy
 from .context import StackContext
 
 
@@ -58,3 +69,85 @@ def unit_diff(
         )
     )
     return UnitDiff(old_name, f"{space}/{unit}", lines)
+
+
+# ---- the hub commands' one-step flows ----------------------------------------------------
+
+read_source = deploy.read_source  # a unit directory, bundle or OCI reference, read safely
+
+
+def invoke(
+    ctx: StackContext,
+    space: str,
+    function: str,
+    args: list[str],
+    unit: str | None = None,
+    where: str | None = None,
+) -> FunctionResult:
+    """Run a hub function on the space's units (one unit, a where-clause, or all)."""
+    with ctx.open_hub() as hub:
+        return hub.invoke(space, function, args, unit=unit, where=where)
+
+
+def spaces(ctx: StackContext, where: str | None = None) -> list[Space]:
+    with ctx.open_hub() as hub:
+        return hub.list_spaces(where)
+
+
+def units(ctx: StackContext, space: str | None = None, where: str | None = None) -> list[Unit]:
+    with ctx.open_hub() as hub:
+        return hub.list_units(space, where)
+
+
+def show(ctx: StackContext, space: str, unit: str, revision: int | None = None) -> tuple[Unit, str]:
+    """The unit's record and its content (head, or `revision`)."""
+    with ctx.open_hub() as hub:
+        return hub.get_unit(space, unit), hub.unit_data(space, unit, revision)
+
+
+def history(ctx: StackContext, space: str, unit: str) -> list[Revision]:
+    with ctx.open_hub() as hub:
+        return hub.history(space, unit)
+
+
+def upload(
+    ctx: StackContext,
+    component: str,
+    variant: str,
+    source: UploadSource,
+    prune: bool = False,
+    dry_run: bool = False,
+) -> UploadReport:
+    """Upload one component, one unit per file, into <component>-<variant> (a re-upload
+    merges and keeps unit IDs)."""
+    with ctx.open_hub() as hub:
+        return hub.variant_upload(
+            component, variant, source, labels=MANAGED_BY, prune=prune, dry_run=dry_run
+        )
+
+
+def restore(ctx: StackContext, space: str, unit: str, revision: int) -> Unit:
+    with ctx.open_hub() as hub:
+        return hub.restore(space, unit, revision)
+
+
+def create_variant(
+    ctx: StackContext, variant: str, upstream: str, target: str | None = None
+) -> Space:
+    with ctx.open_hub() as hub:
+        return hub.variant_create(variant, upstream, target=target)
+
+
+def promote(ctx: StackContext, space: str) -> PromoteReport:
+    with ctx.open_hub() as hub:
+        return hub.variant_promote(space)
+
+
+def delete_space(ctx: StackContext, space: str, recursive: bool, yes: bool) -> bool:
+    """Delete the space (it must exist); without `yes`, only check it does. True: deleted."""
+    with ctx.open_hub() as hub:
+        hub.get_space(space)
+        if not yes:
+            return False
+        hub.delete_space(space, recursive=recursive)
+    return True
