@@ -4,20 +4,15 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import typer
 
 from ..errors import FAILURE, EksinfError
 from ..flows.context import AwsChoice, Output, StackContext, open_stack, reset_run
 from ..model.stack import Stack
-
-if TYPE_CHECKING:
-    from ..flows.context import Hub
 
 # stdout carries data; stderr carries progress, warnings and errors, as plain lines (no rich
 # console: its import costs more than a whole cached render).
@@ -62,14 +57,6 @@ def stack_context(
             AwsChoice(region, aws_profile),
         )
     return run.context
-
-
-@contextmanager
-def stack_hub(ctx: typer.Context, choice: str | None) -> Iterator[tuple[Hub, Stack]]:
-    """The stack's hub, of the backend the command's context resolved, and the stack."""
-    run = stack_context(ctx, hub=choice)
-    with run.open_hub() as hub:
-        yield hub, run.stack
 
 
 def _colour() -> bool:

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from ..errors import USAGE, EksinfError, shell_command
-from ..flows import links as links_mod
 from ..model.names import profile_space, variant_space
 from ..model.targets import DEFAULT_KIND
 from .common import (
@@ -19,7 +18,6 @@ from .common import (
     emit_json,
     progress,
     stack_context,
-    stack_hub,
 )
 from .hubunits import fn_app, hub_app
 from .links import binding_rows, print_binding_table
@@ -83,15 +81,13 @@ def install_cmd(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Create or refresh the <component>-base spaces (re-install merges: edits survive)."""
-    from ..flows import deploy as flow
+    from ..flows import rollout
 
     if recreate and not yes and not dry_run:
         dry_run = True  # destructive: show the plan, change nothing
         progress("--recreate deletes and rebuilds the bases: showing the plan; re-run with --yes")
-    with stack_hub(ctx, hub_choice) as (hub, stack):
-        report = flow.install(
-            hub, stack, source=source, dry_run=dry_run, prune=prune, recreate=recreate, say=progress
-        )
+    run = stack_context(ctx, hub=hub_choice, json_out=json_out)
+    report = rollout.install_bases(run, rollout.InstallOptions(source, dry_run, prune, recreate))
     if json_out:
         emit_json(report.to_json())
         return
@@ -262,34 +258,22 @@ def link_profile_cmd(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Link each bound unit to the profile variant (one link per unit pair) and resolve it."""
-    from ..flows import deploy as flow
+    from ..flows import rollout
 
     if list_only and unlink:
         raise EksinfError("--list and --unlink exclude each other", exit_code=USAGE)
-    with stack_hub(ctx, hub_choice) as (hub, stack):
-        if list_only:
-            bindings = links_mod.load_bindings(stack)
-            existing = [lk.to_json() for lk in flow.profile_links(hub, stack, variant)]
-            if json_out:
-                emit_json({"bindings": binding_rows(bindings), "links": existing})
-                return
-            print_binding_table(bindings)
-            typer.echo("")
-            for lk in existing:
-                typer.echo(
-                    f"link {lk['Space']}/{lk['Slug']}: {lk['FromUnit']} -> {lk['ToSpace']}/{lk['ToUnit']}"
-                )
-            if not existing:
-                typer.echo("links: none")
-            return
-        if unlink:
-            removed = flow.unlink_profile(hub, stack, variant, say=progress)
-            if json_out:
-                emit_json({"removed": removed})
-            elif not removed:
-                typer.echo("no links to remove")
-            return
-        results = flow.link_profile(hub, stack, variant, say=progress)
+    run = stack_context(ctx, hub=hub_choice, json_out=json_out)
+    if list_only:
+        _print_link_table(rollout.link_table(run, variant), json_out)
+        return
+    if unlink:
+        removed = rollout.unlink_profile(run, variant)
+        if json_out:
+            emit_json({"removed": removed})
+        elif not removed:
+            typer.echo("no links to remove")
+        return
+    results = rollout.link_profile(run, variant)
     if json_out:
         emit_json({"links": [r.to_json() for r in results]})
         return
@@ -298,6 +282,20 @@ def link_profile_cmd(
         f"Linked {len(results)} unit(s) carrying {paths} binding(s) from "
         f"{profile_space(variant)} and resolved them."
     )
+
+
+def _print_link_table(table: Any, json_out: bool) -> None:
+    if json_out:
+        emit_json({"bindings": binding_rows(table.bindings), "links": table.links})
+        return
+    print_binding_table(table.bindings)
+    typer.echo("")
+    for lk in table.links:
+        typer.echo(
+            f"link {lk['Space']}/{lk['Slug']}: {lk['FromUnit']} -> {lk['ToSpace']}/{lk['ToUnit']}"
+        )
+    if not table.links:
+        typer.echo("links: none")
 
 
 # ---- release ----------------------------------------------------------------------------
@@ -364,8 +362,9 @@ def release_list(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """List a space's releases."""
-    with stack_hub(ctx, hub_choice) as (hub, _stack):
-        releases = hub.list_releases(space)
+    from ..flows import rollout
+
+    releases = rollout.releases_of(stack_context(ctx, hub=hub_choice, json_out=json_out), space)
     if json_out:
         emit_json({"releases": [r.to_json() for r in releases]})
         return
@@ -400,16 +399,8 @@ def sandbox_up(
     from ..flows import sandbox as sandbox_flow
 
     variant = variant or name
-    with stack_hub(ctx, hub_choice) as (hub, stack):
-        report = sandbox_flow.sandbox_up(
-            hub,
-            stack,
-            name=name,
-            variant=variant,
-            mirror=mirror,
-            kind=target_kind,
-            say=progress,
-        )
+    run = stack_context(ctx, hub=hub_choice, json_out=json_out)
+    report = sandbox_flow.up(run, name, variant, mirror, target_kind)
     if json_out:
         emit_json(report.to_json())
         return
@@ -444,27 +435,25 @@ def sandbox_down(
     from ..flows import sandbox as sandbox_flow
 
     variant = variant or name
-    with stack_hub(ctx, hub_choice) as (hub, stack):
-        plan = sandbox_flow.sandbox_down_plan(
-            hub, stack, name=name, variant=variant, keep_bases=keep_bases
-        )
-        if not yes:
-            if json_out:
-                emit_json(plan.to_json())
-                return
-            for space in plan.delete:
-                typer.echo(f"would delete {space}")
-            for blocker in plan.blocked:
-                typer.echo(f"blocked by {blocker}")
-            if not plan.delete:
-                typer.echo("nothing to delete")
-            progress(
-                "nothing can be deleted while anything blocks it"
-                if plan.blocked
-                else "re-run with --yes to delete"
-            )
+    run = stack_context(ctx, hub=hub_choice, json_out=json_out)
+    plan = sandbox_flow.down_plan(run, name, variant, keep_bases)
+    if not yes:
+        if json_out:
+            emit_json(plan.to_json())
             return
-        deleted = sandbox_flow.sandbox_down(hub, plan, say=progress)
+        for space in plan.delete:
+            typer.echo(f"would delete {space}")
+        for blocker in plan.blocked:
+            typer.echo(f"blocked by {blocker}")
+        if not plan.delete:
+            typer.echo("nothing to delete")
+        progress(
+            "nothing can be deleted while anything blocks it"
+            if plan.blocked
+            else "re-run with --yes to delete"
+        )
+        return
+    deleted = sandbox_flow.down(run, plan)
     if json_out:
         emit_json({"deleted": deleted})
     else:

@@ -134,3 +134,62 @@ def publish_space(
                 hub, ctx.stack.root, target, [space], argocd_namespace, sync_timeout, say=ctx.say
             )
     return Published(outcome, release, synced)
+
+
+def releases_of(ctx: StackContext, space: str) -> list[Any]:
+    """The space's releases, oldest first."""
+    with ctx.open_hub() as hub:
+        return list(hub.list_releases(space))
+
+
+# ---- install, link-profile ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InstallOptions:
+    source: str | None = None  # configs-like dir, bundles, or an OCI prefix; default configs/
+    dry_run: bool = False
+    prune: bool = False
+    recreate: bool = False
+
+
+def install_bases(ctx: StackContext, opts: InstallOptions) -> flow.InstallReport:
+    """Create or refresh every <component>-base space (a re-install merges: edits survive)."""
+    with ctx.open_hub() as hub:
+        return flow.install(
+            hub,
+            ctx.stack,
+            source=opts.source,
+            dry_run=opts.dry_run,
+            prune=opts.prune,
+            recreate=opts.recreate,
+            say=ctx.say,
+        )
+
+
+@dataclass(frozen=True)
+class LinkTable:
+    bindings: list[Any]  # links.Binding
+    links: list[dict[str, Any]]  # each existing link, as JSON
+
+
+def link_table(ctx: StackContext, variant: str) -> LinkTable:
+    """The binding table and the profile links the variant has now."""
+    from ..links import load_bindings
+
+    with ctx.open_hub() as hub:
+        bindings = load_bindings(ctx.stack)
+        existing = [lk.to_json() for lk in flow.profile_links(hub, ctx.stack, variant)]
+    return LinkTable(bindings, existing)
+
+
+def link_profile(ctx: StackContext, variant: str) -> list[flow.LinkResult]:
+    """Link each bound unit to the profile variant (one link per unit pair) and resolve it."""
+    with ctx.open_hub() as hub:
+        return flow.link_profile(hub, ctx.stack, variant, say=ctx.say)
+
+
+def unlink_profile(ctx: StackContext, variant: str) -> list[str]:
+    """Remove every profile link of the variant."""
+    with ctx.open_hub() as hub:
+        return flow.unlink_profile(hub, ctx.stack, variant, say=ctx.say)
