@@ -24,7 +24,9 @@ from .common import (
 # calls, so `eksinf --help` and the build commands never load them.
 if TYPE_CHECKING:
     from ..flows.context import StackContext
-    from ..flows.creds import UserCreated
+    from ..flows.creds import MgmtCluster, UserCreated
+    from ..flows.enroll import ContractReport
+    from ..flows.teardown import TeardownDone, TeardownPreview
 
 REGION_OPTION = typer.Option(
     None, "--region", help="AWS region. Default: the platform profile's region."
@@ -194,7 +196,7 @@ USER_OPTION = typer.Option(None, "--user-name", help="IAM user name. Default: <s
 YES_OPTION = typer.Option(False, "--yes", help="Carry out the change (without it: print the plan).")
 
 
-def _mgmt(kubeconfig: Path | None, context: str | None) -> Any:
+def _mgmt(kubeconfig: Path | None, context: str | None) -> MgmtCluster:
     from ..flows.creds import MgmtCluster
 
     return MgmtCluster(kubeconfig, context)
@@ -413,7 +415,7 @@ def addon_schemas_refresh_cmd(
 # ---- enroll ----------------------------------------------------------------------------------
 
 
-def _print_checks(report: Any) -> None:
+def _print_checks(report: ContractReport) -> None:
     marks = {"pass": "ok  ", "fail": "FAIL", "warn": "warn", "unknown": "????", "skipped": "skip"}
     for check in report.checks:
         progress(f"{marks[check.status]} {check.name}: {check.detail}  [{check.call}]")
@@ -541,12 +543,16 @@ def enroll_cluster_cmd(
     if json_out:
         emit_json({**report.as_json(), "wiring": wiring})
         return
+    _show_wiring(checked.cluster, name, wiring)
+
+
+def _show_wiring(cluster: str, name: str, wiring: dict[str, Any]) -> None:
     if wiring["argocd"]:
         argo = wiring["argocd"]
         typer.echo(f"argocd: {argo['action']} ({argo['image'] or 'none'}): {argo['detail']}")
     for item in wiring["skipped"]:
         warn(f"skipped {item}")
-    typer.echo(f"cluster {checked.cluster} meets the contract; enrolled as {name}")
+    typer.echo(f"cluster {cluster} meets the contract; enrolled as {name}")
     typer.echo(f"kubeconfig: {wiring['kubeconfig']}")
     typer.echo(
         f"hub target: {wiring['target']}, kind {wiring['kind']} (apps space {wiring['appsSpace']})"
@@ -661,7 +667,7 @@ def teardown_cmd(
         raise EksinfError("teardown incomplete: see what is left above", exit_code=1)
 
 
-def _show_preview(preview: Any, json_out: bool) -> None:
+def _show_preview(preview: TeardownPreview, json_out: bool) -> None:
     if json_out:
         emit_json(preview.as_json())
         return
@@ -676,7 +682,7 @@ def _show_preview(preview: Any, json_out: bool) -> None:
     typer.echo("This destroys real AWS infrastructure.")
 
 
-def _show_done(done: Any) -> None:
+def _show_done(done: TeardownDone) -> None:
     for final in done.finals:
         for item in final.not_ours:
             typer.echo(f"left: not the stack's: {item.line}")

@@ -25,6 +25,7 @@ from .links import binding_rows, print_binding_table
 # The hub and the deploy flow pull in requests (OCI) and the hub backends: each command
 # imports them when it runs, so other commands' start-up does not pay for them.
 if TYPE_CHECKING:
+    from ..flows.rollout import LinkTable
     from ..flows.serving import Served
 
 VARIANT_OPTION = typer.Option(
@@ -284,7 +285,7 @@ def link_profile_cmd(
     )
 
 
-def _print_link_table(table: Any, json_out: bool) -> None:
+def _print_link_table(table: LinkTable, json_out: bool) -> None:
     if json_out:
         emit_json({"bindings": binding_rows(table.bindings), "links": table.links})
         return

@@ -6,14 +6,13 @@ target space, its OCI target and apps space, and the placeholder gate (deploy.en
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..aws import contract
 from ..aws import enroll as cluster
+from ..aws.contract import ContractReport
 from ..aws.enroll import ClusterAccess
 from ..errors import EksinfError
 from ..hub import open_hub
@@ -23,9 +22,7 @@ from ..model.names import apps_space, kubeconfig_path, owner_labels
 from ..model.targets import HYPERPOD_EKS, TargetKind, kind_labels, target_kind
 from .context import StackContext
 from .deploy import ensure_target_space
-
-ContractReport = contract.ContractReport
-missing_lines = contract.missing_lines
+from .targets import oci_credentials
 
 
 def contract_table(kind: str) -> list[dict[str, str]]:
@@ -62,7 +59,7 @@ class Checked:
     kind: TargetKind
     cluster: str
     access: ClusterAccess
-    report: contract.ContractReport
+    report: ContractReport
 
     @property
     def missing(self) -> list[str]:
@@ -120,23 +117,25 @@ class Wired:
 
 
 def wire(ctx: StackContext, checked: Checked) -> Wired:
-    """Wire the cluster that met the contract, then its hub half."""
-    opts = checked.opts
-    user, password = os.environ.get("EKSINF_OCI_USERNAME"), os.environ.get("EKSINF_OCI_PASSWORD")
-    wiring = enroll(
-        ctx.stack.root,
+    """Wire the cluster that met the contract (installing Argo CD when absent, unless told not
+    to) and keep its kubeconfig, then create the hub half, recording the target's kind.
+    Idempotent; the cluster first, so a refused apply leaves no hub half behind."""
+    opts, root = checked.opts, ctx.stack.root
+    registry = opts.oci_registry or ctx.stack.versions.get("REGISTRY", "")
+    wiring = cluster.wire(
         opts.name,
         checked.access,
-        opts.oci_registry or ctx.stack.versions.get("REGISTRY", ""),
+        registry,
         opts.argocd_namespace,
-        (user, password) if user and password else None,
-        checked.kind,
-        install_argocd=opts.install_argocd,
-        say=ctx.say,
-        argocd_timeout=opts.argocd_timeout,
-        hub_backend=ctx.hub_backend,
+        oci_credentials(),
+        root / "configs" if opts.install_argocd else None,
+        ctx.say,
+        opts.argocd_timeout,
     )
-    return Wired(checked.cluster, opts.name, wiring)
+    target = hub_target(root, opts.name, registry, checked.kind, ctx.hub_backend)
+    return Wired(
+        checked.cluster, opts.name, {**wiring, "target": target, "kind": checked.kind.name}
+    )
 
 
 @dataclass(frozen=True)
@@ -172,38 +171,6 @@ def detach(ctx: StackContext, opts: DetachOptions) -> Detached:
         removed = cluster.detach(kube, opts.name, opts.argocd_namespace)
     spaces = delete_hub_spaces(stack.root, opts.name, ctx.hub_backend) if opts.delete_spaces else []
     return Detached(removed, unreachable, spaces)
-
-
-def enroll(
-    stack_root: Path,
-    name: str,
-    access: ClusterAccess,
-    registry: str,
-    argocd_namespace: str,
-    oci_credentials: tuple[str, str] | None,
-    kind: TargetKind,
-    install_argocd: bool = False,
-    say: Callable[[str], None] = lambda _m: None,
-    argocd_timeout: float = 300,
-    hub_backend: str | None = None,
-) -> dict[str, Any]:
-    """Install Argo CD when absent (unless told not to), wire the cluster, keep its kubeconfig,
-    then create the hub half, recording the target's kind. Idempotent."""
-    wiring = cluster.wire(
-        name,
-        access,
-        registry,
-        argocd_namespace,
-        oci_credentials,
-        stack_root / "configs" if install_argocd else None,
-        say,
-        argocd_timeout,
-    )
-    return {
-        **wiring,
-        "target": hub_target(stack_root, name, registry, kind, hub_backend),
-        "kind": kind.name,
-    }
 
 
 def hub_target(
