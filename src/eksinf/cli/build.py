@@ -24,14 +24,7 @@ from eksinf.flows.build import (
 )
 
 from ..errors import CONTRACT, FAILURE, EksinfError
-from .common import (
-    JSON_OPTION,
-    MIRROR_OPTION,
-    emit_json,
-    print_table,
-    progress,
-    state,
-)
+from .common import JSON_OPTION, MIRROR_OPTION, emit_json, print_table, progress, stack_context
 
 charts_app = typer.Typer(
     help="Pin and inspect the Helm charts the stack renders.", no_args_is_help=True
@@ -69,7 +62,7 @@ def components_cmd(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """List the stack's components in apply order."""
-    stack = state(ctx).stack()
+    stack = stack_context(ctx).stack
     rows: list[dict[str, Any]] = [
         {
             "name": c.name,
@@ -115,7 +108,7 @@ def _render(
     quiet: bool = False,
     components: list[str] | None = None,
 ) -> RenderResult:
-    stack = state(ctx).stack()
+    stack = stack_context(ctx).stack
     return render_stack(
         stack,
         charts.mirror_dir(mirror),
@@ -175,7 +168,7 @@ def render_cmd(
     written: on a hazard, configs/ is left exactly as it was.
     """
     started = time.perf_counter()
-    stack = state(ctx).stack()
+    stack = stack_context(ctx).stack
     claim(out or stack.configs_dir, stack.root, allow_configs=True)  # refuse before any work
     result = _render(ctx, mirror, quiet=json_out)
     report = guard.check(result)
@@ -312,7 +305,7 @@ def charts_lock_cmd(ctx: typer.Context, mirror: Path = MIRROR_OPTION) -> None:
     Fetches each chart and manifest (mirror first, then its source) and rewrites charts.lock;
     review the diff before committing it.
     """
-    stack = state(ctx).stack()
+    stack = stack_context(ctx).stack
     chart_pins, manifest_pins = lock_pins(stack, mirror)
     for entry in chart_pins:
         typer.echo(f"{entry.chart} {entry.version}  sha256:{entry.sha256}  ({entry.pinned_from})")
@@ -325,7 +318,7 @@ def charts_lock_cmd(ctx: typer.Context, mirror: Path = MIRROR_OPTION) -> None:
 @charts_app.command("list")
 def charts_list_cmd(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
     """List the charts the stack renders and their pinned digests."""
-    stack = state(ctx).stack()
+    stack = stack_context(ctx).stack
     lock = charts.read_lock(stack)
     rows = []
     for comp in stack.components:

@@ -11,7 +11,7 @@ import typer
 
 from ..model.digest import oci_digest
 from ..model.names import STATE_DIR
-from .common import JSON_OPTION, emit_json, progress, state
+from .common import JSON_OPTION, emit_json, progress, stack_context, state
 
 # oci and bundle pull in requests: each command imports them when it runs.
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def bundle_cmd(
     """
     from eksinf.flows.bundle import build_bundles
 
-    bundles = build_bundles(state(ctx).stack(), components or None, out)
+    bundles = build_bundles(stack_context(ctx).stack, components or None, out)
     if json_out:
         emit_json({"bundles": [b.as_dict() for b in bundles]})
         return
@@ -96,7 +96,7 @@ def push_cmd(
     """
     from eksinf.flows.bundle import Published, build_bundles, oci, publish
 
-    stack = state(ctx).stack()
+    stack = stack_context(ctx).stack
     base = registry or f"{oci.LAYOUT_PREFIX}{stack.root / DEFAULT_LAYOUT}"
     bundles = build_bundles(stack, components or None)
 

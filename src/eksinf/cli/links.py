@@ -8,7 +8,7 @@ import typer
 
 from ..errors import CONTRACT, EksinfError
 from ..flows import links as links_mod
-from .common import JSON_OPTION, emit_json, print_table, progress, state
+from .common import JSON_OPTION, emit_json, print_table, progress, stack_context
 
 links_app = typer.Typer(
     help="Profile links: which profile value lands in which unit, resource and field.",
@@ -40,7 +40,7 @@ def print_binding_table(bindings: list[links_mod.Binding]) -> None:
 @links_app.command("list")
 def links_list_cmd(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
     """Print the binding table: profile field -> unit, resource, path or setter."""
-    bindings = links_mod.load_bindings(state(ctx).stack())
+    bindings = links_mod.load_bindings(stack_context(ctx).stack)
     if json_out:
         emit_json({"bindings": binding_rows(bindings)})
         return
@@ -68,7 +68,7 @@ def links_resolve_cmd(
     Nothing under configs/ changes. Fails (exit 3) if a placeholder is left unresolved; the
     output is still written so you can look at it.
     """
-    done = links_mod.resolve(state(ctx).stack(), profile, out)
+    done = links_mod.resolve(stack_context(ctx).stack, profile, out)
     left = done.unresolved
     if json_out:
         emit_json(done.as_json())
@@ -100,7 +100,7 @@ def lint_cmd(
         else:
             print_table(rows, ("name", "domain", "severity", "anchor", "summary"))
         return
-    report = links_mod.lint_stack(state(ctx).stack())
+    report = links_mod.lint_stack(stack_context(ctx).stack)
     if json_out:
         emit_json(report.as_dict())
     else:
