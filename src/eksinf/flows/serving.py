@@ -36,21 +36,14 @@ class Probe:
         return serving.collect(self.kube, self.plan, self.argocd_namespace, self.model, self.plane)
 
 
-def probe(
-    ctx: StackContext,
-    plane: str,
-    kubeconfig: Path,
-    context: str | None,
-    variant: str,
-    kind: str,
-    argocd_namespace: str,
-) -> Probe:
+def probe(ctx: StackContext, opts: WatchOptions, kubeconfig: Path) -> Probe:
+    """The plane's serving check through `kubeconfig` (the --context of `opts`)."""
     stack = ctx.stack
-    components = [c.name for c in stack.select(plane=plane, kind=kind)]
-    plan = serving.plan_for(stack.configs_dir, plane, components, variant)
-    kube = KubeClient.from_kubeconfig(kubeconfig, context=context)
     model = str(ctx.profile.spec.get("modelId", ""))
-    return Probe(kube, plan, argocd_namespace, model, plane)
+    components = [c.name for c in stack.select(plane=opts.plane, kind=opts.kind)]
+    plan = serving.plan_for(stack.configs_dir, opts.plane, components, opts.variant)
+    kube = KubeClient.from_kubeconfig(kubeconfig, context=opts.context)
+    return Probe(kube, plan, opts.argocd_namespace, model, opts.plane)
 
 
 def poll(
@@ -103,9 +96,7 @@ def watch_plane(ctx: StackContext, opts: WatchOptions, show: Callable[[Report], 
         raise EksinfError(
             "status --plane workload needs --kubeconfig (the workload cluster's)", exit_code=USAGE
         )
-    check = probe(
-        ctx, opts.plane, Path(path), opts.context, opts.variant, opts.kind, opts.argocd_namespace
-    )
+    check = probe(ctx, opts, Path(path))
     report = poll(
         check.read,
         lambda _r, reads: not opts.every or bool(opts.count and reads >= opts.count),
@@ -160,7 +151,7 @@ def wait_serving(
     path = kubeconfig_path(ctx.stack.root, space)
     if not path.is_file():
         return Served("skipped", reason=f"no kubeconfig for target {space} ({path})")
-    check = probe(ctx, plane, path, None, variant, kind, argocd_namespace)
+    check = probe(ctx, WatchOptions(plane, None, None, variant, kind, argocd_namespace), path)
     started = time.monotonic()
     report = poll(
         check.read,

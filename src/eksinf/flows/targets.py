@@ -72,22 +72,7 @@ class TargetInfo:
         }
 
 
-def add(
-    hub: Any,
-    stack_root: Path,
-    name: str,
-    plane: str,
-    kubeconfig: Path | None,
-    registry: str,
-    context: str | None = None,
-    *,
-    kind: TargetKind = KINDS[DEFAULT_KIND],
-    argocd_namespace: str = "argocd",
-    install_argocd: bool = True,
-    argocd_timeout: float = 300,
-    oci_credentials: tuple[str, str] | None = None,
-    say: Any = lambda _m: None,
-) -> TargetInfo:
+def add(hub: Any, ctx: StackContext, opts: AddOptions, kind: TargetKind) -> TargetInfo:
     """Wire the cluster as enroll does (Argo CD installed when absent and allowed, the root
     Application applied), then keep its kubeconfig, then create the hub half. Idempotent; the
     cluster first, so a refused apply leaves nothing in the hub."""
@@ -96,8 +81,11 @@ def add(
     from ..kube.client import KubeClient, parse_kubeconfig, write_kubeconfig
     from .deploy import ensure_target_space
 
+    name, plane, kubeconfig = opts.name, opts.plane, opts.kubeconfig
+    stack_root, say = ctx.stack.root, ctx.say
+    registry = registry_of(ctx.stack, opts.oci_registry)
     check_plane(plane)
-    reduced = load_kubeconfig(kubeconfig, context)
+    reduced = load_kubeconfig(kubeconfig, opts.context)
     kube = KubeClient.from_auth(
         parse_kubeconfig(reduced, Path.cwd(), str(kubeconfig or "KUBECONFIG"))
     )
@@ -111,9 +99,10 @@ def add(
                 exit_code=CONTRACT,
             )
     kube.version()  # reachable, or exit 4 before anything is written
-    if install_argocd:
+    argocd_namespace = opts.argocd_namespace
+    if opts.install_argocd:
         outcome = argocd.ensure(
-            kube, stack_root / "configs", argocd_namespace, timeout=argocd_timeout, say=say
+            kube, stack_root / "configs", argocd_namespace, timeout=opts.argocd_timeout, say=say
         )
     else:
         image = argocd.server_image(kube, argocd_namespace)
@@ -124,7 +113,7 @@ def add(
                 exit_code=CONTRACT,
             )
         outcome = argocd.ArgoOutcome("present", image, "left alone (--no-argocd)")
-    docs, _skipped = wiring_docs(name, registry, argocd_namespace, oci_credentials)
+    docs, _skipped = wiring_docs(name, registry, argocd_namespace, oci_credentials())
     applied = apply_wiring(kube, docs)
     labels = {MODE_LABEL: TARGET_MODE, PLANE_LABEL: plane, **kind_labels(kind)}
     new_space = not hub.space_exists(name)
@@ -335,21 +324,7 @@ def add_target(ctx: StackContext, opts: AddOptions) -> TargetInfo:
 
 def _add(ctx: StackContext, opts: AddOptions, kind: TargetKind) -> TargetInfo:
     with ctx.open_hub() as hub:
-        return add(
-            hub,
-            ctx.stack.root,
-            opts.name,
-            opts.plane,
-            opts.kubeconfig,
-            registry_of(ctx.stack, opts.oci_registry),
-            opts.context,
-            kind=kind,
-            argocd_namespace=opts.argocd_namespace,
-            install_argocd=opts.install_argocd,
-            argocd_timeout=opts.argocd_timeout,
-            oci_credentials=oci_credentials(),
-            say=ctx.say,
-        )
+        return add(hub, ctx, opts, kind)
 
 
 def targets_of(ctx: StackContext) -> list[TargetInfo]:
