@@ -4,8 +4,9 @@
 
 PyInstaller (pinned in pyproject's `dev` extra) freezes eksinf into a self-contained folder (no
 Python needed where it runs); the folder form starts faster than a one-file executable, which
-unpacks itself on every run. The built executable is then run once as cub's install hook, so
-the `cub-plugin.yaml` in the archive is the one the binary itself writes (src/eksinf/publish/plugin.py).
+unpacks itself on every run. The stack rides along as eksinf/stack/, exactly as in the wheel
+(setup.py), so the plugin works in an empty folder. The built executable is then run once as
+cub's install hook, so the `cub-plugin.yaml` in the archive is the one the binary itself writes (src/eksinf/publish/plugin.py).
 The archive is reproducible: sorted entries, owner 0, mtime 0, gzip without a timestamp. Its
 name carries the OS and architecture the way `cub plugin install` matches release assets
 (cmd/cub/plugin_install.go, matchAsset). PyInstaller does not cross-compile: the publish
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import importlib.util
 import io
 import os
 import platform
@@ -41,13 +43,26 @@ def asset_name() -> str:
     return f"eksinf-{platform.system().lower()}-{ARCH.get(machine, machine)}.tar.gz"
 
 
+def stage_stack(work: Path) -> Path:
+    """The stack as the wheel carries it (setup.py's copy_stack): eksinf/stack/ with SHIPPED."""
+    spec = importlib.util.spec_from_file_location("eksinf_setup", REPO / "setup.py")
+    assert spec is not None and spec.loader is not None
+    setup = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(setup)  # its setup() runs only as __main__
+    dest = work / "stack"
+    setup.copy_stack(dest)
+    return dest
+
+
 def freeze(work: Path) -> Path:
     entry = work / "eksinf_main.py"
     entry.write_text("from eksinf.cli import main\n\nmain()\n")
+    stack = stage_stack(work)  # the plugin embeds the stack, as the Go original's did
     subprocess.run(
         [
             sys.executable, "-m", "PyInstaller", "--noconfirm", "--clean", "--onedir",
             "--name", "eksinf", "--log-level", "WARN", *COLLECT,
+            "--add-data", f"{stack}{os.pathsep}eksinf/stack",
             "--distpath", str(work / "dist"), "--workpath", str(work / "build"),
             "--specpath", str(work), str(entry),
         ],

@@ -19,10 +19,17 @@
    AWS does not (botocore's iam model, ListInstanceProfiles: "IAM resource-listing operations
    return a subset of the available attributes ... this operation does not return tags"). Those
    two answers are moto's with the tags removed. moto 5.2.5 lacks iam:ListInstanceProfileTags
-   (served from moto's own GetInstanceProfile tags) and iam:SimulatePrincipalPolicy (answers
-   "allowed" unless an action is listed in `denied`). The two stubbed answers are checked against
-   botocore's output shape (`assert_botocore_shape`); the listings are moto's as botocore parsed
-   them. Every other IAM call goes to moto.
+   (served from moto's own GetInstanceProfile tags) and iam:SimulatePrincipalPolicy. With
+   `from_policies` (as `iam_caller_as_on_aws` installs it) its decisions come from the
+   principal's real policies in moto (a user's inline and attached ones
+   and its groups', or a role's), each statement matched with moto's own policy matcher
+   (moto.iam.access_control) on the action and the one resource asked; an explicit Deny wins, an
+   Allow allows, nothing matching is implicitDeny. Statements with a Condition are not
+   evaluated (teardown's actions need none). Without it every action is "allowed" (for tests
+   about what a decision leads to, not where it comes from). An action listed in `denied` is
+   answered with that decision either way. The two stubbed answers are checked against botocore's
+   output shape (`assert_botocore_shape`); the listings are moto's as botocore parsed them. Every
+   other IAM call goes to moto.
 6. `SageMakerOrchestratorFake`: moto 5.2.5 implements sagemaker CreateCluster, DescribeCluster
    and ListClusterNodes but drops `Orchestrator` (its Cluster keeps no orchestrator), so a
    HyperPod cluster in moto names no EKS cluster. DescribeCluster is moto's answer with the
@@ -518,6 +525,7 @@ def _no_tags(answer: dict) -> dict:
 @dataclass
 class IamAsOnAws:
     denied: dict[str, str] = field(default_factory=dict)  # action -> implicitDeny|explicitDeny
+    from_policies: bool = False  # decide from the principal's policies in moto (else: allowed)
     calls: list[tuple[str, dict]] = field(default_factory=list)
 
     def wrap(self, real: Any) -> Any:
@@ -554,7 +562,7 @@ class IamAsOnAws:
                 if name == "list_instance_profile_tags":
                     return lambda **kw: fake._list_instance_profile_tags(real, **kw)
                 if name == "simulate_principal_policy":
-                    return fake._simulate_principal_policy
+                    return lambda **kw: fake._simulate_principal_policy(real, **kw)
                 return getattr(real, name)
 
         return Client()
@@ -573,14 +581,29 @@ class IamAsOnAws:
         )
 
     def _simulate_principal_policy(
-        self, PolicySourceArn: str, ActionNames: list[str], **_: Any
+        self,
+        real: Any,
+        PolicySourceArn: str,
+        ActionNames: list[str],
+        ResourceArns: list[str] | None = None,
+        **_: Any,
     ) -> dict:
-        self.calls.append(("simulate_principal_policy", {"arn": PolicySourceArn}))
+        resources = ResourceArns or ["*"]
+        assert len(resources) == 1, "teardown simulates one resource per call"
+        self.calls.append(
+            ("simulate_principal_policy", {"arn": PolicySourceArn, "resource": resources[0]})
+        )
+        documents = principal_policies(real, PolicySourceArn) if self.from_policies else []
         results = [
             {
                 "EvalActionName": action,
-                "EvalResourceName": "*",
-                "EvalDecision": self.denied.get(action, "allowed"),
+                "EvalResourceName": resources[0],
+                "EvalDecision": self.denied.get(action)
+                or (
+                    policy_decision(documents, action, resources[0])
+                    if self.from_policies
+                    else "allowed"
+                ),
                 "MatchedStatements": [],
                 "MissingContextValues": [],
             }
@@ -591,6 +614,61 @@ class IamAsOnAws:
             "SimulatePrincipalPolicy",
             {"EvaluationResults": results, "IsTruncated": False},
         )
+
+
+def principal_policies(real: Any, arn: str) -> list[dict]:
+    """Every policy document moto holds for the user or role `arn` names (inline, attached, and
+    a user's groups'), as botocore parsed them."""
+
+    def attached(listing: dict) -> list[dict]:
+        docs = []
+        for pol in listing["AttachedPolicies"]:
+            version = real.get_policy(PolicyArn=pol["PolicyArn"])["Policy"]["DefaultVersionId"]
+            answer = real.get_policy_version(PolicyArn=pol["PolicyArn"], VersionId=version)
+            docs.append(answer["PolicyVersion"]["Document"])
+        return docs
+
+    kind, _, rest = arn.split(":", 5)[5].partition("/")
+    name = rest.rsplit("/", 1)[-1]
+    if kind == "role":
+        inline = real.list_role_policies(RoleName=name)["PolicyNames"]
+        docs = [real.get_role_policy(RoleName=name, PolicyName=n)["PolicyDocument"] for n in inline]
+        return docs + attached(real.list_attached_role_policies(RoleName=name))
+    assert kind == "user", arn
+    inline = real.list_user_policies(UserName=name)["PolicyNames"]
+    docs = [real.get_user_policy(UserName=name, PolicyName=n)["PolicyDocument"] for n in inline]
+    docs += attached(real.list_attached_user_policies(UserName=name))
+    for group in real.list_groups_for_user(UserName=name)["Groups"]:
+        gname = group["GroupName"]
+        for n in real.list_group_policies(GroupName=gname)["PolicyNames"]:
+            docs.append(real.get_group_policy(GroupName=gname, PolicyName=n)["PolicyDocument"])
+        docs += attached(real.list_attached_group_policies(GroupName=gname))
+    return docs
+
+
+def policy_decision(documents: list[dict], action: str, resource: str) -> str:
+    """IAM's decision for one action on one resource under `documents`, each statement matched by
+    moto's policy matcher (actions compared case-insensitively, as IAM does)."""
+    from moto.iam.access_control import IAMPolicyStatement, PermissionResult
+
+    allowed = False
+    for doc in documents:
+        doc = json.loads(doc) if isinstance(doc, str) else doc
+        statements = doc["Statement"] if isinstance(doc["Statement"], list) else [doc["Statement"]]
+        for stmt in statements:
+            if "Condition" in stmt:
+                continue
+            lowered = {
+                k: ([a.lower() for a in v] if isinstance(v, list) else v.lower())
+                if k in ("Action", "NotAction")
+                else v
+                for k, v in stmt.items()
+            }
+            result = IAMPolicyStatement(lowered).is_action_permitted(action.lower(), resource)
+            if stmt["Effect"] == "Deny" and result == PermissionResult.DENIED:
+                return "explicitDeny"
+            allowed |= stmt["Effect"] == "Allow" and result == PermissionResult.PERMITTED
+    return "allowed" if allowed else "implicitDeny"
 
 
 # ---- 6. SageMaker DescribeCluster's Orchestrator (moto drops it) ----------------------------
@@ -682,10 +760,16 @@ def iam_caller_as_on_aws(monkeypatch: Any, region: str = "us-west-2") -> IamAsOn
 
     real = AwsSession(AwsIdentity.resolve(region)).client("iam")
     real.create_user(UserName="operator")
+    # The operator administers the account (the simulator answers from this policy).
+    admin = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}],
+    }
+    real.put_user_policy(UserName="operator", PolicyName="admin", PolicyDocument=json.dumps(admin))
     key = real.create_access_key(UserName="operator")["AccessKey"]
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", key["AccessKeyId"])
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", key["SecretAccessKey"])
-    return IamAsOnAws().install(monkeypatch)
+    return IamAsOnAws(from_policies=True).install(monkeypatch)
 
 
 # ---- 7. answers AWS never sends ------------------------------------------------------------

@@ -9,11 +9,14 @@ import dataclasses
 import json
 
 import pytest
-from aws_stubs import FakeKubeApi, IamAsOnAws, iam_caller_as_on_aws, odd_answers, ref_path
+from aws_stubs import IamAsOnAws, iam_caller_as_on_aws, odd_answers, ref_path
 from safety import fingerprint
+from teardown_kit import controllers_key, give_controllers, mgmt_cluster, stack_policy
 
 from eksinf.aws import creds as creds_mod
+from eksinf.aws import leftovers as lf
 from eksinf.aws import teardown as td
+from eksinf.aws import teardown_iam as tdi
 from eksinf.aws.scope import StackScope
 from eksinf.aws.session import AwsIdentity, AwsSession
 from eksinf.model.profile import ORIGINAL_STACK_TAG_KEY, STACK_TAG_KEY, load_profile
@@ -69,7 +72,7 @@ def seed_orphans(scope: StackScope) -> dict[str, list[str]]:
         return made["NetworkInterface"]["NetworkInterfaceId"]
 
     def group(name: str, vpc: str, cluster: str | None = None) -> str:
-        tags = {f"kubernetes.io/cluster/{cluster}": "owned", td.EKS_CLUSTER_NAME_TAG: cluster}
+        tags = {f"kubernetes.io/cluster/{cluster}": "owned", lf.EKS_CLUSTER_NAME_TAG: cluster}
         extra = {"TagSpecifications": tag_spec("security-group", tags)} if cluster else {}
         return ec2.create_security_group(GroupName=name, Description="x", VpcId=vpc, **extra)[
             "GroupId"
@@ -122,7 +125,7 @@ def test_without_yes_prints_the_plan_and_changes_nothing(eksinf, stack_dir, scop
     result = eksinf("teardown", cwd=stack_dir)
     assert result.code == 0, result.err
     assert "nothing changed; re-run with --yes" in result.err
-    assert "delete" in result.out and f"{td.EKS_CLUSTER_NAME_TAG}={scope.cluster}" in result.out
+    assert "delete" in result.out and f"{lf.EKS_CLUSTER_NAME_TAG}={scope.cluster}" in result.out
     assert "(never by name)" in result.out
     assert "now blocking a VPC delete: detached ENI eni-" in result.out
     assert snapshot(scope) == before
@@ -242,22 +245,22 @@ def test_ownership_is_exact_and_shared_is_not_owned(scope):
         return [{"Key": k, "Value": v} for k, v in kv.items()]
 
     ours = {"TagSet": tags(**{"cluster.k8s.amazonaws.com/name": scope.cluster})}
-    assert td.is_stack_eni(ours, scope)
-    assert td.is_stack_eni({"Description": f"Amazon EKS {scope.cluster}"}, scope)
-    assert not td.is_stack_eni({"Description": f"Amazon EKS {scope.cluster}-blue"}, scope)
-    assert not td.is_stack_eni({"Description": f"Amazon EKS {scope.cluster}\n"}, scope)
+    assert lf.is_stack_eni(ours, scope)
+    assert lf.is_stack_eni({"Description": f"Amazon EKS {scope.cluster}"}, scope)
+    assert not lf.is_stack_eni({"Description": f"Amazon EKS {scope.cluster}-blue"}, scope)
+    assert not lf.is_stack_eni({"Description": f"Amazon EKS {scope.cluster}\n"}, scope)
     shared = {"TagSet": tags(**{scope.cluster_tag: "shared"})}
-    assert not td.is_stack_eni(shared, scope)
+    assert not lf.is_stack_eni(shared, scope)
     other_stack = {
         "TagSet": tags(**{STACK_TAG_KEY: "other", "cluster.k8s.amazonaws.com/name": scope.cluster})
     }
-    assert not td.is_stack_eni(other_stack, scope)
-    assert td.not_ours_why(other_stack, scope) == f"tagged {STACK_TAG_KEY}=other"
+    assert not lf.is_stack_eni(other_stack, scope)
+    assert lf.not_ours_why(other_stack, scope) == f"tagged {STACK_TAG_KEY}=other"
     odd = {"TagSet": [{"Value": "no key"}, "junk"], "Description": "a\nb"}
-    assert not td.is_stack_eni(odd, scope)
-    assert "description 'a\\nb'" in td.not_ours_why(odd, scope)
-    assert not td.cluster_owned(
-        {f"kubernetes.io/cluster/{scope.cluster}-blue": "owned"}, scope, (td.EKS_CLUSTER_NAME_TAG,)
+    assert not lf.is_stack_eni(odd, scope)
+    assert "description 'a\\nb'" in lf.not_ours_why(odd, scope)
+    assert not lf.cluster_owned(
+        {f"kubernetes.io/cluster/{scope.cluster}-blue": "owned"}, scope, (lf.EKS_CLUSTER_NAME_TAG,)
     )
 
 
@@ -358,29 +361,13 @@ def test_endpoint_down_plan_says_unknown(eksinf, stack_dir, monkeypatch, aws_env
 
 @pytest.fixture
 def mgmt(tmp_path, stack_dir):
-    objects = td.ack_objects(
-        stack_dir / "configs", [c.name for c in load_stack(stack_dir).select(plane="mgmt")]
-    )
-    with FakeKubeApi(token="m") as api:
-        api.put(ARGO, {"apiVersion": "apps/v1", "kind": "StatefulSet", "spec": {"replicas": 1}})
-        for obj in objects:
-            api.put(
-                obj.path,
-                {
-                    "apiVersion": obj.api_version,
-                    "kind": obj.kind,
-                    "metadata": {"name": obj.name, "namespace": obj.namespace},
-                },
-            )
-        api.objects_seeded = objects
-        api.config = api.kubeconfig(tmp_path / "mgmt.kubeconfig")
+    with mgmt_cluster(tmp_path, stack_dir) as api:
         yield api
 
 
 def test_mgmt_deletes_ack_objects_dependents_first(eksinf, stack_dir, scope, mgmt, aws_env):
-    creds = {"AccessKeyId": "AKIAX", "SecretAccessKey": "s"}
-    secret = creds_mod.credentials_secret(creds, "ack-system", "x", None)
-    mgmt.put(f"/api/v1/namespaces/ack-system/secrets/{creds_mod.SECRET_NAME}", secret)
+    # The controllers' key: a moto user with the stack's scoped policy (simulated before any delete).
+    give_controllers(mgmt, controllers_key(scope, {"scoped": stack_policy(stack_dir)}))
     result = eksinf(
         "teardown",
         "--plane",
@@ -486,9 +473,8 @@ def test_mgmt_deletion_is_authorised_through_the_hub(eksinf, stack_dir, scope, m
     from eksinf.hub import open_hub
 
     assert eksinf("sandbox", "up", cwd=stack_dir).code == 0
-    creds = {"AccessKeyId": "AKIAX", "SecretAccessKey": "s"}
-    secret = creds_mod.credentials_secret(creds, "ack-system", "x", None)
-    mgmt.put(f"/api/v1/namespaces/ack-system/secrets/{creds_mod.SECRET_NAME}", secret)
+    # The controllers' key: a moto user with the stack's scoped policy (simulated before any delete).
+    give_controllers(mgmt, controllers_key(scope, {"scoped": stack_policy(stack_dir)}))
     result = eksinf(
         "teardown",
         "--plane",
@@ -753,7 +739,7 @@ def test_karpenter_profiles_are_found_through_the_node_role_not_list_tags(
 
 
 def test_a_gone_node_role_holds_no_profile(scope, aws_env):
-    assert td.release_instance_profiles(session_for(scope), scope) == []
+    assert tdi.release_instance_profiles(session_for(scope), scope) == []
 
 
 def test_missing_delete_permissions_stop_teardown_before_anything(
@@ -789,7 +775,7 @@ def test_an_assumed_role_is_simulated_as_its_role(scope, aws_env, monkeypatch):
     creds = session.client("sts").assume_role(RoleArn=role["Arn"], RoleSessionName="me")
     assumed = AwsSession(AwsIdentity.resolve(scope.region), credentials=creds["Credentials"])
     assert ":assumed-role/ops/me" in assumed.caller.arn
-    assert td.simulation_arn(assumed) == role["Arn"] and "/team/ops" in role["Arn"]
+    assert tdi.simulation_arn(assumed) == role["Arn"] and "/team/ops" in role["Arn"]
 
 
 def test_a_stack_the_original_tagged_is_swept_and_its_instance_is_billing(
@@ -825,4 +811,4 @@ def test_the_originals_tag_naming_another_stack_is_not_ours(scope):
     assert both.tagged_ours({ORIGINAL_STACK_TAG_KEY: scope.stack})
     assert not both.tagged_ours({ORIGINAL_STACK_TAG_KEY: "other-stack"})
     other = {ORIGINAL_STACK_TAG_KEY: "other-stack", scope.cluster_tag: "owned"}
-    assert not td.is_stack_eni({"TagSet": [{"Key": k, "Value": v} for k, v in other.items()]}, both)
+    assert not lf.is_stack_eni({"TagSet": [{"Key": k, "Value": v} for k, v in other.items()]}, both)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import io
 import json
 import os
@@ -633,7 +634,15 @@ def test_hub_diff_upstream_shows_only_the_field_a_function_changed(eksinf, stack
         if line[:1] in "+-" and not line.startswith(("+++", "---"))
     ]
     assert changed == ["-  replicas: 0", "+  replicas: 3"]
-    assert (
-        "# The model server"
-        in (stack_dir / "configs" / "inference-workloads" / "vllm.yaml").read_text()
-    )
+    # and the unit itself is the committed file with that one line changed: its comments,
+    # quoting and indentation kept (ruamel.yaml's round trip, core.roundtrip)
+    committed = (stack_dir / "configs" / "inference-workloads" / "vllm.yaml").read_text()
+    shown = eksinf("hub", "show", "inference-workloads-dev", "vllm", cwd=stack_dir)
+    assert shown.code == 0, shown.err
+    raw = [
+        line
+        for line in difflib.unified_diff(committed.splitlines(), shown.out.splitlines(), n=0)
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
+    assert raw == ["-  replicas: 0", "+  replicas: 3"]
+    assert "# The model server" in shown.out

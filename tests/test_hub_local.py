@@ -8,7 +8,7 @@ import pytest
 
 from eksinf.core.yamlio import dump_docs, load_docs
 from eksinf.errors import EksinfError
-from eksinf.hub.local import LocalHub
+from eksinf.hub.local import SCHEMA_VERSION, LocalHub
 from eksinf.hub.protocol import (
     AlreadyExists,
     GateBlocked,
@@ -336,15 +336,21 @@ def test_every_operation_is_one_transaction(tmp_path):
     assert hub.check() == []
 
 
-def test_schema_version_mismatch_is_refused(tmp_path):
+def test_a_hub_newer_than_this_eksinf_is_refused_and_left_as_it_is(tmp_path):
     LocalHub(tmp_path / "hub.db").close()
     db = sqlite3.connect(tmp_path / "hub.db")
-    db.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
+    db.execute("PRAGMA user_version=99")
     db.commit()
     db.close()
+    before = (tmp_path / "hub.db").read_bytes()
     with pytest.raises(HubError) as err:
         LocalHub(tmp_path / "hub.db")
-    assert err.value.exit_code == 4 and "schema version 99" in str(err.value)
+    assert err.value.exit_code == 4
+    assert f"schema version 99, newer than this eksinf reads (up to {SCHEMA_VERSION})" in str(
+        err.value
+    )
+    assert "Upgrade eksinf" in err.value.hint
+    assert (tmp_path / "hub.db").read_bytes() == before
 
 
 def test_function_argument_errors_are_usage_errors(local_hub):

@@ -69,7 +69,11 @@ def test_the_profile_values_reach_the_model(stack_dir):
     )
     assert doc is not None and profile.hyperpod is not None
     spec = doc["spec"]
-    assert spec["instanceType"] == profile.hyperpod.instance_type
+    # instanceType and instanceTypes are mutually exclusive in the CRD: only the list is set,
+    # the profile's type first, then its fallbacks in order.
+    assert "instanceType" not in spec
+    assert spec["instanceTypes"] == ["ml.g5.2xlarge", "ml.g6.2xlarge"]
+    assert tuple(spec["instanceTypes"]) == profile.hyperpod.instance_types
     assert spec["modelSourceConfig"]["huggingFaceModel"]["modelId"] == profile.spec["modelId"]
     assert spec["tlsConfig"]["tlsCertificateOutputS3Uri"] == profile.hyperpod.tls_certificate_s3_uri
     assert spec["modelName"] == spec["endpointName"] == profile.name
@@ -166,7 +170,7 @@ def test_a_hyperpod_sandbox_publishes_the_model_as_an_inference_endpoint_config(
     (iec,) = units["model"]
     assert (iec["apiVersion"], iec["kind"]) == IEC
     profile = load_profile(load_stack(stack_dir))
-    assert iec["spec"]["instanceType"] == profile.hyperpod.instance_type
+    assert tuple(iec["spec"]["instanceTypes"]) == profile.hyperpod.instance_types
     report = ReleaseGate(load_stack(stack_dir)).check("hyperpod-inference-hp", units)
     assert report.ok and report.by_schema.get("crd") == 1, [f.line() for f in report.findings]
 

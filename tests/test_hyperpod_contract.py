@@ -339,6 +339,41 @@ def test_a_group_without_a_running_instance_is_waiting_for_capacity_not_a_block(
     assert not [c for c in checks if c.blocks]  # enroll goes ahead
 
 
+def test_a_fallback_type_with_capacity_serves_and_is_said() -> None:
+    """The profile's fallbackInstanceTypes count as the GPU group: the operator deploys on the
+    first listed type with a running instance."""
+    hp = replace(good_hp(), fallback_instance_types=("ml.g6.2xlarge",))
+    groups = [
+        {"InstanceGroupName": "cpu", "InstanceType": "ml.m7g.xlarge", "CurrentCount": 1},
+        {"InstanceGroupName": "g5", "InstanceType": "ml.g5.2xlarge", "CurrentCount": 0},
+        {"InstanceGroupName": "g6", "InstanceType": "ml.g6.2xlarge", "CurrentCount": 1},
+    ]
+    on_g6 = replace(
+        hp,
+        cluster={**(hp.cluster or {}), "InstanceGroups": groups},
+        nodes=[node("cpu", "ml.m7g.xlarge"), node("g6", "ml.g6.2xlarge")],
+    )
+    (check,) = judge("hyperpod-instance-groups", on_g6)
+    assert check.status == "pass", check.detail
+    assert "no running ml.g5.2xlarge: the model falls back to ml.g6.2xlarge" in check.detail
+    assert "GPU instance group of ml.g5.2xlarge or ml.g6.2xlarge" in check.element
+    only_g6 = replace(
+        on_g6, cluster={**(hp.cluster or {}), "InstanceGroups": [groups[0], groups[2]]}
+    )
+    (check,) = judge("hyperpod-instance-groups", only_g6)
+    assert check.status == "pass", check.detail  # no g5 group at all: the fallback's group does
+    neither = replace(on_g6, nodes=[node("cpu", "ml.m7g.xlarge")])
+    (check,) = judge("hyperpod-instance-groups", neither)
+    assert check.status == "warn" and "g5, g6 has no running instance: waiting for capacity" in (
+        check.detail
+    )
+    (first,) = judge("hyperpod-instance-groups", hp)  # the first type runs: nothing to say
+    assert first.status == "pass" and "falls back" not in first.detail
+    without = replace(good_hp(), cluster=only_g6.cluster, nodes=only_g6.nodes)
+    (check,) = judge("hyperpod-instance-groups", without)  # no fallback listed: g6 is not ours
+    assert check.status == "fail" and "no instance group of ml.g5.2xlarge" in check.detail
+
+
 def test_a_missing_group_fails_and_the_fix_warns_update_cluster_replaces_the_whole_set() -> None:
     hp = good_hp()
     groups = [

@@ -253,6 +253,24 @@ def test_proxy_url_tunnels_every_request_through_the_proxy(kube_plane, tmp_path,
     assert "through proxy http://127.0.0.1:1" in caught.value.message
 
 
+def test_a_loopback_server_is_never_reached_through_the_environment_proxy(
+    kube_plane, tmp_path, connect_proxy, monkeypatch
+):
+    """$HTTPS_PROXY set for the internet (and no NO_PROXY) does not swallow a loopback API
+    server, as client-go never proxies loopback; a kubeconfig's own proxy-url still would."""
+    port = connect_proxy.server_address[1]
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"):
+        monkeypatch.setenv(name, f"http://127.0.0.1:{port}")
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    direct = config(
+        kube_plane.server, {"certificate-authority": str(kube_plane.ca_file)},
+        {"token": kube_plane.admin_token},
+    )  # fmt: skip
+    assert_admin(KubeClient.from_kubeconfig(write(tmp_path / "direct", direct)))
+    assert connect_proxy.tunnels == []
+
+
 # ---- exec credential plugins ---------------------------------------------------------------
 
 PLUGIN = """\

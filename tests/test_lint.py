@@ -190,6 +190,76 @@ def test_profile_lists_of_unequal_length(eksinf, stack_dir):
     failing(eksinf, stack_dir, "profile", "privateSubnetCIDRs", "differ in length", PROFILE)
 
 
+def test_a_profile_list_item_no_binding_carries_is_refused(eksinf, stack_dir):
+    """A second fallback instance type with no slot in the model would be dropped silently."""
+    edit(stack_dir, PROFILE, "[ml.g6.2xlarge]", "[ml.g6.2xlarge, ml.g6e.2xlarge]")
+    failing(
+        eksinf,
+        stack_dir,
+        "binding-list-partial",
+        "spec.hyperpod.fallbackInstanceTypes lists 2 item(s)",
+        "item(s) 1 ('ml.g6e.2xlarge')",
+        "render/hyperpod-inference/links/bindings.yaml",
+    )
+
+
+def test_a_fallback_with_no_slot_at_all_is_refused(eksinf, stack_dir):
+    """The model back to one type (slot and binding removed) while the profile still lists a
+    fallback: the fallback would never reach the model."""
+    for rel in ("configs/hyperpod-inference/model.yaml", "render/hyperpod-inference/model.yaml"):
+        edit(
+            stack_dir,
+            rel,
+            "    - confighubplaceholder\n    - confighubplaceholder\n",
+            "    - confighubplaceholder\n",
+        )
+    path = stack_dir / "render/hyperpod-inference/links/bindings.yaml"
+    text = path.read_text()
+    start = text.index("  - source: hyperpod.fallbackInstanceTypes.0")
+    end = text.index("  - source:", start + 1)
+    path.write_text(text[:start] + text[end:])
+    failing(
+        eksinf,
+        stack_dir,
+        "binding-list-partial",
+        "no binding carries item(s) 0 ('ml.g6.2xlarge')",
+        "render/hyperpod-inference/links/bindings.yaml (bind spec.hyperpod.fallbackInstanceTypes",
+    )
+
+
+def test_a_hyperpod_model_sets_one_instance_type_field_of_ml_types(eksinf, stack_dir):
+    model = "configs/hyperpod-inference/model.yaml"
+    edit(
+        stack_dir, model, "  instanceTypes:\n", "  instanceType: ml.g5.2xlarge\n  instanceTypes:\n"
+    )
+    edit(
+        stack_dir,
+        "render/hyperpod-inference/model.yaml",
+        "  instanceTypes:\n",
+        "  instanceType: ml.g5.2xlarge\n  instanceTypes:\n",
+    )
+    failing(eksinf, stack_dir, "hyperpod-instance-types", "mutually exclusive", "spec.instanceType")
+
+
+def test_a_hyperpod_model_lists_each_ml_type_once(eksinf, stack_dir):
+    edit(stack_dir, PROFILE, "[ml.g6.2xlarge]", "[ml.g6.2xlarge, ml.g6.xlarge]")
+    for rel in ("configs/hyperpod-inference/model.yaml", "render/hyperpod-inference/model.yaml"):
+        edit(
+            stack_dir,
+            rel,
+            "    - confighubplaceholder\n    - confighubplaceholder\n",
+            "    - confighubplaceholder\n    - confighubplaceholder\n    - g6.xlarge\n    - confighubplaceholder\n",
+        )
+    path = stack_dir / "render/hyperpod-inference/links/bindings.yaml"
+    path.write_text(
+        path.read_text() + "  - source: hyperpod.fallbackInstanceTypes.1\n    unit: model\n"
+        "    kind: InferenceEndpointConfig\n    name: inference-hyperpod/vllm\n"
+        "    path: spec.instanceTypes.3\n"
+    )
+    found = failing(eksinf, stack_dir, "hyperpod-instance-types", "'g6.xlarge' is not an ml.* type")
+    assert "spec.instanceTypes.2" in " ".join(found["places"])
+
+
 def test_profile_subnet_outside_vpc(eksinf, stack_dir):
     edit(stack_dir, PROFILE, "10.42.32.0/20", "10.43.32.0/20")
     failing(eksinf, stack_dir, "profile", "spec.publicSubnetCIDRs.2", "outside the VPC CIDR")

@@ -257,7 +257,7 @@ def test_cli_push_pull_round_trip_against_the_registry(eksinf, stack_dir, regist
     annotations = info["annotations"]
     assert annotations["org.opencontainers.image.version"] == entry["version"]
     assert annotations["org.opencontainers.image.title"] == "karpenter"
-    assert "karpenter@1.14.0=sha256:" in annotations["io.eksinf.build.charts"]
+    assert "karpenter@1.14.0=sha256:" in annotations["io.eksinf.charts"]
     committed = stack_dir / "configs" / "karpenter"
     assert info["files"] == sorted(p.name for p in committed.iterdir())
     for name in info["files"]:

@@ -11,6 +11,7 @@ arguments and CUB_PLUGIN=1, CUB_CONTEXT, CUB_SERVER in the environment.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import platform
 import shutil
@@ -24,6 +25,7 @@ import yaml
 from conftest import REPO, STACK_DIRS, STACK_FILES
 
 from eksinf import __version__
+from eksinf.model.stack import load_stack
 from eksinf.publish import plugin
 
 # The manifest fields cub reads (core/plugin/manifest.go: Manifest and Command yaml tags).
@@ -65,7 +67,7 @@ def test_an_ordinary_run_is_not_a_hook(tmp_path, monkeypatch):
 
 # ---- the built plugin ---------------------------------------------------------------------------
 
-BUILD_INPUTS = ("pyproject.toml", ".ci/build-plugin.py")
+BUILD_INPUTS = ("pyproject.toml", "setup.py", ".ci/build-plugin.py", *STACK_FILES)
 
 
 def build_key() -> str:
@@ -73,7 +75,8 @@ def build_key() -> str:
 
     digest = hashlib.sha256(PyInstaller.__version__.encode())
     paths = [REPO / p for p in BUILD_INPUTS]
-    paths += sorted(p for p in (REPO / "src" / "eksinf").rglob("*") if p.is_file())
+    for folder in ("src/eksinf", *STACK_DIRS):  # the plugin embeds the stack too
+        paths += sorted(p for p in (REPO / folder).rglob("*") if p.is_file())
     for path in paths:
         if "__pycache__" not in path.parts:
             digest.update(path.relative_to(REPO).as_posix().encode() + path.read_bytes())
@@ -166,3 +169,34 @@ def test_the_installed_plugin_runs_version_components_and_sandbox_up(asset, tmp_
     assert "release(s) published" in up.stdout
     again = cub_eksinf("sandbox", "up")
     assert again.returncode == 0 and "nothing changed" in again.stdout
+
+
+def test_the_installed_plugin_carries_its_stack(asset, tmp_path):
+    """`cub eksinf components` and `sandbox up` in an empty folder: the stack embedded in the
+    plugin is used, copied into the user's state folder; the folder stays empty."""
+    entrypoint, _ = install_like_cub(asset, tmp_path / "plugins")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path / "home"),
+        "CUB_PLUGIN": "1",
+        "CUB_CONTEXT": "default",
+        "CUB_SERVER": "https://hub.confighub.test",
+    }
+
+    def cub_eksinf(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(entrypoint), *args], env=env, cwd=empty, capture_output=True, text=True
+        )
+
+    components = cub_eksinf("components", "--json")
+    assert components.returncode == 0, components.stderr
+    shipped = json.loads(components.stdout)["components"]
+    assert {c["name"] for c in shipped} == {c.name for c in load_stack(REPO).components}
+    up = cub_eksinf("sandbox", "up", "--hub", "local")  # no cub binary here: the embedded hub
+    assert up.returncode == 0, up.stderr
+    assert "release(s) published" in up.stdout
+    assert list(empty.iterdir()) == []
+    state = tmp_path / "home" / ".local" / "state" / "eksinf" / "stack"
+    assert (state / "components.yaml").is_file() and (state / ".eksinf" / "hub.db").is_file()

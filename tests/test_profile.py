@@ -179,3 +179,19 @@ def test_hyperpod_fields_are_checked(doc):
     missing = copy.deepcopy(doc)
     del missing["spec"]["hyperpod"]["executionRoleName"]
     expect(missing, "spec.hyperpod", "'executionRoleName' is a required property")
+
+
+def test_fallback_instance_types_are_optional_ordered_and_checked_like_the_first(doc):
+    profile = check_profile(doc, LABEL)
+    assert profile.hyperpod is not None
+    assert profile.hyperpod.instance_types == ("ml.g5.2xlarge", "ml.g6.2xlarge")
+    del doc["spec"]["hyperpod"]["fallbackInstanceTypes"]
+    alone = check_profile(doc, LABEL).hyperpod
+    assert alone is not None and alone.instance_types == ("ml.g5.2xlarge",)
+    field = "spec.hyperpod.fallbackInstanceTypes"
+    expect(hyperpod(doc, "fallbackInstanceTypes", ["g6.2xlarge"]), f"{field}.0", "ml.")
+    expect(hyperpod(doc, "fallbackInstanceTypes", ["ml.g6.3xlarge"]), "not a size of g6")
+    expect(hyperpod(doc, "fallbackInstanceTypes", ["ml.g6.xlarge", "ml.c7g.xlarge"]), f"{field}.1")
+    expect(hyperpod(doc, "fallbackInstanceTypes", ["ml.g5.2xlarge"]), "listed twice")
+    expect(hyperpod(doc, "fallbackInstanceTypes", ["ml.g6.xlarge", "ml.g6.xlarge"]), "listed twice")
+    expect(hyperpod(doc, "fallbackInstanceTypes", "ml.g6.xlarge"), field, "not of type 'array'")

@@ -16,11 +16,19 @@ ENVIRONMENT = 4  # unreachable service, credentials, missing tool
 class EksinfError(Exception):
     """A failure the user can act on: what went wrong, how to fix it, and the exit code."""
 
-    def __init__(self, message: str, hint: str = "", exit_code: int = FAILURE) -> None:
+    def __init__(
+        self,
+        message: str,
+        hint: str = "",
+        exit_code: int = FAILURE,
+        details: dict[str, object] | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
         self.exit_code = exit_code
+        # What a script needs beyond the sentence (camelCase keys): a --json error carries it.
+        self.details = details or {}
 
     def __str__(self) -> str:
         return self.message

@@ -214,15 +214,20 @@ class SecretInfo:
     expired: bool = False
 
 
+def _ini_fields(obj: dict[str, Any]) -> dict[str, str]:
+    """The key = value lines of the Secret's INI file (one profile: `default`)."""
+    ini = base64.b64decode((obj.get("data") or {}).get(SECRET_KEY, "")).decode(errors="replace")
+    return dict(
+        (k.strip(), v.strip()) for k, _, v in (ln.partition("=") for ln in ini.splitlines()) if _
+    )
+
+
 def read_secret(kube: KubeClient, namespace: str) -> SecretInfo:
     obj = kube.get(resource_path("v1", "Secret", namespace, SECRET_NAME))
     if obj is None:
         return SecretInfo(present=False)
     ann = obj.get("metadata", {}).get("annotations") or {}
-    ini = base64.b64decode((obj.get("data") or {}).get(SECRET_KEY, "")).decode(errors="replace")
-    fields = dict(
-        (k.strip(), v.strip()) for k, _, v in (ln.partition("=") for ln in ini.splitlines()) if _
-    )
+    fields = _ini_fields(obj)
     expires = ann.get(ANN_EXPIRES)
     expired = False
     if expires:
@@ -240,6 +245,22 @@ def read_secret(kube: KubeClient, namespace: str) -> SecretInfo:
         source=ann.get(ANN_SOURCE),
         expired=expired,
     )
+
+
+def secret_credentials(kube: KubeClient, namespace: str) -> dict[str, str] | None:
+    """The key the ACK controllers act with, as their SDK reads it from the Secret (None when
+    the Secret is missing or holds no key): what teardown asks AWS who it is."""
+    obj = kube.get(resource_path("v1", "Secret", namespace, SECRET_NAME))
+    fields = _ini_fields(obj) if obj is not None else {}
+    if not fields.get("aws_access_key_id") or not fields.get("aws_secret_access_key"):
+        return None
+    creds = {
+        "AccessKeyId": fields["aws_access_key_id"],
+        "SecretAccessKey": fields["aws_secret_access_key"],
+    }
+    if fields.get("aws_session_token"):
+        creds["SessionToken"] = fields["aws_session_token"]
+    return creds
 
 
 def ack_namespace(versions: Mapping[str, str]) -> str:

@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-import botocore.exceptions as bce
-
 from eksinf.model.stack import Stack
 
 from ..errors import CONTRACT, ENVIRONMENT, FAILURE, EksinfError
@@ -28,18 +26,26 @@ from ..model.configs import of_kind, read_units, resources
 from ..model.names import profile_space, variant_space
 from . import creds as creds_mod
 from .ack import AckObject, ack_accounts, ack_objects
-from .scope import StackScope
-from .session import (
-    AWS_FAILURES,
-    AwsSession,
-    answer_field,
-    aws_errors,
-    error_code,
-    paginate,
-    tags_of,
-    translate,
+from .leftovers import (
+    EKS_CLUSTER_NAME_TAG,
+    EKS_NAME_TAGS,
+    Leftovers,
+    eks_control_plane_description,
+    leftovers,
+    sweep_orphans,
 )
-from .status import describe_cluster, stack_instances, stack_nat_gateways, stack_vpc_ids
+from .scope import StackScope
+from .session import AwsSession, tags_of
+from .status import stack_instances
+from .teardown_iam import (
+    ControllersVerdict,
+    check_controllers,
+    check_permissions,
+    delete_actions,
+    karpenter_profile_path,
+    release_instance_profiles,
+    teardown_actions,
+)
 
 DELETION_POLICY = "services.k8s.aws/deletion-policy"
 ARGO_CONTROLLER = ("apps/v1", "StatefulSet", "argocd-application-controller")
@@ -51,314 +57,6 @@ Say = Callable[[str], None]
 
 def _quiet(_msg: str) -> None:
     pass
-
-
-# ---- what the mgmt plane owns (from configs/, never a fixed list) -----------------------------
-
-
-# ---- checks scoped to the stack ---------------------------------------------------------------
-
-
-# How AWS and Kubernetes mark what belongs to one EKS cluster. EKS tags the security group it
-# makes for a cluster with both cluster tags (`aws:` keys cannot be set by users); Karpenter and
-# EKS tag instances and their interfaces `eks:cluster-name`; the VPC CNI tags each interface it
-# makes `cluster.k8s.amazonaws.com/name`; EKS describes its control-plane interfaces
-# `Amazon EKS <cluster>`. Only the exact cluster name matches: `<cluster>-blue` is another cluster.
-EKS_CLUSTER_NAME_TAG = "aws:eks:cluster-name"
-EKS_NAME_TAGS = (EKS_CLUSTER_NAME_TAG, "eks:cluster-name", "cluster.k8s.amazonaws.com/name")
-CLUSTER_TAG_PREFIX = "kubernetes.io/cluster/"
-DESCRIPTION_SHOWN = 80  # characters of a foreign interface's description quoted in its "why"
-
-
-def eks_control_plane_description(scope: StackScope) -> str:
-    return f"Amazon EKS {scope.cluster}"
-
-
-@dataclass(frozen=True)
-class NotOurs:
-    """Something in the stack's VPC that teardown leaves alone, and why it is not the stack's."""
-
-    kind: str  # "ENI" or "security group"
-    id: str
-    why: str
-
-    @property
-    def line(self) -> str:
-        return f"{self.kind} {self.id} ({self.why})"
-
-    def as_json(self) -> dict[str, str]:
-        return {"kind": self.kind, "id": self.id, "why": self.why}
-
-
-def cluster_owned(tags: dict[str, str], scope: StackScope, name_tags: tuple[str, ...]) -> bool:
-    """Whether a resource's tags say it was made for exactly the stack's cluster.
-    `kubernetes.io/cluster/<cluster>=shared` means shared with the cluster, not owned by it."""
-    return tags.get(scope.cluster_tag) == "owned" or any(
-        tags.get(key) == scope.cluster for key in name_tags
-    )
-
-
-def is_stack_eni(eni: dict[str, Any], scope: StackScope) -> bool:
-    """Tagged by the stack, or made by its cluster (its tags or EKS's description say so)."""
-    tags = tags_of(eni)
-    named = scope.stack_tag_value(tags)
-    if named is not None:  # another stack's tag outweighs a cluster of the same name
-        return named == scope.stack
-    return cluster_owned(tags, scope, EKS_NAME_TAGS) or eni.get(
-        "Description"
-    ) == eks_control_plane_description(scope)
-
-
-def shown(text: str) -> str:
-    """Text from AWS as it may go on one line of output: quoted when it is not plain."""
-    text = text[:DESCRIPTION_SHOWN]
-    return text if text.isprintable() and text.strip() == text and text else repr(text)
-
-
-def not_ours_why(resource: dict[str, Any], scope: StackScope) -> str:
-    """One line a reviewer can act on: the other stack or cluster the resource's tags name, or
-    that nothing ties it to this stack (with its description and requester, when it has them)."""
-    tags = tags_of(resource)
-    keys = [k for k in scope.tag_keys if k in tags][:1]
-    keys += sorted(k for k in tags if k.startswith(CLUSTER_TAG_PREFIX))
-    keys += [k for k in EKS_NAME_TAGS if k in tags]
-    if keys:
-        return f"tagged {shown(keys[0])}={shown(tags[keys[0]])}"
-    why = f"nothing ties it to stack {scope.stack} or cluster {scope.cluster}"
-    if resource.get("Description"):
-        why += f"; description {shown(str(resource['Description']))}"
-    if resource.get("RequesterId"):
-        why += f"; requester {shown(str(resource['RequesterId']))}"
-    return why
-
-
-@dataclass(frozen=True)
-class Orphans:
-    """What blocks a delete of the stack's VPC: the stack's (swept) and the rest (left)."""
-
-    enis: tuple[str, ...]
-    security_groups: tuple[str, ...]
-    not_ours: tuple[NotOurs, ...]
-
-
-@dataclass(frozen=True)
-class Leftovers:
-    instances: tuple[str, ...]
-    nat_gateways: tuple[str, ...]
-    cluster: str | None
-    vpcs: tuple[str, ...]
-    detached_enis: tuple[str, ...]
-    cluster_sgs: tuple[str, ...]
-    idle_eips: tuple[dict[str, Any], ...]
-    not_ours: tuple[NotOurs, ...] = ()
-
-    @property
-    def billing(self) -> list[str]:
-        items = [f"instance {i}" for i in self.instances]
-        items += [f"NAT gateway {n}" for n in self.nat_gateways]
-        if self.cluster:
-            items.append(f"EKS cluster {self.cluster}")
-        return items
-
-    @property
-    def blockers(self) -> list[str]:
-        return [f"detached ENI {e}" for e in self.detached_enis] + [
-            f"security group {g}" for g in self.cluster_sgs
-        ]
-
-    @property
-    def clean(self) -> bool:
-        """Nothing of the stack's bills or blocks. What is not the stack's never makes a
-        teardown unclean: it is listed, and never deleted."""
-        return not self.billing and not self.blockers
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "clean": self.clean,
-            "billing": self.billing,
-            "blockers": self.blockers,
-            "vpcs": list(self.vpcs),
-            "idleElasticIPs": list(self.idle_eips),
-            "notTheStacks": [n.as_json() for n in self.not_ours],
-        }
-
-
-def orphans(session: AwsSession, scope: StackScope, vpcs: list[str]) -> Orphans:
-    """Every detached ENI and security group inside the stack's VPCs, split by ownership.
-
-    A security group is the stack's cluster's only by EKS's exact cluster tags (never by its
-    name: `eks-cluster-sg-<cluster>-` is also the prefix of cluster `<cluster>-blue`'s group).
-    A group the stack tagged is an ACK object (ACK deletes it), and `default` goes with the VPC:
-    neither is listed. An interface is the stack's only if `is_stack_eni` says so."""
-    if not vpcs:
-        return Orphans((), (), ())
-    ec2 = session.client("ec2")
-    in_vpc = {"Name": "vpc-id", "Values": vpcs}
-    with aws_errors(
-        "listing orphans in the stack VPC (ec2 describe-network-interfaces/-security-groups)"
-    ):
-        enis = paginate(
-            ec2,
-            "describe_network_interfaces",
-            "NetworkInterfaces",
-            Filters=[in_vpc, {"Name": "status", "Values": ["available"]}],
-        )
-        groups = paginate(ec2, "describe_security_groups", "SecurityGroups", Filters=[in_vpc])
-    ours_enis, ours_sgs, left = [], [], []
-    for eni in enis:
-        eni_id = eni.get("NetworkInterfaceId")
-        if not isinstance(eni_id, str) or eni.get("VpcId") not in vpcs:
-            continue
-        if is_stack_eni(eni, scope):
-            ours_enis.append(eni_id)
-        else:
-            left.append(NotOurs("ENI", eni_id, not_ours_why(eni, scope)))
-    for group in groups:
-        group_id = group.get("GroupId")
-        if not isinstance(group_id, str) or group.get("VpcId") not in vpcs:
-            continue
-        tags = tags_of(group)
-        if scope.tagged_ours(tags) or group.get("GroupName") == "default":
-            continue
-        # EKS tags the group it makes for a cluster with exactly these; the other name tags
-        # mark instances and their interfaces.
-        if cluster_owned(tags, scope, (EKS_CLUSTER_NAME_TAG,)) and not scope.stack_tag_value(tags):
-            ours_sgs.append(group_id)
-        else:
-            left.append(NotOurs("security group", group_id, not_ours_why(group, scope)))
-    return Orphans(
-        enis=tuple(sorted(ours_enis)),
-        security_groups=tuple(sorted(ours_sgs)),
-        not_ours=tuple(sorted(left, key=lambda n: (n.kind, n.id))),
-    )
-
-
-def idle_eips(session: AwsSession, scope: StackScope) -> list[dict[str, Any]]:
-    with aws_errors("listing Elastic IPs (ec2 describe-addresses)"):
-        addresses = session.client("ec2").describe_addresses().get("Addresses") or []
-    return [
-        {
-            "allocationId": a.get("AllocationId"),
-            "publicIp": a.get("PublicIp"),
-            "stack": scope.tagged_ours(tags_of(a)),
-        }
-        for a in sorted(
-            (a for a in addresses if isinstance(a, dict)),
-            key=lambda a: str(a.get("AllocationId", "")),
-        )
-        if not a.get("AssociationId")
-    ]
-
-
-def leftovers(session: AwsSession, scope: StackScope) -> Leftovers:
-    """What remains of the stack. Any failed query raises: unknown is not clean."""
-    vpcs = stack_vpc_ids(session, scope)
-    found = orphans(session, scope, vpcs)
-    cluster = describe_cluster(session, scope.cluster)
-    return Leftovers(
-        instances=tuple(i["InstanceId"] for i in stack_instances(session, scope)),
-        nat_gateways=tuple(n["NatGatewayId"] for n in stack_nat_gateways(session, scope)),
-        cluster=scope.cluster if cluster and cluster.get("status") != "DELETING" else None,
-        vpcs=tuple(vpcs),
-        detached_enis=found.enis,
-        cluster_sgs=found.security_groups,
-        idle_eips=tuple(idle_eips(session, scope)),
-        not_ours=found.not_ours,
-    )
-
-
-# ---- may the caller tear down? ----------------------------------------------------------------
-
-# The AWS calls teardown makes itself, per plane (the ACK controllers delete the rest with their
-# own key). One list: the permission preflight simulates exactly these.
-TEARDOWN_ACTIONS: dict[str, tuple[str, ...]] = {
-    "workload": ("ec2:DescribeInstances",),
-    "mgmt": (
-        "ec2:DescribeInstances",
-        "ec2:DescribeVpcs",
-        "ec2:DescribeNatGateways",
-        "ec2:DescribeNetworkInterfaces",
-        "ec2:DescribeSecurityGroups",
-        "ec2:DescribeAddresses",
-        "eks:DescribeCluster",
-        "iam:ListInstanceProfilesForRole",
-        "iam:ListInstanceProfileTags",
-        "iam:RemoveRoleFromInstanceProfile",
-        "iam:DeleteInstanceProfile",
-        "ec2:DeleteNetworkInterface",
-        "ec2:DeleteSecurityGroup",
-    ),
-}
-
-
-def teardown_actions(planes: tuple[str, ...] | list[str]) -> list[str]:
-    return sorted({a for p in planes for a in TEARDOWN_ACTIONS[p]})
-
-
-def simulation_arn(session: AwsSession) -> str | None:
-    """The principal iam:SimulatePrincipalPolicy takes for the caller: a user's ARN as is, an
-    assumed-role session's role ARN (with its real path, from iam:GetRole). None for the
-    account root, which no policy restricts."""
-    caller = session.caller
-    if caller.is_root:
-        return None
-    parts = caller.arn.split(":", 5)
-    if len(parts) == 6 and parts[2] == "sts" and parts[5].startswith("assumed-role/"):
-        role = parts[5].split("/")[1]
-        with aws_errors(f"reading the caller's role {role} (iam get-role)"):
-            return answer_field(
-                session.client("iam").get_role(RoleName=role), "Role.Arn", "iam get-role"
-            )
-    if len(parts) == 6 and parts[2] == "iam" and parts[5].startswith(("user/", "role/")):
-        return caller.arn
-    raise EksinfError(
-        f"cannot check what caller {caller.arn} may delete: iam:SimulatePrincipalPolicy "
-        "takes an IAM user or role",
-        hint="Run teardown as an IAM user or an assumed role (e.g. an SSO permission set).",
-        exit_code=CONTRACT,
-    )
-
-
-SIMULATE = "iam simulate-principal-policy"
-LIST_PROFILES = "iam list-instance-profiles-for-role"
-
-
-def denied_actions(session: AwsSession, actions: list[str]) -> dict[str, str]:
-    """Action -> decision for each action the caller may not perform (empty: all allowed)."""
-    arn = simulation_arn(session)
-    if arn is None:
-        return {}
-    iam = session.client("iam")
-    denied: dict[str, str] = {}
-    marker: dict[str, str] = {}
-    with aws_errors(f"checking what {arn} may do (iam simulate-principal-policy)"):
-        for _page in range(100):  # bounded: a few actions fit in one page
-            answer = iam.simulate_principal_policy(
-                PolicySourceArn=arn, ActionNames=actions, **marker
-            )
-            for result in answer.get("EvaluationResults", []):
-                decision = answer_field(result, "EvalDecision", SIMULATE)
-                if decision != "allowed":
-                    denied[answer_field(result, "EvalActionName", SIMULATE)] = decision
-            if not answer.get("IsTruncated"):
-                break
-            marker = {"Marker": answer_field(answer, "Marker", SIMULATE)}
-    return dict(sorted(denied.items()))
-
-
-def check_permissions(session: AwsSession, planes: tuple[str, ...]) -> str:
-    """Raise a contract violation naming every action teardown needs and may not perform."""
-    actions = teardown_actions(planes)
-    denied = denied_actions(session, actions)
-    if denied:
-        raise EksinfError(
-            f"caller {session.caller.arn} may not perform {len(denied)} action(s) teardown "
-            "needs: " + ", ".join(f"{a} ({d})" for a, d in denied.items()),
-            hint="Nothing was deleted. Grant these actions (an identity that could provision "
-            "may still be unable to tear down), or run teardown as one that has them.",
-            exit_code=CONTRACT,
-        )
-    return f"caller may perform the {len(actions)} action(s) teardown calls itself"
 
 
 # ---- steps ------------------------------------------------------------------------------------
@@ -421,6 +119,11 @@ def preflight(
             )
         if accounts:
             notes.append(f"ACK objects built in account {session.caller.account}, as the caller")
+        if objects:  # what the controllers will be asked to delete (the mgmt plane's)
+            verdict = check_controllers(session, kube, namespace, objects)
+            if not verdict.allowed:
+                raise verdict.error()
+            notes.append(verdict.line)
     return notes
 
 
@@ -448,97 +151,6 @@ def wait_for_no_instances(
             )
         say(f"waiting for {len(left)} instance(s) of the stack to terminate: {', '.join(left)}")
         sleep(poll)
-
-
-def karpenter_profile_path(scope: StackScope) -> str:
-    """Karpenter (1.x) creates each EC2NodeClass's instance profile under this IAM path."""
-    return f"/karpenter/{scope.region}/{scope.cluster}/"
-
-
-def is_karpenter_profile(profile: dict[str, Any], tags: dict[str, str], scope: StackScope) -> bool:
-    """Karpenter's own profile for this cluster: its path, or the tags it puts on the profile
-    (kubernetes.io/cluster/<cluster>, eks:eks-cluster-name) or the stack tag from the
-    EC2NodeClass's spec.tags. A profile on the node role without any of these (one a person
-    made by hand) is not ours to delete."""
-    return (
-        str(profile.get("Path", "")).startswith(karpenter_profile_path(scope))
-        or scope.tagged_ours(tags)
-        or scope.cluster_tag in tags
-        or tags.get("eks:eks-cluster-name") == scope.cluster
-    )
-
-
-def node_role_profiles(session: AwsSession, scope: StackScope) -> list[dict[str, Any]]:
-    """Karpenter's instance profiles holding the stack's node role.
-
-    Found through iam:ListInstanceProfilesForRole on the node role, never by tags in a list
-    answer: AWS documents that ListInstanceProfiles returns no tags (it names GetInstanceProfile
-    and ListInstanceProfileTags for them), so a tag filter on it matches nothing on AWS.
-    Tags are read per profile with iam:ListInstanceProfileTags, and only when the path alone
-    does not say it is Karpenter's. A node role that is already gone holds nothing.
-    """
-    iam = session.client("iam")
-    found = []
-    with aws_errors(f"listing the instance profiles of node role {scope.node_role} (iam)"):
-        try:
-            profiles = paginate(
-                iam, "list_instance_profiles_for_role", "InstanceProfiles", RoleName=scope.node_role
-            )
-        except bce.ClientError as exc:
-            if error_code(exc) == "NoSuchEntity":
-                return []
-            raise
-        for profile in profiles:
-            tags: dict[str, str] = {}
-            if not str(profile.get("Path", "")).startswith(karpenter_profile_path(scope)):
-                tags = tags_of(
-                    iam.list_instance_profile_tags(
-                        InstanceProfileName=answer_field(
-                            profile, "InstanceProfileName", LIST_PROFILES
-                        )
-                    )
-                )
-            if is_karpenter_profile(profile, tags, scope):
-                found.append(profile)
-    return sorted(found, key=lambda p: answer_field(p, "InstanceProfileName", LIST_PROFILES))
-
-
-def release_instance_profiles(session: AwsSession, scope: StackScope) -> list[str]:
-    """Karpenter's instance profiles for this cluster hold the node role (its delete fails with
-    DeleteConflict until they are gone): remove the role from each, then delete the profile."""
-    iam = session.client("iam")
-    released = []
-    for profile in node_role_profiles(session, scope):
-        name = answer_field(profile, "InstanceProfileName", LIST_PROFILES)
-        with aws_errors(f"releasing instance profile {name} (iam)"):
-            for role in profile.get("Roles", []):
-                iam.remove_role_from_instance_profile(
-                    InstanceProfileName=name, RoleName=answer_field(role, "RoleName", LIST_PROFILES)
-                )
-            iam.delete_instance_profile(InstanceProfileName=name)
-        released.append(name)
-    return released
-
-
-def sweep_orphans(session: AwsSession, scope: StackScope) -> tuple[list[str], list[str]]:
-    """Delete the stack's detached ENIs and its cluster's EKS security group in the stack's VPC
-    (`orphans` decides what is the stack's; the rest is left). Returns (done, failed)."""
-    found = orphans(session, scope, stack_vpc_ids(session, scope))
-    ec2 = session.client("ec2")
-    done, failed = [], []
-    for eni in found.enis:
-        try:
-            ec2.delete_network_interface(NetworkInterfaceId=eni)
-            done.append(f"ENI {eni}")
-        except AWS_FAILURES as exc:
-            failed.append(f"ENI {eni}: {translate(exc, 'delete').message}")
-    for sg in found.security_groups:
-        try:
-            ec2.delete_security_group(GroupId=sg)
-            done.append(f"security group {sg}")
-        except AWS_FAILURES as exc:  # retried at the next sweep
-            failed.append(f"security group {sg}: {translate(exc, 'delete').message}")
-    return done, failed
 
 
 @dataclass
@@ -744,6 +356,11 @@ def plan_lines(plan: TeardownPlan, scope: StackScope) -> list[str]:
             "ACK objects' status), no Karpenter node left, and the "
             f"controllers' Secret on {plan.kube_path} (present, not expired) before anything "
             "is deleted",
+            "mgmt: preflight: iam:SimulatePrincipalPolicy on the ACK controllers' identity (the "
+            "user or role behind their key, from sts:GetCallerIdentity) for every delete action "
+            "they will perform: "
+            + ", ".join(sorted({a for o in plan.objects for a in delete_actions(o) or ()}))
+            + " (anything not allowed stops the teardown before it starts, exit 3)",
             "mgmt: authorise deletion through config: set-annotation "
             f"{DELETION_POLICY}=delete on {', '.join(plan.spaces['mgmt']) or '(no mgmt spaces)'}",
             "mgmt: stop Argo CD's application controller (scale to 0) so nothing is recreated",
@@ -764,6 +381,16 @@ def plan_lines(plan: TeardownPlan, scope: StackScope) -> list[str]:
             "list idle Elastic IPs",
         ]
     return lines
+
+
+def plan_controllers(
+    plan: TeardownPlan, session: AwsSession, kube: KubeClient | None
+) -> ControllersVerdict | None:
+    """The controllers' verdict the plan shows, as `run` reaches it (None: no mgmt plane or no
+    management cluster, so nothing is asked of the controllers)."""
+    if kube is None or "mgmt" not in plan.planes:
+        return None
+    return check_controllers(session, kube, plan.ack_namespace, list(plan.objects))
 
 
 def karpenter_nodes(session: AwsSession, scope: StackScope) -> list[str]:

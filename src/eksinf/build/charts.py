@@ -8,7 +8,6 @@ source; a mirror copy must also agree with the mirror's own SHA256SUMS. `resolve
 from __future__ import annotations
 
 import io
-import os
 import tarfile
 import tempfile
 import zlib
@@ -22,10 +21,11 @@ from eksinf.core.atomic import write_file
 from eksinf.core.net import Deadline, is_loopback, read_body
 from eksinf.core.yamlio import MAX_TEXT, dump_docs, load_docs, load_source
 from eksinf.errors import CONTRACT, ENVIRONMENT, EksinfError
+from eksinf.model import config
 from eksinf.model.digest import sha256_hex
 from eksinf.model.stack import ChartSpec, Stack
 
-MIRROR_ENV = "EKSINF_CHART_MIRROR"
+MIRROR_ENV = config.MIRROR_ENV
 MAX_CHART_BYTES = 64 << 20  # unpacked; the largest real chart here is a few MiB
 FETCH_DEADLINE = 600.0  # seconds for one chart's index and archive from an HTTP repository
 LOCK_HEADER = (
@@ -63,27 +63,16 @@ def cache_dir() -> Path:
     return cache.root() / "charts"
 
 
-# This run's mirror, from a command's --chart-mirror (cli.common sets it as the option is
-# parsed), so that every read of a pinned input in the run, however deep (the cluster CRDs a
-# release's admission check reads), finds the mirror the user named, not only the stage that
-# took the option.
-_run_mirror: Path | None = None
-
-
 def use_mirror(path: Path | None) -> None:
-    """Set (or, with None, clear) the mirror every later read in this run falls back to."""
-    global _run_mirror
-    _run_mirror = path
+    """Set (or, with None, clear) this run's --chart-mirror (model.config holds it)."""
+    config.use_mirror(path)
 
 
-def mirror_dir(explicit: Path | None = None) -> Path | None:
-    """The chart mirror: `explicit`, else this run's --chart-mirror, else $EKSINF_CHART_MIRROR."""
-    if explicit is not None:
-        return explicit
-    if _run_mirror is not None:
-        return _run_mirror
-    env = os.environ.get(MIRROR_ENV)
-    return Path(env) if env else None
+def mirror_dir(explicit: Path | None = None, root: Path | None = None) -> Path | None:
+    """The chart mirror: `explicit`, else `config.mirror`: this run's --chart-mirror, else
+    $EKSINF_CHART_MIRROR, else the stack's setting (`mirror:` in its .eksinf/config.yaml, else
+    ../shared/charts beside it), for the stack `root` or the one this run works on."""
+    return explicit if explicit is not None else config.mirror(root)
 
 
 def _lock_body(stack: Stack) -> dict:
@@ -254,7 +243,7 @@ def fetch(spec: ChartSpec, mirror: Path | None) -> tuple[bytes, str]:
             f"chart {spec.chart} {spec.version} is unreachable at {spec.source}{where}: "
             f"{exc.message}",
             hint=f"Seed a mirror: put {spec.chart}-{spec.version}.tgz in a directory and pass "
-            f"--chart-mirror DIR (or set {MIRROR_ENV}).",
+            f"--chart-mirror DIR (or set {MIRROR_ENV}, or `mirror: DIR` in .eksinf/config.yaml).",
             exit_code=ENVIRONMENT,
         ) from exc
 

@@ -59,12 +59,13 @@ class ResolvedManifest:
     origin: str  # cache | mirror | the URL
 
 
-def mirror_dir(chart_mirror: Path | None = None) -> Path | None:
-    """EKSINF_MANIFEST_MIRROR, else `manifests/` beside the chart mirror (given or from env)."""
+def mirror_dir(chart_mirror: Path | None = None, root: Path | None = None) -> Path | None:
+    """EKSINF_MANIFEST_MIRROR, else `manifests/` beside the chart mirror (given, or the one
+    charts.mirror_dir finds for the stack `root`)."""
     env = os.environ.get(MIRROR_ENV)
     if env:
         return Path(env)
-    charts = chart_mirror_dir(chart_mirror)
+    charts = chart_mirror_dir(chart_mirror, root)
     return charts.parent / "manifests" if charts is not None else None
 
 
@@ -126,7 +127,8 @@ def fetch(spec: ManifestSpec, mirror: Path | None) -> tuple[bytes, str]:
         raise EksinfError(
             f"manifest {spec.name} {spec.version} is unreachable at {host}{where}: "
             f"{type(exc).__name__}",
-            hint=f"Offline, pass --chart-mirror DIR with {spec.mirror_file} in DIR/../manifests "
+            hint=f"Offline, pass --chart-mirror DIR (or `mirror: DIR` in .eksinf/config.yaml) with "
+            f"{spec.mirror_file} in DIR/../manifests "
             f"(or set {MIRROR_ENV} to the folder that holds it).",
             exit_code=ENVIRONMENT,
         ) from exc

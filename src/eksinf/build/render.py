@@ -629,7 +629,7 @@ def render_stack(
             output = ComponentOutput(comp, tuple(handwritten[comp.name]))
         elif comp.render == "manifest":
             pinned = manifests.read_lock(stack)
-            manifest_mirror = manifests.mirror_dir(mirror)
+            manifest_mirror = manifests.mirror_dir(mirror, stack.root)
             units, made = _manifest_units(
                 stack,
                 comp,

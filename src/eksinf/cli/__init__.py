@@ -22,9 +22,19 @@ def main() -> None:
 
     if handle_plugin_hook(sys.argv[0]):  # cub installing eksinf as a plugin: write its manifest
         sys.exit(0)
+    import os
+
     from .help import recorded_page
 
-    page = recorded_page(sys.argv[1:])
+    # A shell asking for completions (the script `eksinf completion SHELL` prints) is answered
+    # by the argument layer, never by a recorded help page.
+    page = None
+    if "_EKSINF_COMPLETE" in os.environ:
+        from .completion import enable
+
+        enable()
+    else:
+        page = recorded_page(sys.argv[1:])
     if page is not None:
         sys.stdout.write(page)
         sys.exit(0)

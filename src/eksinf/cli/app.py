@@ -47,6 +47,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "hub": ("install", "deploy", "link-profile", "fn", "release", "sandbox", "hub"),
     "targets": ("target", "mgmt"),
     "aws": ("status", "addon-schemas", "creds", "enroll", "teardown"),
+    "completion": ("completion",),
 }
 
 
@@ -56,7 +57,8 @@ def _root(
         None,
         STACK_OPTION,
         metavar="DIR",
-        help="Stack directory (holds components.yaml). Default: current directory.",
+        help="Stack directory (holds components.yaml). Default: the current directory when it "
+        "holds one, else the stack shipped inside eksinf (docs/plugin.md).",
     ),
 ) -> None:
     ctx.obj = State(stack_dir=stack)
@@ -155,7 +157,7 @@ def _report(exc: EksinfError) -> int:
     progress(f"eksinf: {exc.message}")
     if exc.hint:
         progress(f"  hint: {exc.hint}")
-    return common.failed(exc.message, exc.hint, exc.exit_code)
+    return common.failed(exc.message, exc.hint, exc.exit_code, exc.details)
 
 
 def run(argv: list[str] | None = None) -> int:

@@ -11,9 +11,12 @@ import typer
 from ..errors import USAGE, EksinfError, shell_command
 from ..model.names import apps_space
 from ..model.targets import DEFAULT_KIND, HYPERPOD_EKS, KIND_HELP, target_kind
+from .addonschemas import addon_schemas_app
 from .common import (
+    AWS_PROFILE_OPTION,
     HUB_OPTION,
     JSON_OPTION,
+    REGION_OPTION,
     emit_json,
     print_table,
     progress,
@@ -28,17 +31,6 @@ if TYPE_CHECKING:
     from ..flows.enroll import ContractReport
     from ..flows.teardown import TeardownDone, TeardownPreview
 
-REGION_OPTION = typer.Option(
-    None, "--region", help="AWS region. Default: the platform profile's region."
-)
-AWS_PROFILE_OPTION = typer.Option(
-    None,
-    "--aws-profile",
-    help="AWS CLI profile for every AWS, kubectl and Helm call of this command. "
-    "Default: $AWS_PROFILE as it was when the command started.",
-)
-
-
 creds_app = typer.Typer(
     help="AWS credentials for the ACK controllers (the Secret aws-creds on the mgmt cluster).",
     no_args_is_help=True,
@@ -48,12 +40,6 @@ creds_app = typer.Typer(
 enroll_app = typer.Typer(
     help="Check a bring-your-own EKS cluster against the contract and wire it to Argo CD. "
     "Never creates or destroys a cluster.",
-    no_args_is_help=True,
-)
-
-
-addon_schemas_app = typer.Typer(
-    help="EKS add-on configuration schemas recorded in the package (lint checks values with them).",
     no_args_is_help=True,
 )
 
@@ -375,43 +361,6 @@ def creds_show_policy_cmd(ctx: typer.Context, json_out: bool = JSON_OPTION) -> N
         typer.echo(policy.text.rstrip("\n"))
 
 
-# ---- addon-schemas ---------------------------------------------------------------------------
-
-
-@addon_schemas_app.command("refresh")
-def addon_schemas_refresh_cmd(
-    ctx: typer.Context,
-    region: str = REGION_OPTION,
-    record: Path = typer.Option(
-        None, "--record", help="The record to update. Default: the package's addon-schemas.json."
-    ),
-    dry_run: bool = typer.Option(
-        False, "--dry-run", help="Print what would change; write nothing."
-    ),
-    aws_profile: str = AWS_PROFILE_OPTION,
-    json_out: bool = JSON_OPTION,
-) -> None:
-    """Record eks:DescribeAddonConfiguration for the version each Addon unit pins (the profile
-    linked in), so `eksinf lint` checks configurationValues against it offline."""
-    from ..flows import addons as flow
-
-    run = stack_context(ctx, json_out=json_out, region=region, aws_profile=aws_profile)
-    done = flow.refresh(run, flow.RefreshOptions(record, dry_run))
-    path = done.record
-    if json_out:
-        emit_json(done.as_json())
-        return
-    for what in ("added", "changed", "unchanged"):
-        for item in done.refresh.as_json()[what]:
-            typer.echo(f"{what:<9} {item}")
-    if not done.dirty:
-        typer.echo(f"{path}: up to date")
-    elif dry_run:
-        progress(f"(dry run; {path} not written)")
-    else:
-        typer.echo(f"wrote {path}")
-
-
 # ---- enroll ----------------------------------------------------------------------------------
 
 
@@ -620,6 +569,11 @@ def teardown_cmd(
         None, "--plane", help="workload or mgmt. Default: both, workload first."
     ),
     yes: bool = YES_OPTION,
+    dry_run: bool = typer.Option(
+        False,
+        "--dry-run",
+        help="Print the plan and the preflight verdicts; change nothing (as without --yes).",
+    ),
     delete_config: bool = typer.Option(
         False, "--delete-config", help="Also delete the torn-down planes' variant spaces."
     ),
@@ -653,10 +607,13 @@ def teardown_cmd(
         argocd_namespace,
         wait_timeout,
         poll,
+        dry_run=dry_run,
     )
     done = flow.teardown(run, opts)
     if isinstance(done, flow.TeardownPreview):
         _show_preview(done, json_out)
+        if done.refusal is not None:
+            raise done.refusal
         nothing_changed()
         return
     if json_out:
@@ -673,6 +630,12 @@ def _show_preview(preview: TeardownPreview, json_out: bool) -> None:
         return
     for line in preview.plan:
         typer.echo(line)
+    verdict = preview.controllers
+    if verdict is not None:
+        typer.echo(
+            f"preflight: {verdict.line}"
+            + (" -> teardown refuses (exit 3)" if preview.refusal else "")
+        )
     current = preview.current
     if current is not None:
         typer.echo(f"now billing: {', '.join(current['billing']) or 'nothing'}")

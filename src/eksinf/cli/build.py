@@ -111,7 +111,7 @@ def _render(
     stack = stack_context(ctx).stack
     return render_stack(
         stack,
-        charts.mirror_dir(mirror),
+        charts.mirror_dir(mirror, stack.root),
         progress=(lambda _m: None) if quiet else progress,
         components=components or None,
     )
@@ -169,6 +169,8 @@ def render_cmd(
     """
     started = time.perf_counter()
     stack = stack_context(ctx).stack
+    if out is None or out.resolve() == stack.configs_dir:
+        stack.refuse_writes("render", "configs/ and aws-objects.lock")
     claim(out or stack.configs_dir, stack.root, allow_configs=True)  # refuse before any work
     result = _render(ctx, mirror, quiet=json_out)
     report = guard.check(result)
@@ -306,6 +308,7 @@ def charts_lock_cmd(ctx: typer.Context, mirror: Path = MIRROR_OPTION) -> None:
     review the diff before committing it.
     """
     stack = stack_context(ctx).stack
+    stack.refuse_writes("charts lock", "charts.lock")
     chart_pins, manifest_pins = lock_pins(stack, mirror)
     for entry in chart_pins:
         typer.echo(f"{entry.chart} {entry.version}  sha256:{entry.sha256}  ({entry.pinned_from})")

@@ -30,7 +30,8 @@ class State:
         return root if (root / "components.yaml").is_file() else None
 
     def stack(self) -> Stack:
-        # one run per stack: the lock is held until the run ends
+        # its .eksinf/config.yaml settings (the mirror); one run per stack: the lock is held
+        # until the run ends
         return open_stack(Path(self.stack_dir) if self.stack_dir else None, progress)
 
 
@@ -77,7 +78,7 @@ _run = _Run()
 def start_run(json_mode: bool) -> None:
     global _run
     _run = _Run(json_mode)
-    reset_run()  # a mirror or hub named in an earlier in-process run does not carry over
+    reset_run()  # a mirror, stack or hub named in an earlier in-process run does not carry over
 
 
 def emit_json(data: Any) -> None:
@@ -104,10 +105,11 @@ def emit_json(data: Any) -> None:
     typer.echo(text)
 
 
-def failed(message: str, hint: str, exit_code: int) -> int:
-    """Under --json, a command that failed before printing its object prints the error as one."""
+def failed(message: str, hint: str, exit_code: int, details: dict[str, Any] | None = None) -> int:
+    """Under --json, a command that failed before printing its object prints the error as one
+    (with the error's details, when it has any, beside its message)."""
     if _run.json_mode and not _run.emitted:
-        emit_json({"error": message, "hint": hint, "exit": exit_code})
+        emit_json({**(details or {}), "error": message, "hint": hint, "exit": exit_code})
     return exit_code
 
 
@@ -131,7 +133,8 @@ MIRROR_OPTION = typer.Option(
     "--chart-mirror",
     metavar="DIR",
     help="Offline mirror: chart archives (<chart>-<version>.tgz) tried before upstream; pinned "
-    "manifests from manifests/ beside it. Default: $EKSINF_CHART_MIRROR.",
+    "manifests from manifests/ beside it. Default: $EKSINF_CHART_MIRROR, else mirror: in "
+    ".eksinf/config.yaml, else ../shared/charts beside the stack.",
     file_okay=False,
     callback=_use_mirror,
 )
@@ -151,6 +154,15 @@ HUB_OPTION = typer.Option(
     help="Hub backend: local (SQLite) or cub. Default: .eksinf/config.yaml's hub:, else cub "
     "when run as `cub eksinf`, else local.",
     callback=_use_hub,
+)
+REGION_OPTION = typer.Option(
+    None, "--region", help="AWS region. Default: the platform profile's region."
+)
+AWS_PROFILE_OPTION = typer.Option(
+    None,
+    "--aws-profile",
+    help="AWS CLI profile for every AWS, kubectl and Helm call of this command. "
+    "Default: $AWS_PROFILE as it was when the command started.",
 )
 JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
 
@@ -199,8 +211,10 @@ def print_table(rows: list[dict[str, str]], columns: tuple[str, ...]) -> None:
     cells = [tuple(c.upper() for c in columns)] + [tuple(r[c] for c in columns) for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
     fitted = fit_widths(widths, [len(c) for c in columns], terminal_width())
+    lines = []
     for row in cells:
         shown = [_cut(c, w) for c, w in zip(row, fitted, strict=True)]
-        typer.echo(
+        lines.append(
             "  ".join([*(c.ljust(w) for c, w in zip(shown[:-1], fitted, strict=False)), shown[-1]])
         )
+    typer.echo("\n".join(lines))  # one write: a long listing is not a call per line

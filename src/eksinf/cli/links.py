@@ -105,7 +105,7 @@ def lint_cmd(
         emit_json(report.as_dict())
     else:
         for finding in report.findings:
-            typer.echo(f"{finding.check}: {finding.message}")
+            typer.echo(f"{finding.label}: {finding.detail}")
             for index, where in enumerate(finding.places):
                 typer.echo(f"  {'here ' if index == 0 else 'there'}: {where}")
     if not report.ok:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from ..errors import FAILURE, USAGE, EksinfError
 from .common import MIRROR_OPTION, emit_json, stack_context
+
+if TYPE_CHECKING:
+    from ..flows.review import Review
 
 FORMATS = ("text", "markdown", "json")
 PRICE_SOURCES = ("auto", "live", "snapshot")
@@ -32,50 +35,6 @@ def _fail_on(value: str | None) -> list[str]:
     return names
 
 
-DIFF_FAIL_ON_OPTION = typer.Option(
-    None,
-    "--fail-on",
-    metavar="CLASS[,CLASS]",
-    help="Exit 1 when any of these risk classes appears.",
-)
-
-DIFF_DETAILS_URL_OPTION = typer.Option(
-    None,
-    "--details-url",
-    metavar="URL",
-    help="Where the full JSON report is (Markdown truncation pointer).",
-)
-
-DIFF_LIST_CLASSES_OPTION = typer.Option(
-    False, "--list-classes", help="Print the risk classes and exit."
-)
-
-DIFF_COLOR_OPTION = typer.Option(
-    None,
-    "--color/--no-color",
-    help="ANSI colour in the text format. Default: on a terminal, unless NO_COLOR is set.",
-)
-
-DIFF_REGION_OPTION = typer.Option(
-    None,
-    "--region",
-    metavar="REGION",
-    help="Price NodePools in REGION (default: the profile's).",
-)
-
-DIFF_PRICES_OPTION = typer.Option(
-    "auto",
-    "--prices",
-    metavar="SOURCE",
-    help="auto (the Price List API when AWS credentials are configured, else the snapshot), "
-    "live or snapshot.",
-)
-
-DIFF_AWS_PROFILE_OPTION = typer.Option(
-    None, "--aws-profile", metavar="NAME", help="AWS profile for live prices."
-)
-
-
 def diff_cmd(
     ctx: typer.Context,
     base: str = typer.Argument(
@@ -85,13 +44,42 @@ def diff_cmd(
     ),
     fmt: str = typer.Option("text", "--format", metavar="FORMAT", help="text, markdown or json."),
     json_out: bool = typer.Option(False, "--json", help="Same as --format json."),
-    fail_on: str = DIFF_FAIL_ON_OPTION,
-    details_url: str = DIFF_DETAILS_URL_OPTION,
-    list_classes: bool = DIFF_LIST_CLASSES_OPTION,
-    color: bool = DIFF_COLOR_OPTION,
-    region: str = DIFF_REGION_OPTION,
-    prices: str = DIFF_PRICES_OPTION,
-    aws_profile: str = DIFF_AWS_PROFILE_OPTION,
+    fail_on: str = typer.Option(
+        None,
+        "--fail-on",
+        metavar="CLASS[,CLASS]",
+        help="Exit 1 when any of these risk classes appears.",
+    ),
+    details_url: str = typer.Option(
+        None,
+        "--details-url",
+        metavar="URL",
+        help="Where the full JSON report is (Markdown truncation pointer).",
+    ),
+    list_classes: bool = typer.Option(
+        False, "--list-classes", help="Print the risk classes and exit."
+    ),
+    color: bool = typer.Option(
+        None,
+        "--color/--no-color",
+        help="ANSI colour in the text format. Default: on a terminal, unless NO_COLOR is set.",
+    ),
+    region: str = typer.Option(
+        None,
+        "--region",
+        metavar="REGION",
+        help="Price NodePools in REGION (default: the profile's).",
+    ),
+    prices: str = typer.Option(
+        "auto",
+        "--prices",
+        metavar="SOURCE",
+        help="auto (the Price List API when AWS credentials are configured, else the snapshot), "
+        "live or snapshot.",
+    ),
+    aws_profile: str = typer.Option(
+        None, "--aws-profile", metavar="NAME", help="AWS profile for live prices."
+    ),
     mirror: Path = MIRROR_OPTION,
 ) -> None:
     """Review the rendered stack against BASE: resources added, removed and changed, by field.
@@ -104,9 +92,52 @@ def diff_cmd(
     credentials are configured, else the shipped snapshot). Exit 0 (also for "no changes"),
     1 when a --fail-on class appears.
     """
-    from ..flows import review as report
-
     fmt = "json" if json_out else fmt
+    _check_options(fmt, prices)
+    if list_classes:
+        _list_classes(fmt)
+        return
+    gate = _fail_on(fail_on)
+    rev = _review_or_json_error(ctx, base, mirror, fmt, region, prices, aws_profile)
+    _print(rev, fmt, details_url, color)
+    _check_gate(gate, rev)
+
+
+def _review_or_json_error(
+    ctx: typer.Context,
+    base: str | None,
+    mirror: Path | None,
+    fmt: str,
+    region: str | None,
+    prices: str,
+    aws_profile: str | None,
+) -> Review:
+    """The review; when it fails and JSON was asked for, the error as JSON on stdout too."""
+    from ..flows import review
+
+    try:
+        run = stack_context(ctx, json_out=fmt == "json", aws_profile=aws_profile)
+        return review.review(run, review.ReviewOptions(base, mirror, fmt == "json", region, prices))
+    except EksinfError as exc:
+        if fmt == "json":
+            emit_json(
+                {"changed": None, "error": exc.message, "hint": exc.hint, "exit": exc.exit_code}
+            )
+        raise
+
+
+def _check_gate(gate: list[str], rev: Review) -> None:
+    """--fail-on: exit 1 when one of its classes appears."""
+    hit = [c for c in gate if c in rev.risk_counts()]
+    if hit:
+        raise EksinfError(
+            f"risk class(es) present: {', '.join(hit)} (--fail-on)",
+            hint="A reviewer who owns these risks approves the change.",
+            exit_code=FAILURE,
+        )
+
+
+def _check_options(fmt: str, prices: str) -> None:
     if fmt not in FORMATS:
         raise EksinfError(
             f"--format {fmt!r}: unknown format", hint="Use text, markdown or json.", exit_code=USAGE
@@ -117,20 +148,29 @@ def diff_cmd(
             hint="Use auto, live or snapshot.",
             exit_code=USAGE,
         )
-    if list_classes:
-        _list_classes(report.CLASSES, fmt == "json")
-        return
-    gate = _fail_on(fail_on)
-    try:
-        run = stack_context(ctx, json_out=fmt == "json", aws_profile=aws_profile)
-        opts = report.ReviewOptions(base, mirror, fmt == "json", region, prices)
-        rev = report.review(run, opts)
-    except EksinfError as exc:
-        if fmt == "json":
-            emit_json(
-                {"changed": None, "error": exc.message, "hint": exc.hint, "exit": exc.exit_code}
-            )
-        raise
+
+
+def _list_classes(fmt: str) -> None:
+    """--list-classes: the risk classes, most severe first."""
+    from ..flows.review import CLASSES
+
+    if fmt == "json":
+        emit_json(
+            {
+                "classes": [
+                    {"id": c.name, "title": c.title, "marker": c.marker, "severity": i}
+                    for i, c in enumerate(CLASSES.values())
+                ]
+            }
+        )
+    else:
+        for c in CLASSES.values():
+            typer.echo(f"{c.marker} {c.name:<22} {c.title}")
+
+
+def _print(rev: Review, fmt: str, details_url: str | None, color: bool | None) -> None:
+    from ..flows import review as report
+
     if fmt == "json":
         emit_json(report.to_json(rev))
     elif fmt == "markdown":
@@ -139,28 +179,6 @@ def diff_cmd(
         paint = _colour(color)
         # click strips ANSI codes off a non-terminal unless told: --color means colour anyway
         typer.echo(report.to_text(rev, color=paint), nl=False, color=paint)
-    hit = [c for c in gate if c in rev.risk_counts()]
-    if hit:
-        raise EksinfError(
-            f"risk class(es) present: {', '.join(hit)} (--fail-on)",
-            hint="A reviewer who owns these risks approves the change.",
-            exit_code=FAILURE,
-        )
-
-
-def _list_classes(classes: dict[str, Any], json_out: bool) -> None:
-    if json_out:
-        emit_json(
-            {
-                "classes": [
-                    {"id": c.id, "title": c.title, "marker": c.marker, "severity": i}
-                    for i, c in enumerate(classes.values())
-                ]
-            }
-        )
-        return
-    for c in classes.values():
-        typer.echo(f"{c.marker} {c.id:<22} {c.title}")
 
 
 def _colour(flag: bool | None) -> bool:

@@ -47,6 +47,6 @@ def lock_pins(stack: Stack, mirror: Path | None) -> tuple[list[Any], list[Any]]:
     from ..build import manifests
 
     chart_pins, manifest_pins = manifests.lock(
-        stack, charts.mirror_dir(mirror), manifests.mirror_dir(mirror)
+        stack, charts.mirror_dir(mirror, stack.root), manifests.mirror_dir(mirror, stack.root)
     )
     return list(chart_pins), list(manifest_pins)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core import stacklock
+from ..model import config
 from ..model.stack import Stack, load_stack
 
 # The hub (~0.2 s), the profile's schema and AWS are imported when a flow first needs them, so
@@ -128,15 +129,14 @@ class StackContext:
 def open_stack(stack_dir: Path | None, say: Callable[[str], None]) -> Stack:
     """Load the stack and hold its run lock until the run ends (one run per stack)."""
     stack = load_stack(stack_dir)
+    config.use_stack_root(stack.root)  # its .eksinf/config.yaml settings (the mirror)
     stacklock.acquire(stack.root, say)
     return stack
 
 
 def use_mirror(path: Path | None) -> None:
     """The offline chart and manifest mirror this run reads first (None: the environment's)."""
-    from ..build import charts
-
-    charts.use_mirror(path)
+    config.use_mirror(path)
 
 
 def use_hub(choice: str | None) -> None:
@@ -147,14 +147,13 @@ def use_hub(choice: str | None) -> None:
 
 
 def reset_run() -> None:
-    """A mirror or hub named in an earlier in-process run does not carry over (charts is
-    imported only by the commands that read it: a run that never loaded it has nothing to
+    """A mirror, stack or hub named in an earlier in-process run does not carry over (the hub
+    is imported only by the commands that open it: a run that never loaded it has nothing to
     clear)."""
     import sys
 
-    charts = sys.modules.get("eksinf.build.charts")
-    if charts is not None:
-        charts.use_mirror(None)
+    config.use_mirror(None)
+    config.use_stack_root(None)
     hub = sys.modules.get("eksinf.hub")
     if hub is not None:
         hub.use_backend(None)

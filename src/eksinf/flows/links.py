@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.outdir import claim, write_tree
-from ..core.yamlio import dump_docs
-from ..links import Binding, load_bindings, resolve_units, unresolved
-from ..model.configs import read_units
+from ..core.roundtrip import edit_text
+from ..links import Binding, apply_bindings, load_bindings, resolve_units, unresolved
+from ..model.configs import read_configs, units_by_key
 from ..model.stack import Stack
 
 __all__ = ["Binding", "Resolved", "lint_stack", "lint_table", "load_bindings", "resolve"]
@@ -39,8 +39,20 @@ def resolve(stack: Stack, profile: Path, out: Path) -> Resolved:
     owned = claim(out, stack.root)  # before any work
     spec = load_profile(stack, profile).spec
     bindings = load_bindings(stack)
-    resolved = resolve_units(read_units(stack.configs_dir), spec, bindings)
-    write_tree(owned, {f"{key}.yaml": dump_docs(docs) for key, docs in resolved.items()})
+    committed = read_configs(stack.configs_dir)
+    resolved = resolve_units(units_by_key(committed), spec, bindings)
+    # each unit as committed, its bound values written in and nothing else re-written (its
+    # comments, quoting and key order kept): the bytes the hub's resolve gives
+    texts = {}
+    for unit in committed:
+        mine = [b for b in bindings if b.unit_key == unit.key]
+
+        def bind(docs: list[Any], mine: list[Binding] = mine) -> bool:
+            return bool(apply_bindings(docs, spec, mine))
+
+        edited = edit_text(unit.text, bind, f"configs/{unit.key}.yaml")
+        texts[f"{unit.key}.yaml"] = unit.text if edited is None else edited
+    write_tree(owned, texts)
     return Resolved(out, sorted(f"{k}.yaml" for k in resolved), len(bindings), unresolved(resolved))
 
 

@@ -13,7 +13,9 @@ from ..review.risks import CLASSES
 from ..review.snapshot import gpu_units, snapshot, without_unchanged_units
 from .context import StackContext
 
-__all__ = ["CLASSES", "ReviewOptions", "review", "to_json", "to_markdown", "to_text"]
+__all__ = ["CLASSES", "Review", "ReviewOptions", "review", "to_json", "to_markdown", "to_text"]
+
+Review = report.Review
 
 to_json = report.to_json
 to_markdown = report.to_markdown
@@ -34,7 +36,7 @@ def review(ctx: StackContext, opts: ReviewOptions) -> report.Review:
     say = (lambda _m: None) if opts.quiet else ctx.say
     ref = opts.base or source.default_base(root)
     sha = source.resolve(root, ref)
-    mirror = mirror_dir(opts.mirror)
+    mirror = mirror_dir(opts.mirror, root)
     before = source.at_commit(root, opts.base or "merge-base", sha, mirror, say)
     after = source.working_tree(root, mirror, say)
     notes = tuple(

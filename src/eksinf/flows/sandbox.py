@@ -89,7 +89,7 @@ def render_configs(stack: Stack, mirror: Path | None, say: Say) -> None:
     from eksinf.build.render import render_stack, write_configs
 
     say(f"{stack.configs_dir} is missing: rendering it")
-    result = render_stack(stack, charts.mirror_dir(mirror), progress=say)
+    result = render_stack(stack, charts.mirror_dir(mirror, stack.root), progress=say)
     report = guard.check(result)
     if not report.ok:
         raise EksinfError(

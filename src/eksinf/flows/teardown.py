@@ -61,17 +61,31 @@ class TeardownOptions:
     argocd_namespace: str = "argocd"
     wait_timeout: float = 900
     poll: float = 30
+    dry_run: bool = False  # the plan and the preflight verdicts, as without yes
 
 
 @dataclass(frozen=True)
 class TeardownPreview:
-    """Without --yes: the plan, and what bills now (None: unknown, said as a warning)."""
+    """Without --yes (or with --dry-run): the plan, what bills now (None: unknown, said as a
+    warning) and the ACK controllers' preflight verdict (None: no mgmt plane or unknown)."""
 
     plan: list[str]
     current: dict[str, Any] | None
+    controllers: Any = None  # aws.teardown's verdict: .allowed, .line, .error(), .as_json()
+
+    @property
+    def refusal(self) -> EksinfError | None:
+        """The error teardown would refuse with, when the verdict refuses."""
+        verdict = self.controllers
+        return verdict.error() if verdict is not None and not verdict.allowed else None
 
     def as_json(self) -> dict[str, Any]:
-        return {"plan": self.plan, "current": self.current, "changed": False}
+        report: dict[str, Any] = {"plan": self.plan, "current": self.current, "changed": False}
+        report["controllers"] = self.controllers.as_json() if self.controllers else None
+        refusal = self.refusal
+        if refusal is not None:
+            report.update(error=refusal.message, hint=refusal.hint, exit=refusal.exit_code)
+        return report
 
 
 @dataclass(frozen=True)
@@ -106,6 +120,25 @@ def check_plane(plane: str | None) -> None:
         )
 
 
+def _preview(ctx: StackContext, plan: td.TeardownPlan, opts: TeardownOptions) -> TeardownPreview:
+    """The plan, what bills now and, for the mgmt plane, the controllers' preflight: all
+    read-only (the controllers' Secret, sts and the IAM simulator)."""
+    scope, session = ctx.scope, ctx.session
+    lines, current = td.plan_lines(plan, scope), None
+    try:
+        current = td.leftovers(session, scope).as_json()
+    except EksinfError as exc:
+        ctx.warn(f"current state UNKNOWN: {exc.message}")
+    verdict = None
+    if "mgmt" in plan.planes and plan.kube_path.is_file():
+        try:
+            mgmt = KubeClient.from_kubeconfig(plan.kube_path, session, opts.context)
+            verdict = td.plan_controllers(plan, session, mgmt)
+        except EksinfError as exc:
+            ctx.warn(f"the ACK controllers' permissions UNKNOWN: {exc.message}")
+    return TeardownPreview(lines, current, verdict)
+
+
 def teardown(ctx: StackContext, opts: TeardownOptions) -> TeardownPreview | TeardownDone:
     """Without `opts.yes`, the plan and what bills now; with it, tear the planes down (progress
     to `ctx.say`, idle Elastic IPs to `ctx.warn`)."""
@@ -120,13 +153,8 @@ def teardown(ctx: StackContext, opts: TeardownOptions) -> TeardownPreview | Tear
         creds_mod.ack_namespace(stack.versions),
     )
     session = ctx.session
-    if not opts.yes:
-        lines, current = td.plan_lines(plan, scope), None
-        try:
-            current = td.leftovers(session, scope).as_json()
-        except EksinfError as exc:
-            ctx.warn(f"current state UNKNOWN: {exc.message}")
-        return TeardownPreview(lines, current)
+    if opts.dry_run or not opts.yes:
+        return _preview(ctx, plan, opts)
     kube = (
         KubeClient.from_kubeconfig(plan.kube_path, session, opts.context)
         if plan.kube_path.is_file()

@@ -10,36 +10,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eksinf.core.yamlio import load_mapping_docs
+from eksinf.model.config import CONFIG_FILE, read_config
 from eksinf.publish.plugin import under_cub
 
-from ..errors import CONTRACT, USAGE, EksinfError
+from ..errors import USAGE, EksinfError
 from .protocol import Hub
 
 BACKENDS = ("local", "cub")
-CONFIG_FILE = Path(".eksinf") / "config.yaml"
+__all__ = ["CONFIG_FILE", "BACKENDS", "Hub", "open_hub", "read_config", "use_backend"]
 
 
 def default_backend() -> str:
     """The hub with no --hub and no `hub:` in the config: ConfigHub through cub when cub runs
     eksinf as its plugin (the Go original's only hub), else the embedded one."""
     return "cub" if under_cub() else "local"
-
-
-def read_config(root: Path) -> dict:
-    path = root / CONFIG_FILE
-    if not path.is_file():
-        return {}
-    docs = load_mapping_docs(path)
-    config = docs[0] if docs else {}
-    unknown = set(config) - {"hub", "hub_path"}
-    if unknown:
-        raise EksinfError(
-            f"{path}: unknown key(s) {', '.join(sorted(unknown))}",
-            "Allowed keys: hub (local|cub), hub_path (the local hub's database file).",
-            CONTRACT,
-        )
-    return config
 
 
 # This run's --hub (cli.common sets it as the option is parsed), so that a hub opened deep in a

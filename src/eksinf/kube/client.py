@@ -13,11 +13,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import urlparse
 
 import requests
 import yaml
 
 from eksinf.core.atomic import write_file
+from eksinf.core.net import is_loopback
 
 from ..errors import CONTRACT, ENVIRONMENT, FAILURE, EksinfError
 from .kubeconfig import KubeAuth as KubeAuth  # re-exported: callers name it beside the client
@@ -169,6 +171,11 @@ class KubeClient:
         self.server = auth.server
         self._timeout = timeout
         self._http = requests.Session()
+        # A loopback API server is never reached through $HTTPS_PROXY (client-go, hence kubectl,
+        # does not proxy loopback either): a proxy set for the internet would swallow it.
+        host = urlparse(self.server).hostname or ""
+        if not auth.proxy_url and is_loopback(host):
+            self._http.trust_env = False
         self._token = token  # minted by the command itself (an EKS token): wins over the user's
         self._file_token: str | None = None
         self._verify: bool | str = False if auth.insecure else (auth.ca_file or True)

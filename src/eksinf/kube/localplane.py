@@ -29,6 +29,7 @@ from pathlib import Path
 
 from eksinf.core import cache
 from eksinf.core.atomic import write_file
+from eksinf.model import config
 
 from ..errors import ENVIRONMENT, EksinfError
 
@@ -49,12 +50,13 @@ NO_RIGHTS_USER = "eksinf-nobody"
 
 
 def tool_mirror() -> Path | None:
-    """EKSINF_TOOL_MIRROR, else `tools/` beside the chart mirror (EKSINF_CHART_MIRROR)."""
+    """EKSINF_TOOL_MIRROR, else `tools/` beside the chart mirror (the one mirror setting:
+    --chart-mirror, $EKSINF_CHART_MIRROR, .eksinf/config.yaml, ../shared/charts)."""
     env = os.environ.get(TOOL_MIRROR_ENV)
     if env:
         return Path(env)
-    charts = os.environ.get("EKSINF_CHART_MIRROR")
-    return Path(charts).parent / "tools" if charts else None
+    charts = config.mirror()
+    return charts.parent / "tools" if charts is not None else None
 
 
 def _sha256_file(path: Path) -> str:
@@ -179,6 +181,8 @@ def _openssl(*args: str) -> bytes:
 def _wait_ready(plane: LocalPlane, procs: list[subprocess.Popen], logs: list[Path]) -> None:
     import requests
 
+    direct = requests.Session()
+    direct.trust_env = False  # loopback: never through $HTTPS_PROXY (kubectl does not proxy it)
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         for proc, log in zip(procs, logs, strict=True):
@@ -189,7 +193,7 @@ def _wait_ready(plane: LocalPlane, procs: list[subprocess.Popen], logs: list[Pat
                     exit_code=ENVIRONMENT,
                 )
         with contextlib.suppress(requests.RequestException):
-            resp = requests.get(
+            resp = direct.get(
                 f"{plane.server}/readyz",
                 headers={"Authorization": f"Bearer {plane.admin_token}"},
                 verify=str(plane.ca_file) if plane.ca_file.is_file() else False,

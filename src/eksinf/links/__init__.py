@@ -3,13 +3,22 @@ value into a unit (`links.engine`). Lint, `links resolve`, the hub's link-profil
 resolve all go through the engine; see docs/linking.md."""
 
 from .bindings import BINDINGS_FILE, LINKS_DIR, Binding, bindings_path, load_bindings
-from .engine import Target, profile_value, resolve_units, target_path, unresolved, write
+from .engine import (
+    Target,
+    apply_bindings,
+    profile_value,
+    resolve_units,
+    target_path,
+    unresolved,
+    write,
+)
 
 __all__ = [
     "BINDINGS_FILE",
     "LINKS_DIR",
     "Binding",
     "Target",
+    "apply_bindings",
     "bindings_path",
     "load_bindings",
     "profile_value",

@@ -156,10 +156,20 @@ def resolve_units(
     """
     bound = {b.unit_key for b in bindings}
     out = {key: copy.deepcopy(docs) if key in bound else list(docs) for key, docs in units.items()}
+    for key, docs in out.items():
+        if key in bound:
+            apply_bindings(docs, profile_spec, [b for b in bindings if b.unit_key == key])
+    return out
+
+
+def apply_bindings(
+    docs: list[dict[str, Any]], profile_spec: dict[str, Any], bindings: list[Binding]
+) -> bool:
+    """Write each binding's profile value into `docs` (one unit's documents) in place; whether
+    anything changed. `links resolve` runs it through core.roundtrip, so the unit keeps its
+    layout, as the hub's resolve does."""
+    changed = False
     for binding in bindings:
-        docs = out.get(binding.unit_key)
-        if docs is None:
-            continue
         doc = find_resource(docs, binding.kind, binding.name)
         if doc is None:
             raise _contract(
@@ -168,14 +178,14 @@ def resolve_units(
                 "Fix the binding's kind/name, or the unit that should hold the resource.",
             )
         try:
-            write(doc, Target.of(binding), profile_value(profile_spec, binding.source))
+            changed |= write(doc, Target.of(binding), profile_value(profile_spec, binding.source))
         except paths.PathError as exc:
             raise _contract(
                 binding,
                 f"{binding.describe()}: {exc.message}",
                 exc.hint or "Fix the binding or the unit it points at.",
             ) from exc
-    return out
+    return changed
 
 
 def unresolved(units: dict[str, list[dict[str, Any]]]) -> list[str]:

@@ -14,6 +14,7 @@ Pure: `lint_stack` reads files and returns a report; it never writes.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import yaml
 
@@ -27,15 +28,14 @@ from eksinf.model.stack import Stack
 from ..errors import EksinfError
 from ..model.awsobjects import AwsObject
 from ..model.awsobjects import read_lock as read_aws_objects
+from ..model.checks import Finding
 from ..model.configs import read_units
 from ..model.configs import resources as all_resources
-
-# Importing a domain module registers its checks in the table; they run in this order.
-from . import identity, network, scheduling, naming, addons, lifecycle  # noqa: F401  isort: skip
 from .bindings import check_links
-from .core import CHECKS, Context, Finding, Report, run_checks, table
+from .core import Context, Report, run_checks
+from .rules import CHECKS, markdown, table
 
-__all__ = ["CHECKS", "Finding", "Report", "check_links", "lint_stack", "table"]
+__all__ = ["CHECKS", "Finding", "Report", "check_links", "lint_stack", "markdown", "table"]
 
 
 def check_fresh(report: Report, stack: Stack) -> dict[str, tuple[str, list[dict]]]:
@@ -102,7 +102,7 @@ def _lint_units(
     planes = {c.name: c.plane for c in stack.components}
     resources = all_resources(links.resolve_units(units, spec, valid), planes)
     context = Context(resources, stack.root / "iam", spec.get("stackName"), spec, shipped)
-    run_checks(report, context)
+    run_checks(report, context, CHECKS)
 
 
 def lint_stack(stack: Stack) -> Report:
@@ -138,13 +138,13 @@ def lint_stack(stack: Stack) -> Report:
     second = Report()
     edited = {**units, **{k: d for k, (_, d) in sources.items()}}
     _lint_units(second, stack, edited, spec, bindings, shipped)
-    seen = {(f.check, f.message, f.places) for f in report.findings}
+    seen = {(f.label, f.detail, f.places) for f in report.findings}
     renames = {f"configs/{key}.yaml": label for key, (label, _) in sources.items()}
     for finding in second.findings:
-        if (finding.check, finding.message, finding.places) in seen:
+        if (finding.label, finding.detail, finding.places) in seen:
             continue
         places = tuple(_rename(p, renames) for p in finding.places)
-        report.findings.append(Finding(finding.check, finding.message, places))
+        report.findings.append(replace(finding, places=places))
     return report
 
 

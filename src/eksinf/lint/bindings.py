@@ -112,6 +112,8 @@ def check_links(
             continue
         covered[key] = b
         valid.append(b)
+    if spec is not None:
+        _whole_lists(report, spec, valid)
     report.checks.append("placeholders")
     for unit_key, docs in sorted(units.items()):
         for doc in docs:
@@ -125,3 +127,36 @@ def check_links(
                         f"render/{unit_key.split('/')[0]}/links/bindings.yaml",
                     )
     return valid
+
+
+# Profile lists whose every item must reach a unit: an item left out changes what ships without
+# a word (a fallback instance type the model has no slot for). Other lists may be bound in part
+# (one zone of three for a single-zone resource).
+# List -> the component whose bindings carry it.
+WHOLE_LISTS = {"hyperpod.fallbackInstanceTypes": "hyperpod-inference"}
+
+
+def _whole_lists(report: Report, spec: dict, bound: list[links.Binding]) -> None:
+    """Each item of a WHOLE_LISTS profile list is carried by a binding."""
+    for prefix, component in WHOLE_LISTS.items():
+        items = paths.get(spec, prefix) if paths.exists(spec, prefix) else None
+        if not isinstance(items, list) or not any(b.component == component for b in bound):
+            continue  # no such list, or the stack has no component that uses it
+        seen = {
+            int(rest)
+            for b in bound
+            if b.source.startswith(prefix + ".") and (rest := b.source[len(prefix) + 1 :]).isdigit()
+        }
+        unbound = [i for i in range(len(items)) if i not in seen]
+        if unbound:
+            where = f"render/{component}/links/bindings.yaml"
+            report.add(
+                "binding-list-partial",
+                f"profile spec.{prefix} lists {len(items)} item(s), but no binding carries "
+                f"item(s) {', '.join(map(str, unbound))} "
+                f"({', '.join(repr(items[i]) for i in unbound)}): they would reach no unit",
+                "render/platform-profile/profile.yaml spec",
+                f"{where} (bind "
+                f"spec.{prefix}.<n> for each item, giving the unit a field for it, or remove the "
+                "item from the profile)",
+            )

@@ -1,34 +1,35 @@
-"""Lint's report and its one table of checks.
+"""Lint's report, the context its checks read, and how a check is written.
 
-A check is a small function `(report, ctx) -> None` registered with `@check(name, ...)`: the
-table gives each its name(s), severity, domain and docs anchor, runs them in registration order
-and lists them for `eksinf lint --list`.
+A check is a kernel rule (model/checks.py): a function of the `Context` made a rule with
+`@check(name, ...)`, yielding its findings (`found`, or `coded` for a finer code). lint/rules.py
+holds the one table, in run order; `table` lists it for `eksinf lint --list`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..model import checks
 from ..model.awsobjects import AwsObject
+from ..model.checks import Finding, Rule, RuleFn
 from ..model.configs import Resource
 
+ERROR = checks.ERROR  # a finding fails lint (exit 3); every check is an error today
+ANCHOR = "docs/linking.md#eksinf-lint"
+FAMILY = "lint"
 
-@dataclass(frozen=True)
-class Finding:
-    check: str
-    message: str
-    places: tuple[str, ...] = ()  # "configs/<c>/<u>.yaml Kind ns/name path", one or two
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"check": self.check, "message": self.message, "places": list(self.places)}
+def finding_dict(f: Finding) -> dict[str, Any]:
+    """One finding as `eksinf lint --json` prints it: its code (or its rule's name)."""
+    return {"check": f.label, "message": f.detail, "places": list(f.places)}
 
 
 @dataclass
 class Report:
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)  # kernel findings (model/checks.py)
     checks: list[str] = field(default_factory=list)
     bindings: int = 0
     placeholders: int = 0
@@ -37,8 +38,11 @@ class Report:
     def ok(self) -> bool:
         return not self.findings
 
-    def add(self, check: str, message: str, *places: str) -> None:
-        self.findings.append(Finding(check, message, tuple(places)))
+    def add(self, step: str, message: str, *places: str) -> None:
+        """A finding of one of the pipeline's own steps (STAGES), which are not rules."""
+        self.findings.append(
+            Finding(message, places=places, name=step, severity=ERROR, anchor=ANCHOR)
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -46,12 +50,8 @@ class Report:
             "checks": self.checks,
             "bindings": self.bindings,
             "placeholders": self.placeholders,
-            "findings": [f.as_dict() for f in self.findings],
+            "findings": [finding_dict(f) for f in self.findings],
         }
-
-
-ERROR = "error"  # a finding fails lint (exit 3); every check is an error today
-ANCHOR = "docs/linking.md#eksinf-lint"
 
 
 @dataclass(frozen=True)
@@ -67,38 +67,34 @@ class Context:
     aws_objects: tuple[AwsObject, ...] | None = None
 
 
-CheckFn = Callable[[Report, Context], None]
+def check(name: str, *also: str) -> Callable[[RuleFn[Context]], Rule[Context]]:
+    """Make a function of the context a lint rule: `@check("name")`, or `@check("a", "b")` when
+    one pass over the resources judges two rules. Its findings carry `name` unless they give a
+    finer `code`; its domain is its module's name. List it in lint/rules.py's CHECKS."""
 
-
-@dataclass(frozen=True)
-class Check:
-    names: tuple[str, ...]  # what `report.checks` lists for it (one function may check two rules)
-    domain: str
-    severity: str
-    anchor: str
-    summary: str
-    run: CheckFn
-
-
-CHECKS: list[Check] = []
-
-
-def check(*names: str, severity: str = ERROR, anchor: str = ANCHOR) -> Callable[[CheckFn], CheckFn]:
-    """Register a check in the table, in definition order."""
-
-    def register(fn: CheckFn) -> CheckFn:
-        summary = " ".join((fn.__doc__ or "").split("\n\n")[0].split())
+    def make(fn: RuleFn[Context]) -> Rule[Context]:
         domain = fn.__module__.rsplit(".", 1)[-1]
-        CHECKS.append(Check(names, domain, severity, anchor, summary, fn))
-        return fn
+        return checks.rule(
+            name, family=FAMILY, severity=ERROR, anchor=ANCHOR, domain=domain, also=also
+        )(fn)
 
-    return register
+    return make
 
 
-def run_checks(report: Report, ctx: Context) -> None:
-    for entry in CHECKS:
+def found(message: str, *places: str) -> Finding:
+    """A finding of the rule that yields it (the kernel stamps its name)."""
+    return Finding(message, places=places)
+
+
+def coded(code: str, message: str, *places: str) -> Finding:
+    """A finding under a finer code than its rule's name (`taint-gpu` under `taints`)."""
+    return Finding(message, places=places, code=code)
+
+
+def run_checks(report: Report, ctx: Context, rules: Sequence[Rule[Context]]) -> None:
+    for entry in rules:
         report.checks += list(entry.names)
-        entry.run(report, ctx)
+        report.findings += entry.run(ctx)
 
 
 # The pipeline's own steps (lint/__init__.py runs them in this order, before the registered
@@ -126,7 +122,7 @@ STAGES: tuple[tuple[str, str, str, str], ...] = (
 )
 
 
-def table() -> list[dict[str, str]]:
+def table(rules: Sequence[Rule[Context]]) -> list[dict[str, str]]:
     """The table `eksinf lint --list` prints: one row per check name, pipeline steps first."""
     steps = [
         {"name": n, "domain": d, "severity": ERROR, "anchor": a, "summary": s}
@@ -140,6 +136,6 @@ def table() -> list[dict[str, str]]:
             "anchor": entry.anchor,
             "summary": entry.summary,
         }
-        for entry in CHECKS
+        for entry in rules
         for name in entry.names
     ]

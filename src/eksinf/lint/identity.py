@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,10 +12,11 @@ from eksinf.model import paths
 from eksinf.model.profile import ROLE_NAME, UNIT_FILE
 
 from ..model import iam
+from ..model.checks import Finding
 from ..model.configs import Resource, of_kind
 from ..model.names import PROFILE_COMPONENT, name_rule
 from ..model.placeholder import PLACEHOLDER
-from .core import Context, Report, check
+from .core import Context, check, coded, found
 from .network import _squash
 
 
@@ -58,7 +59,7 @@ def _role_uses(resources: list[Resource], accounts: list[Resource]) -> list[_Rol
 
 
 @check("identity-trust")
-def check_identity(report: Report, ctx: Context) -> None:
+def check_identity(ctx: Context) -> Iterator[Finding]:
     """Identity both ways, as IAM evaluates the trust (model.iam): every Pod Identity
     association and IRSA subject names a ServiceAccount that exists; a role's trust admits
     exactly the ServiceAccounts that use it (IRSA annotation or association), StringEquals and
@@ -68,9 +69,10 @@ def check_identity(report: Report, ctx: Context) -> None:
     resources = ctx.resources
     accounts = _service_accounts(resources)
     have = {(r.namespace, r.name): r for r in accounts}
-    external = _external(report, ctx.profile, have)
+    yield from _external_created(ctx.profile, have)
+    external = _external(ctx.profile)
 
-    def missing(ns: Any, name: Any, here: str, what: str) -> None:
+    def missing(ns: Any, name: Any, here: str, what: str) -> Iterator[Finding]:
         if (ns, name) in external:
             return  # declared: created outside the stack
         # The closest real account: same name in another namespace, else one in the namespace.
@@ -79,8 +81,7 @@ def check_identity(report: Report, ctx: Context) -> None:
             near[0].at("metadata") if near else "no workload-plane unit renders a ServiceAccount"
         )
         hint = f"; the rendered chart creates {near[0].namespace}/{near[0].name}" if near else ""
-        report.add(
-            "identity-trust",
+        yield found(
             f"{what} names ServiceAccount {ns}/{name}, which no workload-plane unit creates"
             f"{hint}: the pod can never assume the role (one created outside the stack is "
             f"declared in the profile's {EXTERNAL_FIELD})",
@@ -91,37 +92,42 @@ def check_identity(report: Report, ctx: Context) -> None:
     for r in of_kind(resources, "PodIdentityAssociation"):
         ns, name = r.spec.get("namespace"), r.spec.get("serviceAccount")
         if (ns, name) not in have:
-            missing(
+            yield from missing(
                 ns, name, r.at("spec.namespace/spec.serviceAccount"), "Pod Identity association"
             )
     for use in _role_uses(resources, accounts):
-        _check_irsa(report, use, accounts, have, missing, external)
-        _check_pod_identity(report, use)
-    _check_karpenter_role(report, resources, ctx.profile.get("karpenterRoleName"))
+        yield from _check_irsa(use, accounts, have, missing, external)
+        yield from _check_pod_identity(use)
+    yield from _check_karpenter_role(resources, ctx.profile.get("karpenterRoleName"))
 
 
 EXTERNAL_FIELD = "externalServiceAccounts"
 PROFILE_FILE = f"render/{PROFILE_COMPONENT}/{UNIT_FILE}"
 
 
-def _external(
-    report: Report, profile: dict[str, Any], have: dict[tuple[Any, Any], Resource]
-) -> set[tuple[str, str]]:
+def _external(profile: dict[str, Any]) -> set[tuple[str, str]]:
     """The ServiceAccounts the profile declares as created outside the stack (`ns/name`), which
-    a trust or an association may name. One the stack does create is not external."""
-    declared: set[tuple[str, str]] = set()
+    a trust or an association may name (one the stack does create is reported by
+    `_external_created`)."""
+    return {
+        (ns, name)
+        for ns, _, name in (str(i).partition("/") for i in profile.get(EXTERNAL_FIELD) or [])
+    }
+
+
+def _external_created(
+    profile: dict[str, Any], have: dict[tuple[Any, Any], Resource]
+) -> Iterator[Finding]:
+    """A ServiceAccount declared external that the stack creates after all."""
     for index, item in enumerate(profile.get(EXTERNAL_FIELD) or []):
         ns, _, name = str(item).partition("/")
         if (ns, name) in have:
-            report.add(
-                "identity-trust",
+            yield found(
                 f"ServiceAccount {item} is declared external ({EXTERNAL_FIELD}) but the stack "
                 "creates it: drop it from the list",
                 f"{PROFILE_FILE} spec.{EXTERNAL_FIELD}.{index}",
                 have[(ns, name)].at("metadata"),
             )
-        declared.add((ns, name))
-    return declared
 
 
 def _sa_place(sa: Resource) -> str:
@@ -129,13 +135,12 @@ def _sa_place(sa: Resource) -> str:
 
 
 def _check_irsa(
-    report: Report,
     use: _RoleUse,
     accounts: list[Resource],
     have: dict[tuple[Any, Any], Resource],
-    missing: Callable[[Any, Any, str, str], None],
+    missing: Callable[[Any, Any, str, str], Iterator[Finding]],
     external: set[tuple[str, str]],
-) -> None:
+) -> Iterator[Finding]:
     trust_at = use.role.at("spec.assumeRolePolicyDocument")
     role_name = use.role.spec.get("name")
     patterns = iam.subjects(use.trust)
@@ -145,13 +150,12 @@ def _check_irsa(
             continue
         if not any(c in pattern for c in "*?"):
             if (parts[2], parts[3]) not in have:
-                missing(parts[2], parts[3], trust_at, "IRSA trust")
+                yield from missing(parts[2], parts[3], trust_at, "IRSA trust")
         elif not any(
             iam.like(pattern, iam.subject(str(ns), str(name)))
             for ns, name in [(a.namespace, a.name) for a in accounts] + sorted(external)
         ):
-            report.add(
-                "identity-trust",
+            yield found(
                 f"IRSA trust pattern {pattern!r} matches no ServiceAccount the stack creates",
                 trust_at,
             )
@@ -164,8 +168,7 @@ def _check_irsa(
             others = ", ".join(f"{a.namespace}/{a.name}" for a in use.irsa if a is not sa)
             fix = f"StringLike {iam.SA_PREFIX}*:{sa.name}" if others else f"StringEquals {sub}"
             also = f" (it is also used by {others})" if others else ""
-            report.add(
-                "identity-trust",
+            yield found(
                 f"ServiceAccount {sa.namespace}/{sa.name} uses role {role_name!r} "
                 f"({IRSA_ANNOTATION}) but the role's trust does not admit {sub!r}: "
                 f"AssumeRoleWithWebIdentity is denied{also}. Admit every user of the role "
@@ -174,8 +177,7 @@ def _check_irsa(
                 trust_at,
             )
         elif sa not in use.irsa and verdict is True:
-            report.add(
-                "identity-trust",
+            yield found(
                 f"the trust of role {role_name!r} admits ServiceAccount {sa.namespace}/{sa.name}, "
                 f"which does not use it ({IRSA_ANNOTATION}): narrow the subject to the accounts "
                 "that use the role",
@@ -184,7 +186,7 @@ def _check_irsa(
             )
 
 
-def _check_pod_identity(report: Report, use: _RoleUse) -> None:
+def _check_pod_identity(use: _RoleUse) -> Iterator[Finding]:
     trust_at = use.role.at("spec.assumeRolePolicyDocument")
     role_name = use.role.spec.get("name")
     granted = iam.trusted_actions(use.trust, iam.POD_IDENTITY_SERVICE)
@@ -192,8 +194,7 @@ def _check_pod_identity(report: Report, use: _RoleUse) -> None:
         ns, name = str(pia.spec.get("namespace")), str(pia.spec.get("serviceAccount"))
         lacking = [a for a in iam.POD_IDENTITY_ACTIONS if a not in granted]
         if lacking:
-            report.add(
-                "identity-trust",
+            yield found(
                 f"the association for {ns}/{name} uses role {role_name!r}, whose trust does not "
                 f"allow {iam.POD_IDENTITY_SERVICE} {', '.join(lacking)}: the agent hands out "
                 "no credentials",
@@ -203,8 +204,7 @@ def _check_pod_identity(report: Report, use: _RoleUse) -> None:
             continue
         request = iam.pod_identity_request(ns, name, "sts:AssumeRole")
         if iam.admits(use.trust, request) is False:
-            report.add(
-                "identity-trust",
+            yield found(
                 f"the trust of role {role_name!r} does not admit the Pod Identity session of "
                 f"{ns}/{name} (its conditions on kubernetes-namespace/kubernetes-service-account)",
                 pia.at("spec.namespace/spec.serviceAccount"),
@@ -212,7 +212,7 @@ def _check_pod_identity(report: Report, use: _RoleUse) -> None:
             )
 
 
-def _check_karpenter_role(report: Report, resources: list[Resource], wanted: Any) -> None:
+def _check_karpenter_role(resources: list[Resource], wanted: Any) -> Iterator[Finding]:
     """Karpenter's ServiceAccount (the pod spec carrying CLUSTER_NAME) gets the profile's role."""
     if not isinstance(wanted, str) or wanted == PLACEHOLDER:
         return
@@ -236,8 +236,7 @@ def _check_karpenter_role(report: Report, resources: list[Resource], wanted: Any
         arn = str(pia.spec.get("roleARN", ""))
         name = role.spec.get("name") if role else arn.rsplit("/", 1)[-1]
         if name and name not in (wanted, PLACEHOLDER):
-            report.add(
-                "identity-trust",
+            yield found(
                 f"Karpenter's association uses role {name!r} but the profile's "
                 f"karpenterRoleName is {wanted!r}",
                 pia.at("spec.roleRef"),
@@ -251,7 +250,7 @@ def _statements(policy: Any) -> list[dict]:
 
 
 @check("node-role")
-def check_node_role(report: Report, ctx: Context) -> None:
+def check_node_role(ctx: Context) -> Iterator[Finding]:
     """The nodegroup's role, the EC2NodeClasses' role and the IAM role are one role."""
     resources = ctx.resources
     roles = {r.name: r for r in of_kind(resources, "Role", "iam.services.k8s.aws")}
@@ -259,8 +258,7 @@ def check_node_role(report: Report, ctx: Context) -> None:
         ref = ((ng.doc.get("spec") or {}).get("nodeRoleRef") or {}).get("from") or {}
         role = roles.get(ref.get("name", ""))
         if role is None:
-            report.add(
-                "node-role",
+            yield found(
                 f"nodegroup's nodeRoleRef names Role {ref.get('name')!r}, which no unit defines",
                 ng.at("spec.nodeRoleRef.from.name"),
             )
@@ -271,8 +269,7 @@ def check_node_role(report: Report, ctx: Context) -> None:
             if PLACEHOLDER in (value, role_name):
                 continue
             if value != role_name:
-                report.add(
-                    "node-role",
+                yield found(
                     f"EC2NodeClass role {value!r} differs from the nodegroup's node role "
                     f"{role_name!r}: Karpenter nodes would not join through its access entry",
                     nc.at("spec.role"),
@@ -281,7 +278,7 @@ def check_node_role(report: Report, ctx: Context) -> None:
 
 
 @check("passrole")
-def check_iam_policies(report: Report, ctx: Context) -> None:
+def check_iam_policies(ctx: Context) -> Iterator[Finding]:
     """No IAM policy allows iam:PassRole without an iam:PassedToService condition."""
     resources, iam_dir = ctx.resources, ctx.iam_dir
     documents: list[tuple[str, Any]] = []
@@ -292,21 +289,21 @@ def check_iam_policies(report: Report, ctx: Context) -> None:
             raw = inside.read_bytes(path, iam_dir).decode("utf-8")
             documents.append((f"iam/{path.name}", json.loads(raw)))
         except json.JSONDecodeError as exc:
-            report.add("iam-policy", f"not valid JSON: {exc}", f"iam/{path.name}")
+            yield coded("iam-policy", f"not valid JSON: {exc}", f"iam/{path.name}")
     for r in of_kind(resources, "Role", "iam.services.k8s.aws"):
         for name, text in ((r.doc.get("spec") or {}).get("inlinePolicies") or {}).items():
             where = r.at(f"spec.inlinePolicies.{paths.escape(str(name))}")
             try:
                 documents.append((where, json.loads(text)))
             except (TypeError, json.JSONDecodeError) as exc:
-                report.add("iam-policy", f"inline policy is not valid JSON: {exc}", where)
+                yield coded("iam-policy", f"inline policy is not valid JSON: {exc}", where)
     for r in of_kind(resources, "Policy", "iam.services.k8s.aws"):
         text = (r.doc.get("spec") or {}).get("policyDocument")
         if isinstance(text, str):
             try:
                 documents.append((r.at("spec.policyDocument"), json.loads(text)))
             except json.JSONDecodeError as exc:
-                report.add("iam-policy", f"not valid JSON: {exc}", r.at("spec.policyDocument"))
+                yield coded("iam-policy", f"not valid JSON: {exc}", r.at("spec.policyDocument"))
     for where, policy in documents:
         for index, statement in enumerate(_statements(policy)):
             if statement.get("Effect") != "Allow":
@@ -320,8 +317,7 @@ def check_iam_policies(report: Report, ctx: Context) -> None:
             }
             if "iam:passedtoservice" not in keys:
                 sid = statement.get("Sid", f"#{index}")
-                report.add(
-                    "passrole",
+                yield found(
                     f"statement {sid} allows iam:PassRole with no iam:PassedToService condition: "
                     "the holder can hand any role to any service",
                     f"{where} Statement.{index}",
@@ -341,7 +337,7 @@ def _cluster_of(r: Resource) -> tuple[Any, Any]:
 
 
 @check("pod-identity-agent")
-def check_pod_identity_agent(report: Report, ctx: Context) -> None:
+def check_pod_identity_agent(ctx: Context) -> Iterator[Finding]:
     """A cluster with Pod Identity associations runs the add-on named eks-pod-identity-agent."""
     resources = ctx.resources
     addons = of_kind(resources, "Addon", "eks.services.k8s.aws")
@@ -363,8 +359,7 @@ def check_pod_identity_agent(report: Report, ctx: Context) -> None:
             if there
             else "no unit defines an eks Addon"
         )
-        report.add(
-            "pod-identity-agent",
+        yield found(
             f"Pod Identity association on Cluster {cluster[0]}/{cluster[1]}, but no Addon with "
             f"spec.name exactly {POD_IDENTITY_ADDON!r} runs on that cluster ({have}): the pod "
             "gets no credentials",
@@ -374,7 +369,7 @@ def check_pod_identity_agent(report: Report, ctx: Context) -> None:
 
 
 @check("node-class-identity")
-def check_node_class_identity(report: Report, ctx: Context) -> None:
+def check_node_class_identity(ctx: Context) -> Iterator[Finding]:
     """Each EC2NodeClass sets exactly one of role and instanceProfile, each a name, not an ARN."""
     resources = ctx.resources
     roles = {
@@ -385,8 +380,7 @@ def check_node_class_identity(report: Report, ctx: Context) -> None:
         spec = nc.doc.get("spec") or {}
         has_role, has_profile = "role" in spec, "instanceProfile" in spec
         if has_role == has_profile:
-            report.add(
-                "node-class-identity",
+            yield found(
                 f"sets {'both' if has_role else 'neither of'} spec.role and spec.instanceProfile: "
                 "Karpenter requires exactly one (this stack uses role, the node role's name, and "
                 "lets Karpenter manage the instance profile)",
@@ -406,8 +400,7 @@ def check_node_class_identity(report: Report, ctx: Context) -> None:
                 continue
             named = str(value).rsplit("/", 1)[-1]
             hint = f"; write {named!r}" if str(value).startswith("arn:") else ""
-            report.add(
-                "node-class-identity",
+            yield found(
                 f"spec.{field_name} is {value!r}, but Karpenter wants an {what}, not an ARN or a "
                 f"path{hint}",
                 nc.at(f"spec.{field_name}"),

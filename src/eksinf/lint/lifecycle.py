@@ -3,17 +3,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from ..model.awsobjects import LOCK_FILE, shipped
-from .core import Context, Report, check
+from ..model.checks import Finding
+from .core import Context, check, coded, found
 
 
 @check("aws-object-removed", "aws-object-unrecorded")
-def check_aws_objects(report: Report, ctx: Context) -> None:
+def check_aws_objects(ctx: Context) -> Iterator[Finding]:
     """An ACK object recorded in aws-objects.lock is still in configs/ (removing or renaming
     one makes Argo CD prune it and ACK delete the AWS resource), unless its entry is `retired`
     on purpose; and every ACK object in configs/ is recorded."""
     if ctx.aws_objects is None:
-        report.add(
+        yield coded(
             "aws-object-unrecorded",
             f"the stack has no {LOCK_FILE}: nothing guards its AWS resources against a rename. "
             f"Run `eksinf render` to write it, and commit it",
@@ -33,8 +36,7 @@ def check_aws_objects(report: Report, ctx: Context) -> None:
             if o.kind == old.kind and old.aws_name and o.aws_name == old.aws_name
         )
         renamed = f" (renamed to {', '.join(heirs)}?)" if heirs else ""
-        report.add(
-            "aws-object-removed",
+        yield found(
             f"{old.label} ({old.component}/{old.unit}) was shipped and is gone from "
             f"configs/{renamed}: Argo CD prunes it and ACK deletes {aws}. Keep its name, or, "
             f"if the AWS resource should go, add `retired: <why>` to its entry in {LOCK_FILE}",
@@ -42,7 +44,7 @@ def check_aws_objects(report: Report, ctx: Context) -> None:
         )
     for key, obj in now.items():
         if key not in recorded:
-            report.add(
+            yield coded(
                 "aws-object-unrecorded",
                 f"{obj.label} is not recorded in {LOCK_FILE}: run `eksinf render` and commit "
                 f"{LOCK_FILE} with configs/",

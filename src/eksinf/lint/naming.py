@@ -8,16 +8,17 @@ from typing import Any
 from eksinf.build.validate import ids
 from eksinf.model.profile import ROLE_NAME
 
+from ..model.checks import Finding
 from ..model.configs import Resource, of_kind
 from ..model.placeholder import PLACEHOLDER
 from ..model.resources import pod_spec, pod_spec_path
-from .core import Context, Report, check
+from .core import Context, check, found
 
 PROFILE_CLUSTER = "render/platform-profile/profile.yaml spec.clusterName"
 
 
 @check("cluster-name")
-def check_cluster_name(report: Report, ctx: Context) -> None:
+def check_cluster_name(ctx: Context) -> Iterator[Finding]:
     """Every place that carries the cluster name carries the profile's clusterName: the ACK
     Cluster's spec.name, any CLUSTER_NAME env var, the cluster-SG selector, and any EKS
     resource that names its cluster (spec.clusterName)."""
@@ -26,8 +27,7 @@ def check_cluster_name(report: Report, ctx: Context) -> None:
         return
     for place, value in _cluster_name_places(ctx.resources):
         if value not in (name, PLACEHOLDER):
-            report.add(
-                "cluster-name",
+            yield found(
                 f"names cluster {value!r} but the profile's clusterName is {name!r}: Karpenter "
                 "and the Pod Identity association would act on another cluster. Bind it to the "
                 "profile (links/bindings.yaml) or fix the profile",
@@ -66,7 +66,7 @@ def _env_values(doc: dict, env: str) -> Iterator[tuple[str, Any]]:
 
 
 @check("model-id")
-def check_model_id(report: Report, ctx: Context) -> None:
+def check_model_id(ctx: Context) -> Iterator[Finding]:
     """Every client's VLLM_MODEL equals the model the server loads."""
     resources = ctx.resources
     seen = [
@@ -80,8 +80,7 @@ def check_model_id(report: Report, ctx: Context) -> None:
     first, first_path, first_value = seen[0]
     for r, path, value in seen[1:]:
         if value != first_value and PLACEHOLDER not in (value, first_value):
-            report.add(
-                "model-id",
+            yield found(
                 f"VLLM_MODEL {value!r} differs from {first_value!r}: the server rejects "
                 "requests for a model it did not load",
                 r.at(path),
@@ -90,15 +89,14 @@ def check_model_id(report: Report, ctx: Context) -> None:
 
 
 @check("iam-role-name")
-def check_role_names(report: Report, ctx: Context) -> None:
+def check_role_names(ctx: Context) -> Iterator[Finding]:
     """Every IAM role name, as it ships (resolved through the profile), is a valid role name."""
     resources = ctx.resources
     for r in of_kind(resources, "Role", "iam.services.k8s.aws"):
         name = (r.doc.get("spec") or {}).get("name")
         if name is None or name == PLACEHOLDER or ROLE_NAME.match(str(name)):
             continue
-        report.add(
-            "iam-role-name",
+        yield found(
             f"role name {name!r} ({len(str(name))} characters) is not a valid IAM role name: at "
             "most 64 of letters, digits and +=,.@_-; iam:CreateRole rejects it and ACK retries "
             "forever. Shorten the profile's role name (or the stack name it derives from)",
@@ -107,10 +105,8 @@ def check_role_names(report: Report, ctx: Context) -> None:
 
 
 @check("unique-ids")
-def check_unique_ids(report: Report, ctx: Context) -> None:
+def check_unique_ids(ctx: Context) -> Iterator[Finding]:
     """No resource id (group, kind, namespace, name) twice in one plane (validate.ids)."""
     resources = ctx.resources
     for d in ids.duplicates((r.plane, r.at(), r.doc) for r in resources):
-        report.add(
-            "unique-ids", f"{d.id} appears {len(d.places)} times in plane {d.plane}", *d.places
-        )
+        yield found(f"{d.id} appears {len(d.places)} times in plane {d.plane}", *d.places)

@@ -9,15 +9,16 @@ from typing import Any
 from eksinf.model import paths
 from eksinf.model.profile import STACK_TAG_KEY
 
+from ..model.checks import Finding
 from ..model.configs import ACK_GROUP_SUFFIX, Resource, of_kind, tag_path
 from ..model.configs import tags as tag_map
 from ..model.names import DISCOVERY_KEY
 from ..model.placeholder import PLACEHOLDER
-from .core import Context, Report, check
+from .core import Context, check, coded, found
 
 
 @check("discovery-tags")
-def check_discovery(report: Report, ctx: Context) -> None:
+def check_discovery(ctx: Context) -> Iterator[Finding]:
     """Discovery tags on private subnets + SG equal the EC2NodeClass selectors; public: none."""
     resources = ctx.resources
     subnets = of_kind(resources, "Subnet", "ec2.services.k8s.aws")
@@ -28,7 +29,7 @@ def check_discovery(report: Report, ctx: Context) -> None:
         tags = tag_map(spec)
         public = bool(spec.get("mapPublicIPOnLaunch")) or "kubernetes.io/role/elb" in tags
         if public and DISCOVERY_KEY in tags:
-            report.add(
+            yield coded(
                 "discovery-public-subnet",
                 f"public subnet carries {DISCOVERY_KEY}: Karpenter would launch nodes with "
                 "public IPs into it",
@@ -36,7 +37,7 @@ def check_discovery(report: Report, ctx: Context) -> None:
             )
         elif not public:
             if DISCOVERY_KEY not in tags:
-                report.add(
+                yield coded(
                     "discovery-missing",
                     f"private subnet has no {DISCOVERY_KEY} tag: Karpenter will not use its zone",
                     r.at("spec.tags"),
@@ -62,7 +63,7 @@ def check_discovery(report: Report, ctx: Context) -> None:
                 here = r.at(f"spec.{field_name}.{index}.tags.{paths.escape(DISCOVERY_KEY)}")
                 carriers = tagged[kind]
                 if not carriers:
-                    report.add(
+                    yield coded(
                         "discovery-tag",
                         f"selects {'subnets' if kind == 'subnet' else 'security groups'} by "
                         f"{DISCOVERY_KEY}={want}, but no "
@@ -73,7 +74,7 @@ def check_discovery(report: Report, ctx: Context) -> None:
                     )
                 for carrier, value in carriers:
                     if value not in (want, PLACEHOLDER):
-                        report.add(
+                        yield coded(
                             "discovery-tag",
                             f"{DISCOVERY_KEY} differs: the selector wants {want!r}, the "
                             f"{'subnet' if kind == 'subnet' else 'security group'} carries "
@@ -84,7 +85,7 @@ def check_discovery(report: Report, ctx: Context) -> None:
 
 
 @check("network")
-def check_network(report: Report, ctx: Context) -> None:
+def check_network(ctx: Context) -> Iterator[Finding]:
     """The intra-VPC ingress rule names the VPC CIDR; every network resource has the stack tag."""
     resources = ctx.resources
     vpcs = of_kind(resources, "VPC", "ec2.services.k8s.aws")
@@ -98,7 +99,7 @@ def check_network(report: Report, ctx: Context) -> None:
                 if not cidrs or cidr == PLACEHOLDER:
                     continue
                 if rng.get("description") == "intra-VPC" and cidr not in cidrs:
-                    report.add(
+                    yield coded(
                         "vpc-cidr",
                         f"intra-VPC ingress allows {rng.get('cidrIP')}, but the VPC is "
                         f"{', '.join(sorted(cidrs)) or 'absent'}: nodes join but cannot talk",
@@ -109,7 +110,7 @@ def check_network(report: Report, ctx: Context) -> None:
         if r.group == "ec2.services.k8s.aws" and STACK_TAG_KEY not in tag_map(
             r.doc.get("spec") or {}
         ):
-            report.add(
+            yield coded(
                 "stack-tag",
                 f"network resource has no {STACK_TAG_KEY} tag: status and teardown scope every "
                 "AWS query by it",
@@ -157,7 +158,7 @@ def _refs(node: Any, prefix: str = "") -> Iterator[tuple[str, str, dict]]:
 
 
 @check("ack-refs")
-def check_ack_refs(report: Report, ctx: Context) -> None:
+def check_ack_refs(ctx: Context) -> Iterator[Finding]:
     """Every ACK reference names a resource some mgmt-plane unit defines, of the right kind.
 
     A dangling reference is not an apply error: ACK waits for it forever, and the cluster (or
@@ -174,7 +175,7 @@ def check_ack_refs(report: Report, ctx: Context) -> None:
             if kind is None or (ns, name, kind) in index:
                 continue
             same = [x for x in mgmt if x.kind == kind and x.namespace == ns]
-            report.add(
+            yield coded(
                 "ack-ref",
                 f"references {kind} {ns}/{name}, which no mgmt-plane unit defines: ACK waits for "
                 f"it forever (the namespace defines {kind}: {', '.join(x.name for x in same) or 'none'})",
@@ -220,7 +221,7 @@ def _tag_items(spec: dict) -> Iterator[tuple[str, Any, str, str]]:
 
 
 @check("tag-key-spelling")
-def check_tag_keys(report: Report, ctx: Context) -> None:
+def check_tag_keys(ctx: Context) -> Iterator[Finding]:
     """Discovery and cluster-SG tag keys are spelled exactly; no tag key uses AWS's `aws:`."""
     resources = ctx.resources
     discovery_why = (
@@ -232,21 +233,18 @@ def check_tag_keys(report: Report, ctx: Context) -> None:
             continue
         for key, value, key_path, value_path in _tag_items(r.doc.get("spec") or {}):
             if _near_discovery(key):
-                report.add(
-                    "tag-key-spelling",
+                yield found(
                     f"tag key {key!r} is not {DISCOVERY_KEY}: {discovery_why}",
                     r.at(key_path),
                 )
             elif value == DISCOVERY_KEY:
-                report.add(
-                    "tag-key-spelling",
+                yield found(
                     f"{DISCOVERY_KEY} is the tag's value (key {key!r}); it must be the key: "
                     f"{discovery_why}",
                     r.at(value_path),
                 )
             if key.lower().startswith("aws:"):
-                report.add(
-                    "tag-key-spelling",
+                yield found(
                     f"tag key {key!r} starts with 'aws:', which AWS reserves for its own tags: "
                     "the create call is rejected and ACK retries forever",
                     r.at(key_path),
@@ -258,15 +256,13 @@ def check_tag_keys(report: Report, ctx: Context) -> None:
                 for key, value in (term.get("tags") or {}).items():
                     here = nc.at(f"spec.{field_name}.{index}.tags.{paths.escape(str(key))}")
                     if _near_discovery(str(key)) or value == DISCOVERY_KEY:
-                        report.add(
-                            "tag-key-spelling",
+                        yield found(
                             f"selector tag {key}={value} is not keyed {DISCOVERY_KEY}: "
                             f"{discovery_why}",
                             here,
                         )
                     elif _near_cluster_sg(str(key)):
-                        report.add(
-                            "tag-key-spelling",
+                        yield found(
                             f"selector tag key {key!r} is not {CLUSTER_SG_KEY}, the key EKS puts "
                             "on the cluster security group it creates: the term selects nothing "
                             "and nodes cannot reach CoreDNS on the managed nodes",
@@ -291,7 +287,7 @@ def _taggable_kinds(resources: list[Resource]) -> set[tuple[str, str]]:
 
 
 @check("stack-tag-ack")
-def check_ack_stack_tag(report: Report, ctx: Context) -> None:
+def check_ack_stack_tag(ctx: Context) -> Iterator[Finding]:
     """Every ACK resource whose kind supports tags carries eksinf.dev/stack=<stackName>.
 
     Network resources missing the key are reported by `stack-tag` already; this adds the other
@@ -306,7 +302,7 @@ def check_ack_stack_tag(report: Report, ctx: Context) -> None:
         tags = tag_map(spec)
         if STACK_TAG_KEY not in tags:
             if r.group != "ec2.services.k8s.aws":
-                report.add(
+                yield coded(
                     "stack-tag",
                     f"{r.kind} supports tags (its CRD has spec.tags) but carries no "
                     f"{STACK_TAG_KEY} tag: status and teardown scope every AWS query by it",
@@ -315,7 +311,7 @@ def check_ack_stack_tag(report: Report, ctx: Context) -> None:
             continue
         value = tags[STACK_TAG_KEY]
         if value != stack_name and PLACEHOLDER not in (value, stack_name):
-            report.add(
+            yield coded(
                 "stack-tag",
                 f"{STACK_TAG_KEY} is {value!r}, but the stack is {stack_name!r}: teardown and "
                 "status would miss this resource or claim it for another stack",

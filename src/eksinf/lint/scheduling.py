@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from eksinf.model import paths
 
+from ..model.checks import Finding
 from ..model.configs import Resource, of_kind
 from ..model.names import FAMILY_KEY, GPU_RESOURCE
 from ..model.quantity import gib_text as gib
 from ..model.quantity import to_bytes as quantity
 from ..model.resources import pod_spec, pod_spec_path
-from .core import Context, Report, check
+from .core import Context, check, coded, found
 
 POOL_LABEL = "karpenter.sh/nodepool"
 
@@ -214,7 +216,7 @@ def _taint_str(taint: dict) -> str:
 
 
 @check("taints", "storage")
-def check_scheduling(report: Report, ctx: Context) -> None:
+def check_scheduling(ctx: Context) -> Iterator[Finding]:
     """GPU pool taints are tolerated by the workloads meant for them and by nothing GPU-less;
     each model workload's disk needs fit the root volume of every node it can land on."""
     resources = ctx.resources
@@ -233,14 +235,14 @@ def check_scheduling(report: Report, ctx: Context) -> None:
             candidates = [p for p in candidates if p.gpu]
         gpu_bound = wants_gpu or (bool(candidates) and all(p.gpu for p in candidates))
         if gpu_bound:
-            _check_gpu_tolerations(report, r, base, tolerations, candidates)
+            yield from _check_gpu_tolerations(r, base, tolerations, candidates)
         else:
             for pool in (p for p in pools if p.gpu):
                 for ti, taint in enumerate(pool.taints):
                     if any(t.get("key") == taint.get("key") for t in tolerations) and _tolerates(
                         tolerations, taint
                     ):
-                        report.add(
+                        yield coded(
                             "taint-gpu-less",
                             f"a workload that requests no GPU tolerates {_taint_str(taint)}: it "
                             "can land on (and keep alive) a GPU node",
@@ -248,14 +250,14 @@ def check_scheduling(report: Report, ctx: Context) -> None:
                             pool.at(f"spec.template.spec.taints.{ti}"),
                         )
                         break
-        _check_storage(report, r, base, spec, candidates)
+        yield from _check_storage(r, base, spec, candidates)
 
 
 def _check_gpu_tolerations(
-    report: Report, r: Resource, base: str, tolerations: list[dict], candidates: list[Pool]
-) -> None:
+    r: Resource, base: str, tolerations: list[dict], candidates: list[Pool]
+) -> Iterator[Finding]:
     if not candidates:
-        report.add(
+        yield coded(
             "taint-gpu",
             "a GPU workload selects no GPU pool: it stays Pending and Karpenter launches nothing",
             r.at(f"{base}.nodeSelector"),
@@ -271,7 +273,7 @@ def _check_gpu_tolerations(
         return
     for pool, bad in failing:
         index, taint = bad[0]
-        report.add(
+        yield coded(
             "taint-gpu",
             f"GPU workload does not tolerate {_taint_str(taint)} of NodePool {pool.name}: "
             "it stays Pending",
@@ -280,9 +282,7 @@ def _check_gpu_tolerations(
         )
 
 
-def _check_storage(
-    report: Report, r: Resource, base: str, spec: dict, candidates: list[Pool]
-) -> None:
+def _check_storage(r: Resource, base: str, spec: dict, candidates: list[Pool]) -> Iterator[Finding]:
     need, need_place = 0, ""
     for ci, container in enumerate(spec.get("containers") or []):
         request = ((container.get("resources") or {}).get("requests") or {}).get(
@@ -305,7 +305,7 @@ def _check_storage(
             continue
         room = (pool.root_gib - ROOT_HEADROOM_GIB) * 2**30
         if need > room:
-            report.add(
+            yield coded(
                 "storage",
                 f"needs {gib(need)} of ephemeral storage, but pool {pool.name}'s root volume is "
                 f"{pool.root_gib}Gi ({ROOT_HEADROOM_GIB}Gi kept for the OS and images): the pod is "
@@ -315,8 +315,38 @@ def _check_storage(
             )
 
 
+def _gpu_names(
+    r: Resource, reqs: list[dict], index: dict, families: list[str], fam_place: str
+) -> Iterator[Finding]:
+    """The pool's instance-gpu-name requirement agrees with its instance families."""
+    if GPU_NAME_KEY not in index:
+        return
+    names = {str(v) for v in reqs[index[GPU_NAME_KEY]].get("values") or []}
+    name_place = r.at(f"spec.template.spec.requirements.{index[GPU_NAME_KEY]}.values")
+    for family in families:
+        gpu = FAMILY_GPU.get(family)
+        if gpu and gpu not in names:
+            yield coded(
+                "accelerator-label",
+                f"family {family} carries {gpu}, which the pool's {GPU_NAME_KEY} "
+                f"requirement ({', '.join(sorted(names))}) excludes: it never launches",
+                name_place,
+                fam_place,
+            )
+    produced = {FAMILY_GPU.get(f) for f in families}
+    for name in sorted(names - produced):
+        if families:
+            yield coded(
+                "accelerator-label",
+                f"{GPU_NAME_KEY} {name} comes from none of the pool's families "
+                f"({', '.join(families)})",
+                name_place,
+                fam_place,
+            )
+
+
 @check("accelerators", "reserved-capacity")
-def check_accelerators(report: Report, ctx: Context) -> None:
+def check_accelerators(ctx: Context) -> Iterator[Finding]:
     """Accelerator labels agree with the instance families; reserved-only families reserve."""
     resources = ctx.resources
     classes = {r.name: r for r in of_kind(resources, "EC2NodeClass")}
@@ -331,35 +361,13 @@ def check_accelerators(report: Report, ctx: Context) -> None:
             else []
         )
         fam_place = r.at(f"spec.template.spec.requirements.{index.get(FAMILY_KEY)}.values")
-        if GPU_NAME_KEY in index:
-            names = {str(v) for v in reqs[index[GPU_NAME_KEY]].get("values") or []}
-            name_place = r.at(f"spec.template.spec.requirements.{index[GPU_NAME_KEY]}.values")
-            for family in families:
-                gpu = FAMILY_GPU.get(family)
-                if gpu and gpu not in names:
-                    report.add(
-                        "accelerator-label",
-                        f"family {family} carries {gpu}, which the pool's {GPU_NAME_KEY} "
-                        f"requirement ({', '.join(sorted(names))}) excludes: it never launches",
-                        name_place,
-                        fam_place,
-                    )
-            produced = {FAMILY_GPU.get(f) for f in families}
-            for name in sorted(names - produced):
-                if families:
-                    report.add(
-                        "accelerator-label",
-                        f"{GPU_NAME_KEY} {name} comes from none of the pool's families "
-                        f"({', '.join(families)})",
-                        name_place,
-                        fam_place,
-                    )
+        yield from _gpu_names(r, reqs, index, families, fam_place)
         labels = (tmpl.get("metadata") or {}).get("labels") or {}
         gpus = sorted({FAMILY_GPU[f] for f in families if f in FAMILY_GPU})
         for key, value in labels.items():
             about_gpu = "accelerator" in key or key.endswith("gpu-name")
             if about_gpu and gpus and (len(gpus) > 1 or gpus[0] not in str(value)):
-                report.add(
+                yield coded(
                     "accelerator-label",
                     f"label {key}={value} is applied to every node of the pool, but its "
                     f"families carry {', '.join(gpus)}",
@@ -380,7 +388,7 @@ def check_accelerators(report: Report, ctx: Context) -> None:
             else "spec.template.spec.requirements"
         )
         if capacity != ["reserved"]:
-            report.add(
+            yield coded(
                 "reserved-capacity",
                 f"{'/'.join(reserved_only)} are sold only through capacity reservations, but the "
                 f"pool's capacity types are {capacity or 'unrestricted'}; use only 'reserved'",
@@ -390,10 +398,44 @@ def check_accelerators(report: Report, ctx: Context) -> None:
         nc_name = (spec.get("nodeClassRef") or {}).get("name")
         nc = classes.get(nc_name or "")
         if nc is None or not (nc.doc.get("spec") or {}).get("capacityReservationSelectorTerms"):
-            report.add(
+            yield coded(
                 "reserved-capacity",
                 f"{'/'.join(reserved_only)} need a capacityReservationSelectorTerms on the node "
                 f"class {nc_name}, or the paid reservation sits idle",
                 nc.at("spec") if nc else f"EC2NodeClass {nc_name} (missing)",
                 fam_place,
             )
+
+
+# The CRD's pattern for a HyperPod model's single instanceType; the list's items carry none.
+ML_TYPE_PREFIX = "ml."
+
+
+@check("hyperpod-instance-types")
+def check_hyperpod_instance_types(ctx: Context) -> Iterator[Finding]:
+    """A HyperPod model sets `instanceType` or `instanceTypes`, never both (the CRD says they are
+    mutually exclusive), and every listed type is an ml.* type, each once."""
+    for r in of_kind(ctx.resources, "InferenceEndpointConfig"):
+        spec = r.doc.get("spec") or {}
+        if "instanceType" in spec and "instanceTypes" in spec:
+            yield found(
+                "sets both instanceType and instanceTypes, which the operator's CRD says are "
+                "mutually exclusive: keep the list (the first type, then the fallbacks)",
+                r.at("spec.instanceType"),
+                r.at("spec.instanceTypes"),
+            )
+        listed = spec.get("instanceTypes")
+        if not isinstance(listed, list):
+            continue
+        for index, kind in enumerate(listed):
+            if not str(kind).startswith(ML_TYPE_PREFIX):
+                yield found(
+                    f"{kind!r} is not an ml.* type (the CRD's instanceType pattern ^ml\\..*): "
+                    "HyperPod instance groups use ml.* types",
+                    r.at(f"spec.instanceTypes.{index}"),
+                )
+            elif kind in listed[:index]:
+                yield found(
+                    f"{kind!r} is listed twice: the operator tries each type once, in order",
+                    r.at(f"spec.instanceTypes.{index}"),
+                )

@@ -62,6 +62,13 @@ class HyperPodProfile:
     instance_type: str  # ml.*
     execution_role_name: str
     tls_certificate_s3_uri: str
+    # ml.* types to fall back to, in order, when instance_type has no capacity
+    fallback_instance_types: tuple[str, ...] = ()
+
+    @property
+    def instance_types(self) -> tuple[str, ...]:
+        """Every type the model may run on, in order of preference (the CRD's instanceTypes)."""
+        return (self.instance_type, *self.fallback_instance_types)
 
     @property
     def tls_bucket(self) -> str:
@@ -343,8 +350,6 @@ def _check_sizes(label: str, spec: dict) -> None:
 
 
 def _check_hyperpod(label: str, block: dict) -> HyperPodProfile:
-    from eksinf.model.prices import load_catalogue
-
     name = block["clusterName"]
     if not _HYPERPOD_CLUSTER.match(name):
         raise _fail(
@@ -355,31 +360,18 @@ def _check_hyperpod(label: str, block: dict) -> HyperPodProfile:
             "Use the name the HyperPod console or sagemaker:ListClusters shows.",
         )
     kind = block["instanceType"]
-    match = _ML_TYPE.match(kind)
-    if not match:
-        raise _fail(
-            label,
-            "spec.hyperpod.instanceType",
-            f"{kind!r} is not a SageMaker instance type (ml.<family>.<size>)",
-            "HyperPod instance groups use ml.* types, for example ml.g5.2xlarge.",
-        )
-    ec2 = match.group(1)
-    family = ec2.split(".")[0]
-    sizes = {t.name: t for t in load_catalogue().get(family, ())}  # unknown family: not judged
-    if sizes and ec2 not in sizes:
-        raise _fail(
-            label,
-            "spec.hyperpod.instanceType",
-            f"{kind!r} is not a size of {family} (known: {', '.join(sorted(sizes))})",
-            "Check the spelling against the instance group's InstanceType.",
-        )
-    if sizes and not sizes[ec2].gpus:
-        raise _fail(
-            label,
-            "spec.hyperpod.instanceType",
-            f"{kind!r} has no GPU: the model server needs one",
-            "Pick a GPU type such as ml.g5.2xlarge (the CPU group runs the controllers).",
-        )
+    _check_ml_gpu_type(label, "spec.hyperpod.instanceType", kind)
+    fallbacks = tuple(block.get("fallbackInstanceTypes") or ())
+    for index, other in enumerate(fallbacks):
+        field = f"spec.hyperpod.fallbackInstanceTypes.{index}"
+        _check_ml_gpu_type(label, field, other)
+        if other in (kind, *fallbacks[:index]):
+            raise _fail(
+                label,
+                field,
+                f"{other!r} is listed twice (instanceType, then the fallbacks, each once)",
+                "Remove the repeat: the operator tries each type once, in order.",
+            )
     role = block["executionRoleName"]
     if not ROLE_NAME.match(role):
         raise _fail(
@@ -400,7 +392,38 @@ def _check_hyperpod(label: str, block: dict) -> HyperPodProfile:
             "Name the bucket the inference add-on was installed with (its "
             "tlsCertificateS3Bucket), e.g. s3://my-hyperpod-tls/certificates.",
         )
-    return HyperPodProfile(name, kind, role, uri)
+    return HyperPodProfile(name, kind, role, uri, fallbacks)
+
+
+def _check_ml_gpu_type(label: str, field: str, kind: str) -> None:
+    """An ml.* type of a known size (when its family is known) with a GPU."""
+    from eksinf.model.prices import load_catalogue
+
+    match = _ML_TYPE.match(kind)
+    if not match:
+        raise _fail(
+            label,
+            field,
+            f"{kind!r} is not a SageMaker instance type (ml.<family>.<size>)",
+            "HyperPod instance groups use ml.* types, for example ml.g5.2xlarge.",
+        )
+    ec2 = match.group(1)
+    family = ec2.split(".")[0]
+    sizes = {t.name: t for t in load_catalogue().get(family, ())}  # unknown family: not judged
+    if sizes and ec2 not in sizes:
+        raise _fail(
+            label,
+            field,
+            f"{kind!r} is not a size of {family} (known: {', '.join(sorted(sizes))})",
+            "Check the spelling against the instance group's InstanceType.",
+        )
+    if sizes and not sizes[ec2].gpus:
+        raise _fail(
+            label,
+            field,
+            f"{kind!r} has no GPU: the model server needs one",
+            "Pick a GPU type such as ml.g5.2xlarge (the CPU group runs the controllers).",
+        )
 
 
 def load_profile(stack: Stack, path: Path | None = None) -> Profile:

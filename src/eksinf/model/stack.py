@@ -17,6 +17,7 @@ from typing import Any
 from eksinf.core import cache
 from eksinf.core.yamlio import load_source, read_source_text
 from eksinf.errors import CONTRACT, USAGE, EksinfError
+from eksinf.model import shipped
 from eksinf.model.names import RULES_VERSION, schema_validator
 from eksinf.model.targets import KINDS
 
@@ -93,6 +94,19 @@ class Stack:
     root: Path
     components: tuple[Component, ...]
     versions: dict[str, str]
+    shipped: bool = False  # the user's copy of the stack shipped inside eksinf (model.shipped)
+
+    def refuse_writes(self, command: str, writes: str) -> None:
+        """A command that writes into the stack's own files refuses the shipped stack: its copy
+        is replaced on upgrade, and changes belong in a stack folder of one's own."""
+        if self.shipped:
+            raise EksinfError(
+                f"{command} writes {writes} into the stack, and this is the stack shipped with "
+                f"eksinf (its copy in {self.root}, replaced on every upgrade)",
+                hint=f"Copy it into a folder of your own (`cp -r {self.root} DIR`), then run "
+                f"`eksinf --stack DIR {command}` (or run it in DIR).",
+                exit_code=USAGE,
+            )
 
     @property
     def configs_dir(self) -> Path:
@@ -195,14 +209,23 @@ def _json_path(error: Any) -> str:  # a jsonschema.ValidationError
 
 
 def find_stack_root(start: Path | None) -> Path:
+    """The stack a run reads: `start` (--stack) when given; else the working folder when it holds
+    a stack; else the user's copy of the stack shipped inside eksinf (model.shipped)."""
     root = (start or Path.cwd()).resolve()
-    if not (root / "components.yaml").is_file():
-        raise EksinfError(
-            f"no components.yaml in {root}",
-            hint="Run from a stack directory or pass --stack DIR.",
-            exit_code=USAGE,
-        )
-    return root
+    if (root / "components.yaml").is_file():
+        return root
+    if start is None:
+        found = shipped.shipped_root()
+        if found is not None:
+            return found
+    raise EksinfError(
+        f"no components.yaml in {root}",
+        hint="Run from a stack directory or pass --stack DIR."
+        if start is not None
+        else "Run from a stack directory or pass --stack DIR (this eksinf carries no stack of "
+        "its own: it was installed from a source checkout).",
+        exit_code=USAGE,
+    )
 
 
 def load_stack(root: Path | None = None) -> Stack:
@@ -249,7 +272,12 @@ def load_stack(root: Path | None = None) -> Stack:
             )
     plane_rank = {p: i for i, p in enumerate(PLANES)}
     components.sort(key=lambda c: (plane_rank[c.plane], c.order))
-    return Stack(root=root, components=tuple(components), versions=versions)
+    return Stack(
+        root=root,
+        components=tuple(components),
+        versions=versions,
+        shipped=shipped.is_shipped(root),
+    )
 
 
 def _component_lines(text: str) -> dict[str, int]:

@@ -34,7 +34,7 @@ from eksinf.core.net import Deadline, chunks, is_loopback, read_body, too_large
 from eksinf.errors import ENVIRONMENT, FAILURE, USAGE, EksinfError, shell_command
 from eksinf.model.digest import oci_digest
 
-ARTIFACT_TYPE = "application/vnd.eksinf.publish.bundle.v1"
+ARTIFACT_TYPE = "application/vnd.eksinf.bundle.v1"
 LAYER_MEDIA_TYPE = "application/vnd.oci.image.layer.v1.tar+gzip"
 MANIFEST_MEDIA_TYPE = "application/vnd.oci.image.manifest.v1+json"
 INDEX_MEDIA_TYPE = "application/vnd.oci.image.index.v1+json"

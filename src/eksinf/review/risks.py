@@ -1,7 +1,9 @@
 """Risk classes: each a small registered function with a stable id, a title and, per finding, a
 short reason and the field path it is about. `--fail-on` names these ids; never rename one.
 
-A rule sees one `ResourceChange` and returns findings; it reads only that change.
+A rule sees one `ResourceChange` and yields kernel findings (model/checks.py), each about a field
+path; it reads only that change. CLASSES, at the end, is the one table: its order is the
+severity order, most severe first, and every report lists findings in it.
 """
 
 from __future__ import annotations
@@ -9,81 +11,52 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
+from ..model import checks
 from ..model.awsobjects import aws_name
+from ..model.checks import Finding, Rule, RuleFn
 from ..model.configs import ACK_GROUP_SUFFIX, SYNC_WAVE
 from ..model.placeholder import is_placeholder
 from .changes import CRD_KIND, ResourceChange
-from .snapshot import BINDING_KIND, CHART_KIND, POLICY_FILE_KIND, Resource
+from .policies import (
+    IAM_GROUP,
+    allow_statements,
+    as_list,
+    grants,
+    in_context,
+    policies,
+)
+from .snapshot import BINDING_KIND, CHART_KIND, Resource
 from .structural import FieldChange, join, key_segment
 
-
-@dataclass(frozen=True)
-class Risk:
-    cls: str
-    reason: str
-    path: str = ""
-    # what a reader needs beside the reason, as (label, value) pairs: an IAM statement's
-    # Resource and Condition, and whether the widening can take effect
-    context: tuple[tuple[str, str], ...] = ()
-
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"class": self.cls, "reason": self.reason, "path": self.path}
-        if self.context:
-            out["context"] = dict(self.context)
-        return out
+FAMILY = "review"
+ANCHOR = "docs/review.md#risk-classes"
 
 
-Rule = Callable[[ResourceChange], Iterator[Risk]]
+def risk_dict(risk: Finding) -> dict[str, Any]:
+    """One finding as the JSON prints it: its class, reason, path (and context, if any)."""
+    out: dict[str, Any] = {"class": risk.name, "reason": risk.detail, "path": risk.element}
+    if risk.context:
+        out["context"] = dict(risk.context)
+    return out
 
 
-@dataclass(frozen=True)
-class RiskClass:
-    id: str
-    title: str
-    marker: str  # one per class, the same in every format, so a finding's class shows at a glance
-    rule: Rule
-
-
-# Registration order is severity order, most severe first: every report lists findings in it.
-CLASSES: dict[str, RiskClass] = {}
-
-Found = tuple[str, str] | tuple[str, str, tuple[tuple[str, str], ...]]
+def found(path: str, reason: str, context: tuple[tuple[str, str], ...] = ()) -> Finding:
+    """A finding of the class that yields it, about the field at `path` ("" for the resource);
+    `context` is what a reader needs beside the reason, as (label, value) pairs: an IAM
+    statement's Resource and Condition, and whether the widening can take effect."""
+    return Finding(reason, element=path, context=context)
 
 
 def risk_class(
     id: str, title: str, marker: str
-) -> Callable[[Callable[[ResourceChange], Iterator[Found]]], Rule]:
-    """Register a rule that yields (path, reason) or (path, reason, context) under class `id`."""
-
-    def register(fn: Callable[[ResourceChange], Iterator[Found]]) -> Rule:
-        def rule(change: ResourceChange) -> Iterator[Risk]:
-            for found in fn(change):
-                yield Risk(id, found[1], found[0], found[2] if len(found) == 3 else ())
-
-        assert marker not in {c.marker for c in CLASSES.values()}, f"{id}: marker taken"
-        CLASSES[id] = RiskClass(id, title, marker, rule)
-        return rule
-
-    return register
-
-
-def severity(cls: str) -> int:
-    """0 for the most severe class; an unknown id sorts last."""
-    order = list(CLASSES)
-    return order.index(cls) if cls in order else len(order)
-
-
-def assess(change: ResourceChange) -> list[Risk]:
-    """Every finding of every class for one change, deduplicated, in class order."""
-    out: list[Risk] = []
-    for cls in CLASSES.values():
-        for found in cls.rule(change):
-            if found not in out:
-                out.append(found)
-    return out
+) -> Callable[[RuleFn[ResourceChange]], Rule[ResourceChange]]:
+    """Make a function of one change a risk class: `id` is stable (`--fail-on` names it; never
+    rename one), `marker` marks its findings in every format. List it in CLASSES."""
+    return checks.rule(
+        id, family=FAMILY, severity=checks.ADVISORY, anchor=ANCHOR, title=title, marker=marker
+    )
 
 
 # ---- helpers ---------------------------------------------------------------------------------
@@ -126,7 +99,7 @@ DELETION_POLICY = "services.k8s.aws/deletion-policy"
 
 
 @risk_class("aws-resource-deleted", "AWS resource deleted (an ACK object removed or renamed)", "⛔")
-def _aws_resource_deleted(change: ResourceChange) -> Iterator[tuple[str, str]]:
+def _aws_resource_deleted(change: ResourceChange) -> Iterator[Finding]:
     """First of all classes: the one change no rollback undoes. A removed ACK object (a rename
     removes the old one) is pruned by Argo CD, and ACK deletes the AWS resource behind it."""
     r = change.resource
@@ -137,203 +110,44 @@ def _aws_resource_deleted(change: ResourceChange) -> Iterator[tuple[str, str]]:
         return
     named = aws_name(r.doc)
     what = f"AWS {r.kind} {named}" if named else f"the AWS {r.kind} behind it"
-    yield "", f"ACK deletes {what} when {r.kind} {r.namespace}/{r.name} is pruned"
+    yield found("", f"ACK deletes {what} when {r.kind} {r.namespace}/{r.name} is pruned")
 
 
 # ---- IAM -------------------------------------------------------------------------------------
 
-IAM_GROUP = "iam.services.k8s.aws"
-_PASSROLE = re.compile(r"^(\*|iam:\*|iam:pass\*|iam:passrole)$", re.IGNORECASE)
-
-
-def _as_list(value: Any) -> list:
-    return value if isinstance(value, list) else [] if value is None else [value]
-
-
-def _parse_policy(value: Any) -> dict | None:
-    if isinstance(value, dict):
-        return value
-    if isinstance(value, str):
-        try:
-            parsed = json.loads(value)
-        except ValueError:
-            return None
-        return parsed if isinstance(parsed, dict) else None
-    return None
-
-
-def policies(resource: Resource | None) -> dict[str, tuple[str, dict]]:
-    """Policy documents a resource holds: path -> (trust | permissions, document)."""
-    if resource is None:
-        return {}
-    if resource.kind == POLICY_FILE_KIND:
-        doc = _parse_policy(resource.doc.get("policy"))
-        return {"policy": ("permissions", doc)} if doc else {}
-    if resource.group != IAM_GROUP:
-        return {}
-    spec = resource.doc.get("spec") or {}
-    found: dict[str, tuple[str, Any]] = {
-        "spec.assumeRolePolicyDocument": ("trust", spec.get("assumeRolePolicyDocument")),
-        "spec.policyDocument": ("permissions", spec.get("policyDocument")),
-    }
-    for name, text in (spec.get("inlinePolicies") or {}).items():
-        found[join("spec.inlinePolicies", name)] = ("permissions", text)
-    out = {}
-    for path, (role, raw) in found.items():
-        doc = _parse_policy(raw)
-        if doc is not None:
-            out[path] = (role, doc)
-    return out
-
-
-def _allow(doc: dict) -> list[dict]:
-    return [
-        s
-        for s in _as_list(doc.get("Statement"))
-        if isinstance(s, dict) and s.get("Effect") == "Allow"
-    ]
-
-
-def _grants(docs: dict[str, tuple[str, dict]]) -> dict[str, set]:
-    out: dict[str, set] = {
-        "actions": set(),
-        "any-resource": set(),
-        "passrole": set(),
-        "principals": set(),
-    }
-    for path, (role, doc) in docs.items():
-        for s in _allow(doc):
-            actions = [str(a) for a in _as_list(s.get("Action"))]
-            if "NotAction" in s:
-                actions.append(f"NotAction {json.dumps(s['NotAction'], sort_keys=True)}")
-            if role == "trust":
-                principal = s.get("Principal")
-                if isinstance(principal, dict):
-                    for kind, values in principal.items():
-                        out["principals"] |= {f"{kind}: {v}" for v in _as_list(values)}
-                elif principal is not None:
-                    out["principals"].add(str(principal))
-                continue
-            out["actions"] |= set(actions)
-            if "*" in [str(r) for r in _as_list(s.get("Resource"))] or "NotResource" in s:
-                out["any-resource"] |= set(actions)
-            if not s.get("Condition"):
-                out["passrole"] |= {(path, a) for a in actions if _PASSROLE.match(a)}
-    return out
-
-
-def _statement_path(path: str, index: int, statement: dict) -> str:
-    sid = statement.get("Sid")
-    return f"{path}(json).Statement[{f'Sid={sid}' if sid else index}]"
-
-
-def _in_context(
-    path: str, index: int, statement: dict, actions: list[str]
-) -> tuple[str, str, tuple[tuple[str, str], ...]]:
-    """A new-actions finding with the statement's Resource and Condition, and whether the actions
-    can take effect there: an action none of whose resource ARNs the statement's Resource can
-    match does nothing (flagged as a no-op, never hidden)."""
-    more = f" (+{len(actions) - 8} more)" if len(actions) > 8 else ""
-    reason = f"new action(s) allowed: {', '.join(actions[:8])}{more}"
-    if "NotResource" in statement:
-        where = f"NotResource {json.dumps(statement['NotResource'], sort_keys=True)}"
-        effect = "not checked: the statement uses NotResource"
-    else:
-        resources = [str(r) for r in _as_list(statement.get("Resource"))]
-        where = json.dumps(resources if len(resources) != 1 else resources[0])
-        mismatch, why_not = resource_mismatch(actions, resources)
-        if why_not:
-            effect = f"not checked: {why_not}"
-        elif mismatch and set(mismatch) >= set(actions):
-            effect = (
-                "no: a no-op, "
-                + "; ".join(f"{a} acts only on {mismatch[a]}" for a in actions)
-                + f", which the Resource cannot match ({ANALYSER})"
-            )
-            reason += " (a no-op: the statement's Resource cannot match them)"
-        elif mismatch:
-            effect = (
-                "partly: "
-                + "; ".join(
-                    f"{a} is a no-op (acts only on {mismatch[a]})" for a in sorted(mismatch)
-                )
-                + f"; the others can ({ANALYSER})"
-            )
-        else:
-            effect = f"yes: the Resource can match every new action ({ANALYSER})"
-    condition = statement.get("Condition")
-    context = (
-        ("Resource", where),
-        ("Condition", json.dumps(condition, sort_keys=True) if condition else "none"),
-        ("takes effect", effect),
-    )
-    return _statement_path(path, index, statement), reason, context
-
-
-ANALYSER = "parliament RESOURCE_MISMATCH"
-
-
-def resource_mismatch(actions: list[str], resources: list[str]) -> tuple[dict[str, str], str]:
-    """action -> the ARN form it acts on, for each action whose resources none of `resources`
-    can match; and why nothing was checked ("" when it was). parliament (the IAM linter by
-    Duo Labs) holds AWS's action-to-resource-type table; eksinf keeps none of its own."""
-    try:
-        import parliament
-    except ImportError:
-        return {}, "parliament is not installed"
-    policy = {
-        "Version": "2012-10-17",
-        "Statement": [{"Effect": "Allow", "Action": actions, "Resource": resources}],
-    }
-    try:
-        analysed = parliament.analyze_policy_string(json.dumps(policy))
-    except Exception as exc:  # a linter failure must not stop the review; it is reported
-        return {}, f"parliament failed ({type(exc).__name__})"
-    out: dict[str, str] = {}
-    for finding in analysed.findings:
-        if finding.issue != "RESOURCE_MISMATCH":
-            continue
-        for item in _as_list(finding.detail):
-            if isinstance(item, dict) and "action" in item:
-                form = item.get("required_format")
-                out[str(item["action"])] = (
-                    " or ".join(map(str, form)) if isinstance(form, list) else str(form)
-                )
-    return out, ""
-
 
 @risk_class("iam-widened", "IAM policy widened", "🔓")
-def _iam_widened(change: ResourceChange) -> Iterator[Found]:
+def _iam_widened(change: ResourceChange) -> Iterator[Finding]:
     before, after = policies(change.before), policies(change.after)
     for path, (role, doc) in after.items():
-        old = _grants({path: before[path]} if path in before else {})
-        new = _grants({path: (role, doc)})
+        old = grants({path: before[path]} if path in before else {})
+        new = grants({path: (role, doc)})
         added = sorted(new["actions"] - old["actions"])
         wild = [a for a in added if "*" in a or a.startswith("NotAction")]
         if wild:
-            yield path, f"wildcard action(s) allowed: {', '.join(wild)}"
-        for index, statement in enumerate(_allow(doc) if role == "permissions" else []):
-            mine = sorted({str(a) for a in _as_list(statement.get("Action"))} & set(added))
+            yield found(path, f"wildcard action(s) allowed: {', '.join(wild)}")
+        for index, statement in enumerate(allow_statements(doc) if role == "permissions" else []):
+            mine = sorted({str(a) for a in as_list(statement.get("Action"))} & set(added))
             if mine:
-                yield _in_context(path, index, statement, mine)
+                yield in_context(path, index, statement, mine)
         anywhere = sorted((new["any-resource"] - old["any-resource"]) - set(added))
         if anywhere:
-            yield path, f'now allowed on every resource ("*"): {", ".join(anywhere[:8])}'
+            yield found(path, f'now allowed on every resource ("*"): {", ".join(anywhere[:8])}')
         for _, action in sorted(new["passrole"] - old["passrole"]):
-            yield path, f"{action} allowed without a Condition: any role can be passed"
+            yield found(path, f"{action} allowed without a Condition: any role can be passed")
         principals = sorted(new["principals"] - old["principals"])
         if principals:
-            yield path, f"new trust principal(s): {', '.join(principals)}"
+            yield found(path, f"new trust principal(s): {', '.join(principals)}")
     if change.after is not None and change.after.group == IAM_GROUP:
         arns_before = set(
-            _as_list(
+            as_list(
                 ((change.before.doc if change.before else {}).get("spec") or {}).get("policies")
             )
         )
-        arns_after = set(_as_list((change.after.doc.get("spec") or {}).get("policies")))
+        arns_after = set(as_list((change.after.doc.get("spec") or {}).get("policies")))
         attached = sorted(str(a) for a in arns_after - arns_before)
         if attached:
-            yield "spec.policies", f"managed polic(y/ies) attached: {', '.join(attached)}"
+            yield found("spec.policies", f"managed polic(y/ies) attached: {', '.join(attached)}")
 
 
 # ---- secrets ---------------------------------------------------------------------------------
@@ -365,16 +179,16 @@ def _credential_leaf(path: str, value: Any) -> bool:
 
 
 @risk_class("secret-added", "Secret or credentials-like value added", "🔑")
-def _secret(change: ResourceChange) -> Iterator[tuple[str, str]]:
+def _secret(change: ResourceChange) -> Iterator[Finding]:
     r = change.resource
     if r.kind == "Secret" and not r.group and change.op in ("added", "changed"):
         keys = sorted({*(r.doc.get("data") or {}), *(r.doc.get("stringData") or {})})
         if change.op == "added":
-            yield "data", f"Secret added with key(s) {', '.join(keys) or '(none)'}"
+            yield found("data", f"Secret added with key(s) {', '.join(keys) or '(none)'}")
         else:
             for f in _fields(change, "added", "changed"):
                 if f.path.startswith(("data", "stringData")):
-                    yield f.path, "Secret value added or changed"
+                    yield found(f.path, "Secret value added or changed")
         return
     if change.op == "removed" or r.kind == CRD_KIND:  # a schema holds no values
         return
@@ -385,7 +199,9 @@ def _secret(change: ResourceChange) -> Iterator[tuple[str, str]]:
     )
     for path, value in pairs:
         if _credential_leaf(path, value):
-            yield path, "a literal credentials-like value: keep it in a Secret, not in the unit"
+            yield found(
+                path, "a literal credentials-like value: keep it in a Secret, not in the unit"
+            )
 
 
 # ---- network exposure ------------------------------------------------------------------------
@@ -400,16 +216,14 @@ _SCHEME_KEYS = (
 
 def _open_rules(doc: dict) -> set[str]:
     """A SecurityGroup's ingress rules open to every address, each as its JSON."""
-    rules = _as_list((doc.get("spec") or {}).get("ingressRules"))
+    rules = as_list((doc.get("spec") or {}).get("ingressRules"))
     out = set()
     for rule in rules:
         if not isinstance(rule, dict):
             continue
-        cidrs = {
-            str(x.get("cidrIP")) for x in _as_list(rule.get("ipRanges")) if isinstance(x, dict)
-        }
+        cidrs = {str(x.get("cidrIP")) for x in as_list(rule.get("ipRanges")) if isinstance(x, dict)}
         cidrs |= {
-            str(x.get("cidrIPv6")) for x in _as_list(rule.get("ipv6Ranges")) if isinstance(x, dict)
+            str(x.get("cidrIPv6")) for x in as_list(rule.get("ipv6Ranges")) if isinstance(x, dict)
         }
         if cidrs & _OPEN_CIDRS:
             out.add(json.dumps(rule, sort_keys=True))
@@ -417,7 +231,7 @@ def _open_rules(doc: dict) -> set[str]:
 
 
 @risk_class("network-exposed", "Network exposure widened", "🌐")
-def _network(change: ResourceChange) -> Iterator[tuple[str, str]]:
+def _network(change: ResourceChange) -> Iterator[Finding]:
     """What becomes reachable from outside: a Service turned LoadBalancer or NodePort, an
     internet-facing load-balancer scheme, an Ingress added, a security group opened to every
     address."""
@@ -430,12 +244,12 @@ def _network(change: ResourceChange) -> Iterator[tuple[str, str]]:
         was = (old.get("spec") or {}).get("type", "ClusterIP") if old else None
         now = (new.get("spec") or {}).get("type", "ClusterIP")
         if now in _EXPOSED_TYPES and now != was:
-            yield (
+            yield found(
                 "spec.type",
                 f"Service type {was or '(new)'} -> {now}: reachable from outside the cluster",
             )
     if r.kind == "Ingress" and r.group == "networking.k8s.io" and change.op == "added":
-        yield "spec", "Ingress added: routes outside traffic into the cluster"
+        yield found("spec", "Ingress added: routes outside traffic into the cluster")
     annotations = (new.get("metadata") or {}).get("annotations") or {}
     old_annotations = (old.get("metadata") or {}).get("annotations") or {}
     for key in _SCHEME_KEYS:
@@ -443,10 +257,10 @@ def _network(change: ResourceChange) -> Iterator[tuple[str, str]]:
             annotations.get(key) == "internet-facing"
             and old_annotations.get(key) != "internet-facing"
         ):
-            yield join("metadata.annotations", key), "load balancer scheme internet-facing"
+            yield found(join("metadata.annotations", key), "load balancer scheme internet-facing")
     if (r.group, r.kind) == ("ec2.services.k8s.aws", "SecurityGroup"):
         for rule in sorted(_open_rules(new) - _open_rules(old)):
-            yield "spec.ingressRules", f"ingress open to every address: {_short(rule, 120)}"
+            yield found("spec.ingressRules", f"ingress open to every address: {_short(rule, 120)}")
 
 
 # ---- infrastructure deleted or replaced ------------------------------------------------------
@@ -474,25 +288,25 @@ KARPENTER_KINDS = {("karpenter.sh", "NodePool"), ("karpenter.k8s.aws", "EC2NodeC
 
 
 @risk_class("infra-deleted", "Infrastructure deleted or replaced", "💥")
-def _infra_deleted(change: ResourceChange) -> Iterator[tuple[str, str]]:
+def _infra_deleted(change: ResourceChange) -> Iterator[Finding]:
     r = change.resource
     if change.op == "removed":
         annotations = (r.doc.get("metadata") or {}).get("annotations") or {}
         if r.group.endswith(ACK_GROUP_SUFFIX):
             if annotations.get(DELETION_POLICY) == "retain":
                 return
-            yield "", f"ACK deletes the AWS {r.kind} {r.name} when this resource goes"
+            yield found("", f"ACK deletes the AWS {r.kind} {r.name} when this resource goes")
         elif (r.group, r.kind) in KARPENTER_KINDS:
-            yield "", f"Karpenter drains and terminates the nodes of {r.kind} {r.name}"
+            yield found("", f"Karpenter drains and terminates the nodes of {r.kind} {r.name}")
         elif r.kind == "Namespace" and not r.group:
-            yield "", f"deleting namespace {r.name} deletes everything in it"
+            yield found("", f"deleting namespace {r.name} deletes everything in it")
         return
     immutable = IMMUTABLE.get((r.group, r.kind), ())
     for f in _fields(change):
         for name in immutable:
             prefix = f"spec{key_segment(name)}"
             if f.path == prefix or f.path.startswith((f"{prefix}.", f"{prefix}[")):
-                yield (
+                yield found(
                     f.path,
                     (
                         f"{r.kind} {prefix} cannot change in place: the {r.kind} must be "
@@ -506,18 +320,18 @@ def _infra_deleted(change: ResourceChange) -> Iterator[tuple[str, str]]:
 
 
 @risk_class("crd-version-removed", "CRD version removed or storage version changed", "🧩")
-def _crd(change: ResourceChange) -> Iterator[tuple[str, str]]:
+def _crd(change: ResourceChange) -> Iterator[Finding]:
     r = change.resource
     if r.kind != CRD_KIND:
         return
     if change.op == "removed":
-        yield "", f"CRD {r.name} removed: the API server deletes every object of it"
+        yield found("", f"CRD {r.name} removed: the API server deletes every object of it")
         return
     summary = change.crd
     if summary is None:
         return
     if summary.versions_removed:
-        yield (
+        yield found(
             "spec.versions",
             (
                 f"version(s) {', '.join(summary.versions_removed)} removed: stored objects at "
@@ -525,7 +339,7 @@ def _crd(change: ResourceChange) -> Iterator[tuple[str, str]]:
             ),
         )
     if summary.storage_changed:
-        yield (
+        yield found(
             "spec.versions",
             (
                 f"storage version {', '.join(summary.storage_before) or '-'} -> "
@@ -534,7 +348,7 @@ def _crd(change: ResourceChange) -> Iterator[tuple[str, str]]:
         )
     for line in summary.served:
         if line.endswith("False"):
-            yield "spec.versions", f"no longer served: {line}"
+            yield found("spec.versions", f"no longer served: {line}")
 
 
 # ---- images and models -----------------------------------------------------------------------
@@ -553,7 +367,7 @@ def _model_arg(args: Any) -> str | None:
 
 
 @risk_class("image-changed", "Container image or model changed", "📦")
-def _image(change: ResourceChange) -> Iterator[tuple[str, str]]:
+def _image(change: ResourceChange) -> Iterator[Finding]:
     if change.op != "changed":
         return
     for f in change.fields:
@@ -561,7 +375,7 @@ def _image(change: ResourceChange) -> Iterator[tuple[str, str]]:
             last = path.rsplit(".", 1)[-1]
             if last == "image" and f.op in ("changed", "added"):
                 old = f.old if f.op == "changed" else None
-                yield path, f"image {_short(old) if old else '(new)'} -> {_short(value)}"
+                yield found(path, f"image {_short(old) if old else '(new)'} -> {_short(value)}")
         if f.op != "changed":
             continue
         named = re.findall(r"\[name=([^\]]+)\]", f.path)
@@ -569,9 +383,9 @@ def _image(change: ResourceChange) -> Iterator[tuple[str, str]]:
         if is_env_value or (
             _MODEL.search(f.path.rsplit(".", 1)[-1]) and not isinstance(f.new, dict | list)
         ):
-            yield f.path, f"model {_short(f.old)} -> {_short(f.new)}"
+            yield found(f.path, f"model {_short(f.old)} -> {_short(f.new)}")
         elif f.path.endswith(("args", "command")) and _model_arg(f.old) != _model_arg(f.new):
-            yield f.path, f"--model {_model_arg(f.old)} -> {_model_arg(f.new)}"
+            yield found(f.path, f"--model {_model_arg(f.old)} -> {_model_arg(f.new)}")
 
 
 # ---- charts ----------------------------------------------------------------------------------
@@ -596,7 +410,7 @@ def version_delta(old: str, new: str) -> str:
 
 
 @risk_class("chart-bumped", "Chart version bump", "⏫")
-def _chart(change: ResourceChange) -> Iterator[tuple[str, str]]:
+def _chart(change: ResourceChange) -> Iterator[Finding]:
     r = change.resource
     if r.kind != CHART_KIND:
         return
@@ -604,11 +418,15 @@ def _chart(change: ResourceChange) -> Iterator[tuple[str, str]]:
     new = ((change.after.doc.get("spec") or {}) if change.after else {}).get("version")
     chart = ((r.doc.get("spec") or {}).get("chart")) or r.name
     if change.op == "changed" and old != new:
-        yield "spec.version", f"chart {chart} {old} -> {new} ({version_delta(str(old), str(new))})"
+        yield found(
+            "spec.version", f"chart {chart} {old} -> {new} ({version_delta(str(old), str(new))})"
+        )
     elif change.op == "changed":
-        yield "spec.sha256", f"chart {chart} {new}: a different archive under the same version"
+        yield found(
+            "spec.sha256", f"chart {chart} {new}: a different archive under the same version"
+        )
     else:
-        yield "spec.version", f"chart {chart} {old or new} {change.op}"
+        yield found("spec.version", f"chart {chart} {old or new} {change.op}")
 
 
 # ---- capacity --------------------------------------------------------------------------------
@@ -624,39 +442,39 @@ INSTANCE_KEYS = re.compile(
     "Replicas, GPU requests, NodePool limits or instance families changed",
     "📈",
 )
-def _capacity(change: ResourceChange) -> Iterator[tuple[str, str]]:
+def _capacity(change: ResourceChange) -> Iterator[Finding]:
     r = change.resource
     is_pool = (r.group, r.kind) == ("karpenter.sh", "NodePool")
     if is_pool and change.op != "changed":
         limits = ((r.doc.get("spec") or {}).get("limits")) or {}
         verb = "added" if change.op == "added" else "removed"
-        yield "spec.limits", f"NodePool {verb} (limits {json.dumps(limits, sort_keys=True)})"
+        yield found("spec.limits", f"NodePool {verb} (limits {json.dumps(limits, sort_keys=True)})")
         return
     for f in _fields(change):
         what = f"{_short(f.old) if f.op != 'added' else '(none)'} -> {_short(f.new) if f.op != 'removed' else '(none)'}"
         if f.path == "spec.replicas" or f.path.endswith(".replicas"):
-            yield f.path, f"replicas {what}"
+            yield found(f.path, f"replicas {what}")
         elif '["nvidia.com/gpu"]' in f.path and ".resources." in f.path:
-            yield f.path, f"GPU request/limit {what}"
+            yield found(f.path, f"GPU request/limit {what}")
         elif is_pool and f.path.startswith("spec.limits"):
-            yield f.path, f"NodePool limit {what}"
+            yield found(f.path, f"NodePool limit {what}")
         elif is_pool and INSTANCE_KEYS.search(f.path):
-            yield f.path, f"NodePool instance selection {what}"
+            yield found(f.path, f"NodePool instance selection {what}")
         elif r.kind == "Nodegroup" and f.path.startswith(
             ("spec.scalingConfig", "spec.instanceTypes")
         ):
-            yield f.path, f"node group capacity {what}"
+            yield found(f.path, f"node group capacity {what}")
 
 
 # ---- sync waves ------------------------------------------------------------------------------
 
 
 @risk_class("sync-wave-changed", "Sync-wave order changed", "🔀")
-def _wave(change: ResourceChange) -> Iterator[tuple[str, str]]:
+def _wave(change: ResourceChange) -> Iterator[Finding]:
     path = join("metadata.annotations", SYNC_WAVE)
     for f in _fields(change):
         if f.path == path:
-            yield (
+            yield found(
                 f.path,
                 (
                     f"sync wave {f.old if f.op != 'added' else '(none)'} -> "
@@ -669,11 +487,11 @@ def _wave(change: ResourceChange) -> Iterator[tuple[str, str]]:
 
 
 @risk_class("link-changed", "Placeholder or profile binding added or removed", "🔗")
-def _link(change: ResourceChange) -> Iterator[tuple[str, str]]:
+def _link(change: ResourceChange) -> Iterator[Finding]:
     r = change.resource
     if r.kind == BINDING_KIND:
         if change.op != "changed":
-            yield "", f"binding {change.op}: {r.name}"
+            yield found("", f"binding {change.op}: {r.name}")
         return
     if change.op != "changed":
         return
@@ -683,12 +501,60 @@ def _link(change: ResourceChange) -> Iterator[tuple[str, str]]:
         for path in sorted(set(old) | set(new)):
             was, now = is_placeholder(old.get(path)), is_placeholder(new.get(path))
             if now and not was:
-                yield path, "placeholder added: the value now comes from a profile link"
+                yield found(path, "placeholder added: the value now comes from a profile link")
             elif was and not now:
-                yield (
+                yield found(
                     path,
                     (
                         f"placeholder removed: {_short(new.get(path)) if path in new else 'the field'} "
                         "no longer comes from the profile"
                     ),
                 )
+
+
+# The one table. Its order is severity order, most severe first: every report lists findings in
+# it.
+TABLE: tuple[Rule[ResourceChange], ...] = (
+    _aws_resource_deleted,
+    _iam_widened,
+    _secret,
+    _network,
+    _infra_deleted,
+    _crd,
+    _image,
+    _chart,
+    _capacity,
+    _wave,
+    _link,
+)
+checks.check_table(TABLE)
+assert len({c.marker for c in TABLE}) == len(TABLE), "a marker is taken twice"
+CLASSES: dict[str, Rule[ResourceChange]] = {c.name: c for c in TABLE}
+
+
+def severity(cls: str) -> int:
+    """0 for the most severe class; an unknown id sorts last."""
+    order = list(CLASSES)
+    return order.index(cls) if cls in order else len(order)
+
+
+def assess(change: ResourceChange) -> list[Finding]:
+    """Every finding of every class for one change, deduplicated, in class order."""
+    out: list[Finding] = []
+    for risk in checks.run(TABLE, change):
+        if risk not in out:
+            out.append(risk)
+    return out
+
+
+COLUMNS: tuple[tuple[str, Any], ...] = (
+    ("marker", lambda c: c.marker),
+    ("id", lambda c: f"`{c.name}`"),
+    ("title", lambda c: c.title),
+    ("severity", lambda c: str(severity(c.name))),
+)
+
+
+def markdown() -> str:
+    """The table docs/review.md carries between its `checks` markers (a test compares them)."""
+    return checks.markdown(TABLE, COLUMNS)

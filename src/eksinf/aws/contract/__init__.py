@@ -10,11 +10,11 @@ from typing import Any
 from eksinf.model.stack import Stack
 
 from ...kube.client import KubeClient
+from ...model.checks import Finding
 from ...model.iam import trusted_actions
 from ...model.targets import DEFAULT_KIND, KINDS, TargetKind
 from ..scope import StackScope
 from ..session import AwsSession
-from . import hyperpod_rules  # noqa: F401  (registers the hyperpod-eks rules in RULES)
 from .facts import (
     ADMIN_POLICY,
     Facts,
@@ -24,15 +24,16 @@ from .facts import (
     stack_needs,
 )
 from .hyperpod import HyperPodFacts, gather_hyperpod, wait_enablement
-from .rules import RULES, Check, evaluate, markdown, rules_for, table
+from .rules import RULES, evaluate, markdown, rules_for, table
 
 ENABLEMENT_POLL = 30  # seconds between reads of the operator's view while it enables
 
 __all__ = [
     "ADMIN_POLICY",
     "RULES",
-    "Check",
     "ContractReport",
+    "Finding",
+    "check_json",
     "Facts",
     "StackNeeds",
     "ami_parameter",
@@ -53,14 +54,14 @@ __all__ = [
 class ContractReport:
     cluster: str
     region: str
-    checks: tuple[Check, ...]
+    checks: tuple[Finding, ...]
 
     @property
-    def violations(self) -> list[Check]:
+    def violations(self) -> list[Finding]:
         return [c for c in self.checks if c.blocks]
 
     @property
-    def warnings(self) -> list[Check]:
+    def warnings(self) -> list[Finding]:
         return [c for c in self.checks if not c.blocks and c.status in ("warn", "unknown", "fail")]
 
     def as_json(self) -> dict[str, Any]:
@@ -68,10 +69,23 @@ class ContractReport:
             "cluster": self.cluster,
             "region": self.region,
             "conforms": not self.violations,
-            "checks": [c.as_json() for c in self.checks],
+            "checks": [check_json(c) for c in self.checks],
             "violations": [c.name for c in self.violations],
             "warnings": [c.name for c in self.warnings],
         }
+
+
+def check_json(check: Finding) -> dict[str, Any]:
+    """One judged element as `enroll cluster --json` prints it."""
+    return {
+        "name": check.name,
+        "element": check.element,
+        "status": check.status,
+        "severity": check.severity,
+        "detail": check.detail,
+        "call": check.call,
+        "fix": check.fix,
+    }
 
 
 def missing_lines(report: ContractReport) -> list[str]:

@@ -71,6 +71,7 @@ class HyperPodFacts:
     name: str  # the HyperPod cluster as enrolled: a name or an ARN
     # What the profile expects (spec.hyperpod) and the add-on versions versions.env accepts.
     instance_type: str = ""
+    fallback_instance_types: tuple[str, ...] = ()  # in order, after instance_type
     execution_role_name: str = ""
     tls_bucket: str = ""
     addon_floor: str = ""
@@ -167,6 +168,7 @@ def expected(profile: Any, versions: dict[str, str], cluster: str | None = None)
     return HyperPodFacts(
         name=cluster or block.cluster_name,
         instance_type=block.instance_type,
+        fallback_instance_types=block.fallback_instance_types,
         execution_role_name=block.execution_role_name,
         tls_bucket=block.tls_bucket,
         addon_floor=floor,

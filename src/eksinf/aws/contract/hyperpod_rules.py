@@ -1,5 +1,6 @@
 """The contract's rules for a consumed SageMaker HyperPod cluster (target kind hyperpod-eks):
-pure judgements of `HyperPodFacts`, registered in the one table (rules.RULES) for that kind.
+pure judgements of `HyperPodFacts`, listed in the one table (rules.RULES) for that kind;
+the operator's own rules are in hyperpod_role_rules.py.
 
 There is deliberately no rule on DescribeCluster's `InferenceConfig`: it is absent on working
 clusters too, so it proves nothing either way.
@@ -13,36 +14,25 @@ from collections.abc import Callable
 from eksinf.model.prices import load_catalogue
 
 from ...errors import shell_command
-from ...model import iam
 from ...model.addons import load_records, value_errors
+from ...model.checks import Finding
 from ...model.targets import HYPERPOD_EKS
+from .context import Context, check, rule
 from .hyperpod import (
-    ACM_ACTION,
     ADDON_KNOWN_KEY,
-    ALB_SERVICE_ACCOUNT,
-    ANY_NAMESPACE_PROBE,
-    CLUSTER_ARN_ENV,
-    ENABLEMENT_WINDOW,
     INFERENCE_ADDON,
-    INFERENCE_NAMESPACE,
-    INFERENCE_POLICY,
-    REGISTRATION_KIND,
-    STUCK_WATCHER,
     HyperPodFacts,
     RoleFacts,
     addon_version,
-    enablement,
-    role_checks,
     role_name,
 )
-from .rules import Check, Context, irsa_refusal, rule
 
 HYPERPOD = (HYPERPOD_EKS,)
 HP_ANCHOR = "docs/hyperpod.md#the-hyperpod-contract"
 ADDON_CALL = f"eks:DescribeAddon addonName={INFERENCE_ADDON} (configurationValues)"
 
 
-def _hp(ctx: Context) -> HyperPodFacts:
+def hyperpod_of(ctx: Context) -> HyperPodFacts:
     assert ctx.hyperpod is not None  # evaluate() gathers it for every hyperpod-eks target
     return ctx.hyperpod
 
@@ -61,7 +51,7 @@ def _is_gpu(instance_type: str) -> bool | None:
     return family.startswith(("p", "g"))
 
 
-def _role_missing(role: RoleFacts | None, what: str) -> str:
+def role_missing(role: RoleFacts | None, what: str) -> str:
     if role is None:
         return f"{what}: not named"
     return f"{what} {role.name}: {role.error}" if role.trust is None else ""
@@ -77,9 +67,9 @@ def _role_missing(role: RoleFacts | None, what: str) -> str:
     fix="create it through AWS's flow (HyperPod console, Quick Install or CloudFormation) or wait until it is InService; eksinf consumes the cluster and never creates it",
     why="a HyperPod cluster assembled by hand or still creating never gets the inference capability attached",
 )
-def hyperpod_cluster(ctx: Context) -> list[Check]:
+def hyperpod_cluster(ctx: Context) -> list[Finding]:
     """The HyperPod cluster exists and is InService."""
-    hp = _hp(ctx)
+    hp = hyperpod_of(ctx)
     element = f"the SageMaker HyperPod cluster {hp.name} InService"
     call = f"sagemaker:DescribeCluster ClusterName={hp.name}"
     fix = (
@@ -87,19 +77,15 @@ def hyperpod_cluster(ctx: Context) -> list[Check]:
         "wait until it is InService; eksinf consumes it and never creates it"
     )
     if hp.cluster_error:
-        return [Check("hyperpod-cluster", element, "unknown", hp.cluster_error, call, fix)]
+        return [check(element, "unknown", hp.cluster_error, call, fix)]
     if hp.cluster is None:
-        return [Check("hyperpod-cluster", element, "fail", "no such cluster", call, fix)]
+        return [check(element, "fail", "no such cluster", call, fix)]
     status = str(hp.cluster.get("ClusterStatus", "?"))
     detail = f"{hp.arn} {status}" + (
         f": {hp.cluster['FailureMessage']}" if hp.cluster.get("FailureMessage") else ""
     )
     ok = status == "InService"
-    return [
-        Check(
-            "hyperpod-cluster", element, "pass" if ok else "fail", detail, call, "" if ok else fix
-        )
-    ]
+    return [check(element, "pass" if ok else "fail", detail, call, "" if ok else fix)]
 
 
 @rule(
@@ -112,22 +98,18 @@ def hyperpod_cluster(ctx: Context) -> list[Check]:
     fix="enroll the EKS cluster that orchestrates the HyperPod cluster (`--eks-cluster`), or name the HyperPod cluster this EKS cluster orchestrates",
     why="the workload would land on a cluster whose nodes are not the HyperPod instance groups",
 )
-def hyperpod_orchestrator(ctx: Context) -> list[Check]:
+def hyperpod_orchestrator(ctx: Context) -> list[Finding]:
     """The HyperPod cluster's orchestrator is the enrolled EKS cluster."""
-    hp = _hp(ctx)
+    hp = hyperpod_of(ctx)
     if hp.cluster is None:
         return []  # hyperpod-cluster speaks
     element = f"HyperPod cluster {hp.name} orchestrated by EKS cluster {ctx.facts.cluster_name}"
     call = "sagemaker:DescribeCluster Orchestrator.Eks.ClusterArn vs eks:DescribeCluster arn"
     found = str(((hp.cluster.get("Orchestrator") or {}).get("Eks") or {}).get("ClusterArn", ""))
     if not hp.eks_arn:
-        return [
-            Check(
-                "hyperpod-orchestrator", element, "unknown", "the EKS cluster's ARN is unread", call
-            )
-        ]
+        return [check(element, "unknown", "the EKS cluster's ARN is unread", call)]
     if found == hp.eks_arn:
-        return [Check("hyperpod-orchestrator", element, "pass", found, call)]
+        return [check(element, "pass", found, call)]
     detail = (
         f"it is orchestrated by {found}, not {hp.eks_arn}"
         if found
@@ -138,7 +120,7 @@ def hyperpod_orchestrator(ctx: Context) -> list[Check]:
         if found
         else "use a HyperPod cluster orchestrated by EKS"
     ) + ", or name the HyperPod cluster this EKS cluster orchestrates"
-    return [Check("hyperpod-orchestrator", element, "fail", detail, call, fix)]
+    return [check(element, "fail", detail, call, fix)]
 
 
 # What UpdateCluster's InstanceGroups entry (ClusterInstanceGroupSpecification) needs to keep a
@@ -178,17 +160,18 @@ def update_cluster_fix(hp: HyperPodFacts) -> str:
     severity="required",
     kinds=HYPERPOD,
     anchor=HP_ANCHOR,
-    element="a CPU instance group (controllers) and a GPU instance group of `spec.hyperpod.instanceType`; one with no running instance is waiting for capacity (an advisory)",
+    element="a CPU instance group (controllers) and a GPU instance group of `spec.hyperpod.instanceType` or of one of its `fallbackInstanceTypes`; a GPU type with no running instance anywhere is waiting for capacity (an advisory)",
     call="`sagemaker:DescribeCluster` (`InstanceGroups`) + `sagemaker:ListClusterNodes` (`InstanceStatus`)",
     fix="add the instance group through HyperPod (`aws sagemaker update-cluster`): its `--instance-groups` replaces the whole set, so carry every current group over (the fix lists them); eksinf never changes capacity",
     why="capacity comes from instance groups, not Karpenter: without the GPU group the model never schedules, without a CPU group the operator's controllers compete for GPU nodes; a group still waiting for capacity is not a broken cluster",
 )
-def hyperpod_instance_groups(ctx: Context) -> list[Check]:
+def hyperpod_instance_groups(ctx: Context) -> list[Finding]:
     """A CPU and a GPU instance group; one without a running instance only waits."""
-    hp = _hp(ctx)
+    hp = hyperpod_of(ctx)
     if hp.cluster is None:
         return []
-    want = hp.instance_type
+    wanted = (hp.instance_type, *hp.fallback_instance_types)
+    want = " or ".join(wanted)
     element = f"a CPU instance group and a GPU instance group of {want}"
     call = f"sagemaker:DescribeCluster InstanceGroups + sagemaker:ListClusterNodes ClusterName={hp.name}"
     running: dict[str, int] = {}
@@ -205,7 +188,7 @@ def hyperpod_instance_groups(ctx: Context) -> list[Check]:
             running.get(name, 0) if hp.nodes is not None else int(group.get("CurrentCount") or 0)
         )
         described.append(f"{name} {kind} x{count}")
-        if kind == want:
+        if kind in wanted:
             gpu[name] = count
         elif _is_gpu(kind) is False:
             cpu[name] = count
@@ -217,21 +200,27 @@ def hyperpod_instance_groups(ctx: Context) -> list[Check]:
             waiting.append(
                 f"{label} {', '.join(sorted(found))} has no running instance: waiting for capacity"
             )
-    detail = "; ".join(problems + waiting + [", ".join(described) or "no groups"])
+    # The type the operator picks: the first listed with a running instance (said when it is a
+    # fallback; falling back is what the list is for, so it passes).
+    groups = hp.cluster.get("InstanceGroups") or []
+    up = {str(g.get("InstanceType")) for g in groups if gpu.get(str(g.get("InstanceGroupName")))}
+    picked = next((kind for kind in wanted if kind in up), None)
+    notes = []
+    if picked is not None and picked != hp.instance_type:
+        notes.append(f"no running {hp.instance_type}: the model falls back to {picked}")
+    detail = "; ".join(problems + waiting + notes + [", ".join(described) or "no groups"])
     if hp.nodes is None and hp.nodes_error:
         detail += f"; counts from DescribeCluster (ListClusterNodes: {hp.nodes_error})"
     if problems:
-        return [
-            Check("hyperpod-instance-groups", element, "fail", detail, call, update_cluster_fix(hp))
-        ]
+        return [check(element, "fail", detail, call, update_cluster_fix(hp))]
     if waiting:
         fix = (
             "wait for HyperPod to place the instances (sagemaker:ListClusterNodes shows them "
             "Running), or check the group's capacity in the console; enrolling goes ahead and the "
             "model schedules once they run"
         )
-        return [Check("hyperpod-instance-groups", element, "warn", detail, call, fix)]
-    return [Check("hyperpod-instance-groups", element, "pass", detail, call)]
+        return [check(element, "warn", detail, call, fix)]
+    return [check(element, "pass", detail, call)]
 
 
 @rule(
@@ -244,9 +233,9 @@ def hyperpod_instance_groups(ctx: Context) -> list[Check]:
     fix="install or update it through the HyperPod console or `aws eks update-addon --addon-version <a known-good version>`",
     why="the add-on installs the inference operator and its CRDs; below the floor it may serve a CRD the pinned one does not match (a version above the floor that is not known passes with an advisory)",
 )
-def inference_addon(ctx: Context) -> list[Check]:
+def inference_addon(ctx: Context) -> list[Finding]:
     """The inference add-on is ACTIVE at a known-good version (or above the floor)."""
-    hp = _hp(ctx)
+    hp = hyperpod_of(ctx)
     newest = hp.addon_known[-1] if hp.addon_known else hp.addon_floor
     element = (
         f"the {INFERENCE_ADDON} add-on ACTIVE at {' or '.join(hp.addon_known) or hp.addon_floor} "
@@ -269,9 +258,9 @@ def inference_addon(ctx: Context) -> list[Check]:
         + ")"
     )
     if hp.addon_error:
-        return [Check("inference-addon", element, "unknown", hp.addon_error, call, fix)]
+        return [check(element, "unknown", hp.addon_error, call, fix)]
     if hp.addon is None:
-        return [Check("inference-addon", element, "fail", "not installed", call, fix)]
+        return [check(element, "fail", "not installed", call, fix)]
     status, version = str(hp.addon.get("status", "?")), str(hp.addon.get("addonVersion", "?"))
     issues = [
         f"{i.get('code')}: {i.get('message')}"
@@ -306,8 +295,7 @@ def inference_addon(ctx: Context) -> list[Check]:
         detail += "; health: " + "; ".join(issues)
     state = "fail" if problems else "warn" if version not in hp.addon_known else "pass"
     return [
-        Check(
-            "inference-addon",
+        check(
             element,
             state,
             detail,
@@ -320,10 +308,10 @@ def inference_addon(ctx: Context) -> list[Check]:
 Judge = Callable[[HyperPodFacts, dict], tuple[str, str]]  # -> (problem, detail)
 
 
-def _config_check(ctx: Context, name: str, element: str, setting: str, judge: Judge) -> list[Check]:
+def _config_check(ctx: Context, element: str, setting: str, judge: Judge) -> list[Finding]:
     """Shared frame of the add-on configuration rules: unread, absent, then `judge`. The fix
     names the setting with the value it should hold."""
-    hp = _hp(ctx)
+    hp = hyperpod_of(ctx)
     if hp.addon is None:
         return []  # inference-addon speaks
     fix = (
@@ -331,11 +319,10 @@ def _config_check(ctx: Context, name: str, element: str, setting: str, judge: Ju
         f"{ctx.facts.cluster_name} --addon-name {INFERENCE_ADDON} --configuration-values ...)"
     )
     if hp.config is None:
-        return [Check(name, element, "unknown", hp.config_error, ADDON_CALL, fix)]
+        return [check(element, "unknown", hp.config_error, ADDON_CALL, fix)]
     problem, detail = judge(hp, hp.config)
     return [
-        Check(
-            name,
+        check(
             element,
             "fail" if problem else "pass",
             problem or detail,
@@ -355,7 +342,7 @@ def _config_check(ctx: Context, name: str, element: str, setting: str, judge: Ju
     fix="set `hyperpodClusterArn` to the cluster's ARN in the add-on configuration (`aws eks update-addon --configuration-values`)",
     why="empty, the controller crash-loops (`HYPERPOD_CLUSTER_ARN environment variable not set`); naming a deleted cluster, the add-on stays ACTIVE and wedges a recreate",
 )
-def addon_cluster_arn(ctx: Context) -> list[Check]:
+def addon_cluster_arn(ctx: Context) -> list[Finding]:
     """The add-on's hyperpodClusterArn is this cluster's ARN (not empty, not stale)."""
 
     def judge(hp: HyperPodFacts, config: dict) -> tuple[str, str]:
@@ -370,10 +357,9 @@ def addon_cluster_arn(ctx: Context) -> list[Check]:
             )
         return "", found
 
-    hp = _hp(ctx)
+    hp = hyperpod_of(ctx)
     return _config_check(
         ctx,
-        "addon-cluster-arn",
         "the add-on's hyperpodClusterArn naming this cluster",
         f"hyperpodClusterArn: {hp.arn or '<the HyperPod cluster ARN>'}",
         judge,
@@ -390,7 +376,7 @@ def addon_cluster_arn(ctx: Context) -> list[Check]:
     fix="set `executionRoleArn` in the add-on configuration, or set `spec.hyperpod.executionRoleName` to the role it names",
     why="the operator runs as that role: the stack's trust and policy checks must judge the role actually used",
 )
-def addon_execution_role(ctx: Context) -> list[Check]:
+def addon_execution_role(ctx: Context) -> list[Finding]:
     """The add-on's executionRoleArn is the profile's execution role."""
 
     def judge(hp: HyperPodFacts, config: dict) -> tuple[str, str]:
@@ -403,9 +389,8 @@ def addon_execution_role(ctx: Context) -> list[Check]:
 
     return _config_check(
         ctx,
-        "addon-execution-role",
         "the add-on's executionRoleArn naming the profile's role",
-        f"executionRoleArn: arn:aws:iam::<account>:role/{_hp(ctx).execution_role_name} (or "
+        f"executionRoleArn: arn:aws:iam::<account>:role/{hyperpod_of(ctx).execution_role_name} (or "
         "spec.hyperpod.executionRoleName to the role it names)",
         judge,
     )
@@ -421,7 +406,7 @@ def addon_execution_role(ctx: Context) -> list[Check]:
     fix="set `tlsCertificateS3Bucket` in the add-on configuration, or point `spec.hyperpod.tlsCertificateS3Uri` at that bucket",
     why="the operator writes each endpoint's TLS certificate there; the model's `tlsCertificateOutputS3Uri` must be a bucket the execution role may write",
 )
-def addon_tls_bucket(ctx: Context) -> list[Check]:
+def addon_tls_bucket(ctx: Context) -> list[Finding]:
     """The add-on's TLS bucket is the profile's."""
 
     def judge(hp: HyperPodFacts, config: dict) -> tuple[str, str]:
@@ -435,9 +420,8 @@ def addon_tls_bucket(ctx: Context) -> list[Check]:
 
     return _config_check(
         ctx,
-        "addon-tls-bucket",
         "the add-on's tlsCertificateS3Bucket naming the profile's bucket",
-        f"tlsCertificateS3Bucket: {_hp(ctx).tls_bucket} (or spec.hyperpod.tlsCertificateS3Uri "
+        f"tlsCertificateS3Bucket: {hyperpod_of(ctx).tls_bucket} (or spec.hyperpod.tlsCertificateS3Uri "
         "to its bucket)",
         judge,
     )
@@ -453,7 +437,7 @@ def addon_tls_bucket(ctx: Context) -> list[Check]:
     fix="set `inferenceGateway: {enabled: false}` (or true) in the add-on configuration",
     why="an omitted block is not the same as off: the add-on's default decides, and may change with its version",
 )
-def addon_gateway(ctx: Context) -> list[Check]:
+def addon_gateway(ctx: Context) -> list[Finding]:
     """The add-on sets inferenceGateway.enabled explicitly."""
 
     def judge(hp: HyperPodFacts, config: dict) -> tuple[str, str]:
@@ -468,316 +452,7 @@ def addon_gateway(ctx: Context) -> list[Check]:
 
     return _config_check(
         ctx,
-        "addon-gateway",
         "the add-on's inferenceGateway.enabled set explicitly",
         "inferenceGateway: {enabled: false} (or true)",
         judge,
     )
-
-
-def _env(deploy: dict, name: str) -> str | None:
-    for container in (deploy.get("spec", {}).get("template", {}).get("spec") or {}).get(
-        "containers"
-    ) or []:
-        for env in container.get("env") or []:
-            if env.get("name") == name:
-                return str(env.get("value") or "")
-    return None
-
-
-def _available(deploy: dict) -> bool:
-    for cond in (deploy.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "Available":
-            return cond.get("status") == "True"
-    return False
-
-
-@rule(
-    "inference-controller",
-    severity="required",
-    kinds=HYPERPOD,
-    anchor=HP_ANCHOR,
-    element=f"the inference operator's controller-manager Available in `{INFERENCE_NAMESPACE}`, `{CLUSTER_ARN_ENV}` non-empty and equal to the HyperPod cluster's ARN",
-    call=f"`GET deployments` in `{INFERENCE_NAMESPACE}` (`*-controller-manager`: `status.conditions`, the `{CLUSTER_ARN_ENV}` env var)",
-    fix="set `hyperpodClusterArn` in the add-on configuration (the add-on writes the env var) and let the Deployment roll",
-    why=f"an empty `{CLUSTER_ARN_ENV}` crash-loops the controller (the console's Quick Install has left it so); a stale one manages another cluster's endpoints",
-)
-def inference_controller(ctx: Context) -> list[Check]:
-    """The controller-manager is Available with the right HYPERPOD_CLUSTER_ARN."""
-    hp = _hp(ctx)
-    if not ctx.kube_used or not ctx.facts.version:
-        return []  # endpoint-reachable speaks
-    element = f"the inference controller-manager Available in {INFERENCE_NAMESPACE} with {CLUSTER_ARN_ENV}={hp.arn or '<the cluster ARN>'}"
-    call = f"GET deployments in {INFERENCE_NAMESPACE}"
-    fix = "set hyperpodClusterArn in the add-on configuration (the add-on writes the env var) and let the Deployment roll"
-    if hp.controllers is None:
-        return [Check("inference-controller", element, "unknown", hp.controllers_error, call, fix)]
-    if not hp.controllers:
-        return [
-            Check(
-                "inference-controller",
-                element,
-                "fail",
-                f"no *-controller-manager Deployment in {INFERENCE_NAMESPACE}",
-                call,
-                f"install the {INFERENCE_ADDON} add-on",
-            )
-        ]
-    problems, seen = [], []
-    for deploy in hp.controllers:
-        name = deploy["metadata"]["name"]
-        value = _env(deploy, CLUSTER_ARN_ENV)
-        if not value:
-            problems.append(f"{name}: {CLUSTER_ARN_ENV} is not set (the controller crash-loops)")
-        elif hp.arn and value != hp.arn:
-            problems.append(f"{name}: {CLUSTER_ARN_ENV}={value}, not {hp.arn}")
-        if not _available(deploy):
-            problems.append(f"{name}: not Available")
-        seen.append(f"{name} {CLUSTER_ARN_ENV}={value}")
-    return [
-        Check(
-            "inference-controller",
-            element,
-            "fail" if problems else "pass",
-            "; ".join(problems or seen),
-            call,
-            fix if problems else "",
-        )
-    ]
-
-
-RECREATE = (
-    "recreate the HyperPod cluster through AWS's flow (delete it, wait until it is gone, create "
-    "it again with the inference capability): after repeated enable and disable the watcher "
-    "stays 'being deleted' and waiting does not clear it; the recreate takes over 15 minutes "
-    f"(re-run enroll: it waits up to --wait-enablement, default {ENABLEMENT_WINDOW} s)"
-)
-
-
-@rule(
-    "inference-enablement",
-    severity="advisory",
-    kinds=HYPERPOD,
-    anchor=HP_ANCHOR,
-    element=f"the inference operator's watcher Enabled (not enabling, not '{STUCK_WATCHER}') and every `{REGISTRATION_KIND}` CreationCompleted, as the operator reports them",
-    call=f"`GET events` in `{INFERENCE_NAMESPACE}` (the watcher's messages) + `GET {REGISTRATION_KIND.lower()}s` in every namespace (`status.state`, `status.conditions`)",
-    fix=f"enabling: wait (enroll waits up to `--wait-enablement`); stuck ('{STUCK_WATCHER}'): recreate the HyperPod cluster; a failed registration: its condition message says why",
-    why="the operator enables inference through its own watcher, which reaches Enabled while DescribeCluster's `InferenceConfig` stays empty; a cluster that passes every other check may still be enabling, or be stuck until it is recreated (warned, never blocking: enablement follows the cluster, not the stack)",
-)
-def inference_enablement(ctx: Context) -> list[Check]:
-    """The operator's watcher is Enabled and its endpoint registrations completed."""
-    hp = _hp(ctx)
-    if not ctx.kube_used or not ctx.facts.version:
-        return []  # endpoint-reachable speaks
-    element = f"the inference operator's watcher Enabled and its {REGISTRATION_KIND}s completed"
-    call = f"GET events in {INFERENCE_NAMESPACE} + GET {REGISTRATION_KIND.lower()}s"
-    state = enablement(hp)
-    if state is None:
-        return [Check("inference-enablement", element, "unknown", hp.enablement_error, call)]
-    watcher = {
-        "enabled": f"watcher Enabled ({state.watcher_says})",
-        "enabling": f"watcher still enabling ({state.watcher_says})",
-        "stuck": f"watcher stuck: {state.watcher_says}",
-        "unreported": "the operator reports no watcher state",
-    }[state.watcher]
-    failed = [f"{n} {s}: {m or 'no message'}" for n, s, m in state.registrations if "Failed" in s]
-    pending = [
-        f"{n} {s}" for n, s, _ in state.registrations if not s.endswith(("Completed", "Failed"))
-    ]
-    done = [n for n, s, _ in state.registrations if s.endswith("Completed")]
-    parts = [watcher]
-    if failed:
-        parts.append("registration failed: " + "; ".join(failed))
-    if pending:
-        parts.append("registration in progress: " + ", ".join(pending))
-    if done:
-        parts.append(f"{len(done)} registration(s) completed")
-    if not state.registrations:
-        parts.append(f"no {REGISTRATION_KIND} yet (none is made before a model is deployed)")
-    detail = "; ".join(parts)
-    if state.watcher == "stuck":
-        return [Check("inference-enablement", element, "warn", detail, call, RECREATE)]
-    if state.watcher == "enabling" or failed or pending:
-        fix = (
-            "wait for the watcher (enroll waits up to --wait-enablement)"
-            if state.watcher == "enabling"
-            else "a failed registration's condition message says why (the execution role's "
-            "S3 and ACM permissions, the TLS bucket); one in progress completes on its own"
-        )
-        return [Check("inference-enablement", element, "warn", detail, call, fix)]
-    return [Check("inference-enablement", element, "pass", detail, call)]
-
-
-@rule(
-    "inference-role-trust",
-    severity="required",
-    kinds=HYPERPOD,
-    anchor=HP_ANCHOR,
-    element="the execution role trusting the controller-manager's ServiceAccount from the EKS cluster's current OIDC issuer",
-    call="`eks:DescribeCluster` (`identity.oidc.issuer`) + `iam:GetRole` (`AssumeRolePolicyDocument`), evaluated as IAM does (`model/iam.py`)",
-    fix="point the role's trust at `oidc-provider/<current issuer>` with `<issuer>:sub` = `system:serviceaccount:hyperpod-inference-system:<controller-manager account>`",
-    why="a recreated cluster has a new issuer: the operator fails `sts:AssumeRoleWithWebIdentity` and never enables inference",
-)
-def inference_role_trust(ctx: Context) -> list[Check]:
-    """The execution role trusts the operator's account on the current issuer."""
-    hp = _hp(ctx)
-    role = hp.execution_role
-    element = f"role {hp.execution_role_name} trusting the inference operator's account from {hp.issuer or 'the current issuer'}"
-    call = "eks:DescribeCluster identity.oidc.issuer + iam:GetRole (AssumeRolePolicyDocument)"
-    missing = _role_missing(role, "execution role")
-    if missing:
-        status = "fail" if role is not None and role.error == "no such role" else "unknown"
-        return [
-            Check(
-                "inference-role-trust",
-                element,
-                status,
-                missing,
-                call,
-                f"create role {hp.execution_role_name} (the add-on's executionRoleArn)",
-            )
-        ]
-    assert role is not None
-    accounts = sorted(
-        {
-            str(
-                (d.get("spec", {}).get("template", {}).get("spec") or {}).get("serviceAccountName")
-                or ""
-            )
-            for d in hp.controllers or []
-        }
-        - {""}
-    )
-    if not accounts:
-        return [
-            Check(
-                "inference-role-trust",
-                element,
-                "skipped",
-                "no controller-manager account read (see inference-controller)",
-                call,
-                severity="advisory",
-            )
-        ]
-    refusals = (irsa_refusal(role.trust, INFERENCE_NAMESPACE, a, hp.issuer) for a in accounts)
-    problems = [r for r in refusals if r]
-    fix = (
-        f"update the trust of {role.name} to Federated oidc-provider/{hp.issuer} with {hp.issuer}:sub = "
-        f"{iam.subject(INFERENCE_NAMESPACE, accounts[0])} (aws iam update-assume-role-policy)"
-    )
-    detail = "; ".join(problems) or ", ".join(iam.subject(INFERENCE_NAMESPACE, a) for a in accounts)
-    return [
-        Check(
-            "inference-role-trust",
-            element,
-            "fail" if problems else "pass",
-            detail,
-            call,
-            fix if problems else "",
-        )
-    ]
-
-
-@rule(
-    "alb-role-trust",
-    severity="required",
-    kinds=HYPERPOD,
-    anchor=HP_ANCHOR,
-    element=f"the ALB controller's role (add-on `alb.serviceAccount.roleArn`) trusting `system:serviceaccount:*:{ALB_SERVICE_ACCOUNT}` on the current issuer; the webhook's namespace reported",
-    call="`eks:DescribeAddon` (`configurationValues`) + `iam:GetRole`; `GET serviceaccounts`, `GET mutatingwebhookconfigurations/aws-load-balancer-webhook`",
-    fix=f"let the role trust `system:serviceaccount:*:{ALB_SERVICE_ACCOUNT}` (`StringLike`) from the current issuer",
-    why="a second ALB controller in another namespace is common, and the one serving the ALB webhook decides which trust matters: a trust pinned to one namespace fails in the other",
-)
-def alb_role_trust(ctx: Context) -> list[Check]:
-    """The ALB controller's role trusts its account in any namespace."""
-    hp = _hp(ctx)
-    if hp.addon is None or hp.config is None:
-        return []
-    element = f"the ALB controller's role trusting system:serviceaccount:*:{ALB_SERVICE_ACCOUNT} from {hp.issuer or 'the current issuer'}"
-    call = "eks:DescribeAddon (alb.serviceAccount.roleArn) + iam:GetRole; GET serviceaccounts, mutatingwebhookconfigurations"
-    fix = f"let the role trust system:serviceaccount:*:{ALB_SERVICE_ACCOUNT} (StringLike) from oidc-provider/{hp.issuer}"
-    where = []
-    if hp.alb_namespaces:
-        where.append(f"controller accounts in {', '.join(hp.alb_namespaces)}")
-    if hp.webhook_namespace:
-        where.append(f"webhook served from {hp.webhook_namespace}")
-    suffix = f" ({'; '.join(where)})" if where else ""
-    role = hp.alb_role
-    if role is None:
-        return [
-            Check(
-                "alb-role-trust",
-                element,
-                "skipped",
-                "the add-on names no alb.serviceAccount.roleArn" + suffix,
-                call,
-                severity="advisory",
-            )
-        ]
-    missing = _role_missing(role, "ALB role")
-    if missing:
-        status = "fail" if role.error == "no such role" else "unknown"
-        return [Check("alb-role-trust", element, status, missing + suffix, call, fix)]
-    namespaces = [
-        ANY_NAMESPACE_PROBE,
-        *(hp.alb_namespaces or []),
-        *([hp.webhook_namespace] if hp.webhook_namespace else []),
-    ]
-    refused = [
-        ns
-        for ns in dict.fromkeys(namespaces)
-        if iam.admits(role.trust, iam.irsa_request(ns, ALB_SERVICE_ACCOUNT, hp.issuer)) is not True
-    ]
-    if not refused:
-        return [
-            Check(
-                "alb-role-trust", element, "pass", f"{role.name} admits any namespace{suffix}", call
-            )
-        ]
-    shown = ", ".join("any other namespace" if ns == ANY_NAMESPACE_PROBE else ns for ns in refused)
-    detail = f"{role.name} does not admit {ALB_SERVICE_ACCOUNT} in {shown}{suffix}"
-    return [Check("alb-role-trust", element, "fail", detail, call, fix)]
-
-
-@rule(
-    "inference-role-policies",
-    severity="required",
-    kinds=HYPERPOD,
-    anchor=HP_ANCHOR,
-    element=f"the execution role holding `{INFERENCE_POLICY.rsplit('/', 1)[-1]}`, S3 access to the TLS bucket and `{ACM_ACTION}`",
-    call="`iam:ListAttachedRolePolicies` + `iam:SimulatePrincipalPolicy` (s3:PutObject/GetObject/PutObjectTagging on the bucket's objects, s3:ListBucket on the bucket, acm:AddTagsToCertificate)",
-    fix=f"attach `{INFERENCE_POLICY}` and allow s3:PutObject/GetObject/PutObjectTagging on `arn:aws:s3:::<bucket>/*`, s3:ListBucket on `arn:aws:s3:::<bucket>` and `{ACM_ACTION}`",
-    why="without them the operator cannot write the endpoint's TLS certificate or tag the imported certificate, and the endpoint never completes",
-)
-def inference_role_policies(ctx: Context) -> list[Check]:
-    """The execution role's policies allow what the operator does."""
-    hp = _hp(ctx)
-    role = hp.execution_role
-    element = f"role {hp.execution_role_name} with {INFERENCE_POLICY.rsplit('/', 1)[-1]}, S3 on {hp.tls_bucket} and {ACM_ACTION}"
-    call = "iam:ListAttachedRolePolicies + iam:SimulatePrincipalPolicy"
-    if role is None or role.trust is None:
-        return []  # inference-role-trust speaks
-    if role.attached is None or role.decisions is None:
-        return [Check("inference-role-policies", element, "unknown", role.error, call)]
-    problems = []
-    if INFERENCE_POLICY not in role.attached:
-        problems.append(f"{INFERENCE_POLICY} is not attached")
-    for action, resource in role_checks(hp.tls_bucket):
-        decision = role.decisions.get(f"{action} {resource}", "unread")
-        if decision != "allowed":
-            problems.append(f"{action} on {resource}: {decision}")
-    fix = (
-        f"attach {INFERENCE_POLICY} and allow s3:PutObject/GetObject/PutObjectTagging on "
-        f"arn:aws:s3:::{hp.tls_bucket}/*, s3:ListBucket on arn:aws:s3:::{hp.tls_bucket} and "
-        f"{ACM_ACTION}"
-    )
-    return [
-        Check(
-            "inference-role-policies",
-            element,
-            "fail" if problems else "pass",
-            "; ".join(problems) or "allowed",
-            call,
-            fix if problems else "",
-        )
-    ]

@@ -50,7 +50,7 @@ def cluster_crd_units(stack: Any) -> dict[str, list[dict]]:
     from eksinf.build import manifests
 
     lock = manifests.read_lock(stack)
-    mirror = manifests.mirror_dir()
+    mirror = manifests.mirror_dir(root=stack.root)
     return {
         f"{component} clusterCRDs {spec.name} {spec.version} (pinned)": _docs(
             stack, spec, mirror, lock
