@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..aws.creds import ack_namespace, require_secret
 from ..errors import EksinfError
 from ..model.names import cub_cluster_kubeconfig, kubeconfig_path
 from . import deploy as flow
 from . import targets as target_flow
 from .context import StackContext
-from .serving import Served, wait_serving
+
+# AWS, the Kubernetes client and requests load only when a step needs them (the mgmt plane's
+# credentials check, --serve-timeout): a deploy that publishes nothing never imports them.
+if TYPE_CHECKING:
+    from .serving import Served
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,8 @@ def deploy_plane(ctx: StackContext, opts: DeployOptions) -> Deployed:
                 say=say,
             )
     if opts.serve_timeout > 0 and not opts.dry_run:
+        from .serving import wait_serving
+
         served = wait_serving(
             ctx,
             opts.target,
@@ -98,6 +103,8 @@ def check_controller_creds(ctx: StackContext, target: str) -> None:
     """The target's cluster: the kubeconfig eksinf keeps for its space, else the one `cub
     cluster up` wrote under that name (the original's convention: a cub cluster X has target
     X/target)."""
+    from ..aws.creds import ack_namespace, require_secret
+
     space = target.partition("/")[0]
     kubeconfigs = [kubeconfig_path(ctx.stack.root, space)]
     with contextlib.suppress(EksinfError):  # not a name cub could have given a cluster
