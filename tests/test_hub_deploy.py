@@ -44,8 +44,9 @@ def test_sandbox_up_end_to_end_then_rerun_then_down(eksinf, stack_dir, monkeypat
     up = eksinf("sandbox", "up", cwd=stack_dir)
     assert up.code == 0, up.err
     assert "release(s) published" in up.out
-    # both planes' releases are admitted against one read of the committed units
-    assert len(reads) == 1
+    # both planes' releases are admitted against one read of the committed units (none when
+    # every document's verdict is already cached: then only their texts are read)
+    assert len(reads) <= 1
 
     bound = [u for u in units(eksinf, stack_dir) if u["target"]]
     assert bound, "sandbox bound no unit to a target"

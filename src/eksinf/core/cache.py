@@ -22,8 +22,8 @@ nothing in it is trusted:
 A root or key that fails these rules turns the store off for the run, with one warning line.
 `EKSINF_NO_CACHE=1` turns the store off too, as `verify --full` does for its run, to check a
 fresh computation end to end. Writes are atomic and best-effort (an unwritable cache costs
-time, never a failure), and each space is bounded: past MAX_ENTRIES the least recently written
-entries go.
+time, never a failure), and each space is bounded: past MAX_ENTRIES (or the space's own bound in
+SPACE_ENTRIES) the least recently written entries go.
 """
 
 from __future__ import annotations
@@ -43,6 +43,9 @@ CACHE_ENV = "EKSINF_CACHE_DIR"
 NO_CACHE_ENV = "EKSINF_NO_CACHE"
 KEY_ENV = "EKSINF_CACHE_KEY"  # the key file's path
 MAX_ENTRIES = 512  # per space; a stack's units and inputs need a few dozen
+# Spaces of one small entry per document: a stack's validation and its releases check a few
+# hundred documents, and each sandbox's releases are documents of their own.
+SPACE_ENTRIES = {"verdicts": 4096}
 MAX_ENTRY_BYTES = 64 << 20  # nothing derived from one stack file comes near this
 KEY_BYTES = 32
 MAC_BYTES = 32  # HMAC-SHA256, stored before the entry's bytes
@@ -240,29 +243,59 @@ def put(space: str, entry_key: str, data: bytes) -> None:
         write_record(space, entry_key, data)
 
 
+def put_many(space: str, entries: dict[str, bytes]) -> None:
+    """`put` of several entries, the space pruned once after them all."""
+    if not enabled() or not entries:
+        return
+    trust = _trusted()
+    if trust is None or trust.secret is None:
+        return
+    folder = _space(trust, space, create=True)
+    if folder is None:
+        return
+    with contextlib.suppress(OSError):
+        for entry_key, data in entries.items():
+            if len(data) <= MAX_ENTRY_BYTES:
+                write_private(folder / entry_key, _mac(trust.secret, space, entry_key, data) + data)
+        _prune(folder, SPACE_ENTRIES.get(space, MAX_ENTRIES))
+
+
 def read_record(space: str, entry_key: str) -> bytes | None:
     """`get`, also when the store is off: for records of what earlier runs saw (the guard's
     determinism reference), which make a check stricter and are kept through `verify --full`."""
+    return _read_many(space, [entry_key]).get(entry_key)
+
+
+def get_many(space: str, entry_keys: list[str]) -> dict[str, bytes]:
+    """`get` of several entries (the folder and key checked once): key -> bytes for each entry
+    found and trusted; the others are missing from the answer."""
+    return _read_many(space, entry_keys) if enabled() and entry_keys else {}
+
+
+def _read_many(space: str, entry_keys: list[str]) -> dict[str, bytes]:
     trust = _trusted()
     if trust is None or trust.secret is None:
-        return None
+        return {}
     folder = _space(trust, space, create=False)
     if folder is None:
-        return None
-    try:
-        raw = _read_private(folder / entry_key)
-    except OSError:
-        return None
-    if raw is None:
-        _warn("entry", f"cache entry {folder / entry_key} refused: not a private file of yours")
-        return None
-    mac, data = raw[:MAC_BYTES], raw[MAC_BYTES:]
-    if len(raw) < MAC_BYTES or len(data) > MAX_ENTRY_BYTES:
-        return None
-    if not hmac.compare_digest(mac, _mac(trust.secret, space, entry_key, data)):
-        _warn("entry", f"cache entry {folder / entry_key} refused: it fails its HMAC check")
-        return None
-    return data
+        return {}
+    found = {}
+    for entry_key in entry_keys:
+        try:
+            raw = _read_private(folder / entry_key)
+        except OSError:
+            continue
+        if raw is None:
+            _warn("entry", f"cache entry {folder / entry_key} refused: not a private file of yours")
+            continue
+        mac, data = raw[:MAC_BYTES], raw[MAC_BYTES:]
+        if len(raw) < MAC_BYTES or len(data) > MAX_ENTRY_BYTES:
+            continue
+        if not hmac.compare_digest(mac, _mac(trust.secret, space, entry_key, data)):
+            _warn("entry", f"cache entry {folder / entry_key} refused: it fails its HMAC check")
+            continue
+        found[entry_key] = data
+    return found
 
 
 def write_record(space: str, entry_key: str, data: bytes) -> None:
@@ -275,7 +308,7 @@ def write_record(space: str, entry_key: str, data: bytes) -> None:
     mac = _mac(trust.secret, space, entry_key, data)
     with contextlib.suppress(OSError):
         write_private(folder / entry_key, mac + data)
-        _prune(folder)
+        _prune(folder, SPACE_ENTRIES.get(space, MAX_ENTRIES))
 
 
 def write_private(path: Path, data: bytes) -> None:
@@ -290,14 +323,14 @@ def write_private(path: Path, data: bytes) -> None:
         raise
 
 
-def _prune(folder: Path) -> None:
+def _prune(folder: Path, bound: int) -> None:
     # Names only (no stat) until the space is over its bound: this runs after every write.
     with os.scandir(folder) as found:
         names = [e.name for e in found if not e.name.startswith(".") and e.is_file()]
-    if len(names) <= MAX_ENTRIES:
+    if len(names) <= bound:
         return
     entries = sorted((folder / n for n in names), key=_written_at)
-    for old in entries[: len(entries) - MAX_ENTRIES]:
+    for old in entries[: len(entries) - bound]:
         old.unlink(missing_ok=True)
 
 

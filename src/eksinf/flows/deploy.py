@@ -19,7 +19,7 @@ from eksinf.core.faults import checkpoint
 from eksinf.core.outdir import MARKER
 from eksinf.core.yamlio import dump_docs, load_docs, load_input_docs
 from eksinf.model.stack import Stack
-from eksinf.publish import bundle, oci
+from eksinf.publish import bundle
 
 from ..errors import CONTRACT, USAGE, EksinfError, shell_command
 from ..hub.protocol import (
@@ -94,6 +94,8 @@ def read_source(ref: str) -> UploadSource:
     if path.is_file() or path.is_symlink():
         blob = inside.read_bytes(path, path.parent)  # a linked bundle is refused
         return UploadSource(ref, unpacked_files(blob), oci_digest(blob))
+    from eksinf.publish import oci  # requests loads only to pull
+
     pulled = oci.pull(ref.removeprefix("oci://"))
     return UploadSource(ref, unpacked_files(pulled.blob), pulled.manifest_digest)
 
@@ -397,11 +399,16 @@ def admit(hub: Hub, stack: Stack, space: str, gate: ReleaseGate | None = None) -
     members = hub.list_units(space)
     if any(u.placeholders for u in members):
         return
-    units = {
-        u.slug: [d for d in load_docs(hub.unit_data(space, u.slug)) if isinstance(d, dict)]
-        for u in members
-    }
-    report = gate.check(space, units)
+    texts = {u.slug: hub.unit_data(space, u.slug) for u in members}
+    # every verdict cached (a release that did not change): no YAML parsed, nothing checked
+    report = gate.check_texts(space, texts)
+    if report is None:
+        units = {
+            slug: [d for d in load_docs(text) if isinstance(d, dict)]
+            for slug, text in texts.items()
+        }
+        report = gate.check(space, units)
+        gate.remember(texts, units)
     if not report.ok:
         bad = [f for f in report.findings if f.status == "invalid"]
         raise EksinfError(

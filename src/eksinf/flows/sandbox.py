@@ -4,9 +4,10 @@ installed, linked, resolved and published through the same deploy path a real ta
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
+from eksinf.core import cache
 from eksinf.core.faults import checkpoint
 from eksinf.model.stack import Stack
 from eksinf.publish import bundle
@@ -46,9 +47,15 @@ def sandbox_registry(stack: Stack) -> str:
     return f"oci-layout:{stack.root / STATE_DIR / 'oci'}"
 
 
+UNPACKED = "a bundle unpacks to exactly the files it was made of"  # a cache.passed check
+
+
 def bundled_sources(stack: Stack) -> dict[str, UploadSource]:
     """Each component's committed units, bundled exactly as `eksinf bundle` would, then read
-    back through the same safe unpack an installed bundle goes through."""
+    back through the same safe unpack an installed bundle goes through. A bundle whose exact
+    bytes were made from exactly these files and unpacked back to them before (recorded in the
+    derived-data cache's `checks`, HMAC-checked) is not unpacked again: the unpack is a pure
+    function of the bytes."""
     sources = {}
     for comp in stack.components:
         files = bundle.component_files(stack, comp.name)
@@ -56,8 +63,17 @@ def bundled_sources(stack: Stack) -> dict[str, UploadSource]:
             continue
         blob = bundle.bundle_bytes(files)
         digest = oci_digest(blob)
+        inputs = [blob, *(part for name in sorted(files) for part in (name.encode(), files[name]))]
+        if cache.passed(UNPACKED, *inputs):  # in the unpack's order (sorted paths)
+            unpacked = {
+                p.as_posix(): files[p.as_posix()] for p in sorted(map(PurePosixPath, files))
+            }
+        else:
+            unpacked = unpacked_files(blob)
+            if unpacked == files:
+                cache.record_pass(UNPACKED, *inputs)
         sources[comp.name] = UploadSource(
-            f"bundle {comp.name}{bundle.BUNDLE_SUFFIX}", unpacked_files(blob), digest
+            f"bundle {comp.name}{bundle.BUNDLE_SUFFIX}", unpacked, digest
         )
     return sources
 

@@ -237,7 +237,7 @@ class LocalHub(Variants):
                 )
 
     def publish(self, space: str) -> Release:
-        from eksinf.publish import bundle, oci  # the OCI stack is only needed when releasing
+        from eksinf.publish import bundle
 
         with self._tx() as db:
             row = self._space_row(space)
@@ -276,6 +276,8 @@ class LocalHub(Variants):
             ref = release_ref(target["registry"], space)
             target_ref = self._target_ref(target["id"])
             heads = {u["id"]: u["head"] for u in members}
+        from eksinf.publish import oci  # requests loads only when there is a release to push
+
         # Release numbers continue past every release-N tag the registry already holds: a space
         # deleted and made again (sandbox down, then up) starts with no releases in the hub, but
         # its repository keeps the earlier life's immutable tags, which other content may not take.

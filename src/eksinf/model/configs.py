@@ -141,14 +141,13 @@ def parse_unit(component: str, file: str, text: str) -> ConfigUnit:
     return ConfigUnit(component, file, text, tuple(docs))
 
 
-def read_component(configs: Path, component: str) -> list[ConfigUnit]:
-    """The committed units of one component, in file order; [] when it has none."""
+def component_texts(configs: Path, component: str) -> list[tuple[str, str]]:
+    """(file name, text) of each committed unit of one component, in file order, unparsed."""
     # regular files inside configs/ only: a link (to a unit or the whole folder) is refused,
     # so an outside file never reaches lint, links, a bundle or the hub
     folder = configs / component
     return [
-        parse_unit(
-            component,
+        (
             path.name,
             read_source_text(
                 path, f"configs/{component}/{path.name}", folder=configs, base=configs.parent
@@ -159,12 +158,20 @@ def read_component(configs: Path, component: str) -> list[ConfigUnit]:
     ]
 
 
+def read_component(configs: Path, component: str) -> list[ConfigUnit]:
+    """The committed units of one component, in file order; [] when it has none."""
+    return [parse_unit(component, name, text) for name, text in component_texts(configs, component)]
+
+
+def components_of(configs: Path) -> list[str]:
+    """The components with a folder in configs/, in name order (read_configs' order)."""
+    return sorted(p.name for p in configs.iterdir() if p.is_dir()) if configs.is_dir() else []
+
+
 def read_configs(configs: Path, components: Iterable[str] | None = None) -> list[ConfigUnit]:
     """Every committed unit (or those of `components`), component by component, in name order."""
     if components is None:
-        if not configs.is_dir():
-            return []
-        components = sorted(p.name for p in configs.iterdir() if p.is_dir())
+        components = components_of(configs)
     return [unit for comp in components for unit in read_component(configs, comp)]
 
 

@@ -15,11 +15,21 @@ A kind with none of these is invalid: the server knows no such resource.
 Raw units hold `confighubplaceholder` where a profile link writes a value: there it is
 `unresolved` (not checked), anywhere else it is invalid. Resolved units (the profile's values
 written in, as the hub publishes them) must pass fully.
+
+A document's verdict (its findings, empty when admitted, with the counts the report sums) is a
+pure function of the document, the schema it is checked against, the paths links write in it,
+and the code and libraries that check it. It is kept in the derived-data cache (space
+`verdicts`, eksinf.core.cache: HMAC-checked plain JSON) under the sha256 of all of those, so a
+run over documents checked before checks nothing again, and anything new or changed (other
+bytes, another CRD schema, an edited eksinf) is checked by every rule. A missing, corrupt or
+forged entry is recomputed.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +37,7 @@ from typing import Any
 from eksinf import links
 from eksinf.build.validate import core, meta, semantic, structural
 from eksinf.build.validate.structural import INVALID, NOT_EVALUATED, UNRESOLVED
+from eksinf.core import cache
 from eksinf.model import configs, paths, placeholder
 from eksinf.model.resources import find_resource
 
@@ -150,6 +161,104 @@ def _resource(doc: dict) -> str:
     return f"{doc.get('apiVersion')} {doc.get('kind')} {ns + '/' if ns else ''}{m.get('name', '?')}"
 
 
+VERDICTS = "verdicts"  # the derived-data space of cached verdicts
+# in the key: the entry's layout; a change of it is a change of key
+_VERDICT_FORMAT = (
+    b"verdict-1: {findings: [[status, resource, path, rule, value, message]], schema: "
+    b"crd|builtin|pinned|'', rules: int, transitions: int, counted: [CEL rule]}"
+)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One document's check, whoever the unit holding it: findings carry no unit."""
+
+    findings: list[Finding]  # with unit ""
+    schema: str  # crd | builtin | pinned | "" (no schema: the kind is refused)
+    rules: int  # CEL rules evaluated
+    transitions: int  # transition rules skipped
+    counted: frozenset[str]  # the CEL rules that ran to a pass or a failure
+
+    def to_json(self) -> bytes | None:
+        """The entry's bytes, or None when JSON cannot hold it exactly (a value with an integer
+        key, say): such a verdict is recomputed every run, never served different."""
+        plain = {
+            "findings": [
+                [f.status, f.resource, f.path, f.rule, f.value, f.message] for f in self.findings
+            ],
+            "schema": self.schema,
+            "rules": self.rules,
+            "transitions": self.transitions,
+            "counted": sorted(self.counted),
+        }
+        try:
+            text = json.dumps(plain, separators=(",", ":"))
+            if repr(json.loads(text)) != repr(plain):
+                return None
+        except (TypeError, ValueError, RecursionError):
+            return None
+        return text.encode()
+
+    @staticmethod
+    def from_json(data: bytes) -> Verdict | None:
+        """The verdict an entry holds, or None if it is not one (then it is recomputed)."""
+        try:
+            plain = json.loads(data)
+            findings = [
+                Finding(status, "", resource, path, rule, value, message)
+                for status, resource, path, rule, value, message in plain["findings"]
+            ]
+            verdict = Verdict(
+                findings,
+                plain["schema"],
+                plain["rules"],
+                plain["transitions"],
+                frozenset(plain["counted"]),
+            )
+        except (ValueError, TypeError, KeyError, RecursionError):
+            return None
+        texts = [t for f in findings for t in (f.status, f.resource, f.path, f.rule, f.message)]
+        ok = all(isinstance(t, str) for t in texts) and isinstance(verdict.schema, str)
+        ok = ok and all(type(n) is int for n in (verdict.rules, verdict.transitions))
+        return verdict if ok and all(isinstance(r, str) for r in verdict.counted) else None
+
+
+def digest(value: Any) -> bytes:
+    """sha256 of a parsed document or schema's `repr`, which names every type, key order and
+    escape exactly (1, 1.0, True and "1" differ; so do a date and its text). Plain data only
+    (what a YAML parse gives), so no `repr` holds an object's address."""
+    return cache.key(repr(value).encode("utf-8", "backslashreplace")).encode()
+
+
+# What a kind's verdicts depend on besides the document and eksinf's code: the CRD's schema (and
+# the CEL libraries), else the built-in or pinned schema (validate.core.identity).
+
+
+def crd_schema_key(schema_digest: bytes) -> bytes:
+    return b"crd\0" + schema_digest + b"\0" + "\0".join(core.libraries()).encode()
+
+
+def schemas_key(builtin_dir: str, api: str, kind: str) -> bytes:
+    return b"schemas\0" + core.identity(builtin_dir, api, kind).encode()
+
+
+def verdict_key(schema: bytes, doc_digest: bytes, bound: frozenset[str], raw: bool) -> str:
+    """The cache key of one document's verdict: the entry's layout, eksinf's version and code,
+    Python, the schema's key, the document, how it is checked (raw: its placeholders may stand
+    at `bound`, the paths links write; resolved: none may remain)."""
+    from eksinf import __version__
+
+    return cache.key(
+        _VERDICT_FORMAT,
+        f"eksinf {__version__}, Python {sys.version}".encode(),
+        cache.code_digest().encode(),
+        schema,
+        doc_digest,
+        b"raw" if raw else b"resolved",
+        "\0".join(sorted(bound)).encode(),
+    )
+
+
 class Admission:
     """Checks documents against the schemas of one stack (its CRDs) at one Kubernetes version."""
 
@@ -158,12 +267,18 @@ class Admission:
         self.builtin_dir = core.schema_dir(kube_version)
         self._cel: Any = None
         self._memo: dict[int, tuple] = {}
+        self._counted: set[str] = set()  # distinct CEL rules run to a pass or a failure
+        self._schema_keys: dict[tuple[str, str], bytes] = {}
+        self._fresh: dict[str, bytes] = {}  # verdicts checked this run, written by `save`
+        # during check_units: (id(doc), bound, raw) -> verdict key, and the entries read
+        self._keys: dict[tuple[int, frozenset[str], bool], str] = {}
+        self._found: dict[str, bytes] = {}
 
     @property
     def distinct_rules(self) -> int:
-        return self._cel.distinct_evaluated if self._cel is not None else 0
+        return len(self._counted)
 
-    def _evaluate(self) -> Callable[[str, Any], tuple[str, str]]:
+    def _evaluate(self, counted: set[str]) -> Callable[[str, Any], tuple[str, str]]:
         if self._cel is None:
             from eksinf.build.validate.cel import (
                 Engine,  # celpy loads only when a custom resource is checked
@@ -173,10 +288,25 @@ class Admission:
         engine = self._cel
 
         def evaluate(rule: str, value: Any) -> tuple[str, str]:
-            outcome = engine.evaluate(rule, value)
+            outcome = engine.evaluate(rule, value, counted)
             return outcome.status, outcome.detail
 
         return evaluate
+
+    def _schema_key(self, api: str, kind: str) -> bytes:
+        found = self._schema_keys.get((api, kind))
+        if found is None:
+            crd = self.crds.get((api, kind))
+            if crd is not None:
+                found = crd_schema_key(digest(crd.schema))
+            else:
+                found = schemas_key(self.builtin_dir, api, kind)
+            self._schema_keys[(api, kind)] = found
+        return found
+
+    def _verdict_key(self, doc: dict, bound: frozenset[str], raw: bool) -> str:
+        schema = self._schema_key(str(doc.get("apiVersion")), str(doc.get("kind")))
+        return verdict_key(schema, digest(doc), bound, raw)
 
     def check_units(
         self,
@@ -187,42 +317,95 @@ class Admission:
         """`units` keyed `component/unit`; `bound[(key, index)]` = the paths links write in that
         document (raw units). Without `bound`, every placeholder is invalid (resolved units)."""
         report = Report()
+        raw = bound is not None
+        todo = []
         for key, docs in units.items():
             report.units += 1
             for index, doc in enumerate(docs):
                 if not isinstance(doc, dict) or not doc.get("kind"):
                     continue
                 report.resources += 1
-                where = (bound or {}).get((key, index), frozenset())
-                self.check_doc(report, label(key), doc, where, raw=bound is not None)
+                todo.append((label(key), doc, (bound or {}).get((key, index), frozenset())))
+        self._prefetch([(doc, where, raw) for _, doc, where in todo])
+        for unit, doc, where in todo:
+            self.check_doc(report, unit, doc, where, raw)
+        self._keys, self._found = {}, {}
+        self.save()
         return report
+
+    def _prefetch(self, docs: list[tuple[dict, frozenset[str], bool]]) -> None:
+        """The cached verdicts of `docs`, read in one pass over the cache (not the memo's)."""
+        if not cache.enabled():
+            return
+        for doc, bound, raw in docs:
+            memo = self._memo.get(id(doc))
+            if memo is None or memo[0] is not doc:
+                self._keys[(id(doc), bound, raw)] = self._verdict_key(doc, bound, raw)
+        wanted = [k for k in dict.fromkeys(self._keys.values()) if k not in self._fresh]
+        self._found = cache.get_many(VERDICTS, wanted)
+
+    def save(self) -> None:
+        """Write the verdicts checked since the last save to the cache (best-effort)."""
+        if self._fresh:
+            cache.put_many(VERDICTS, self._fresh)
+            self._fresh = {}
 
     def check_doc(
         self, report: Report, unit: str, doc: dict, bound: frozenset[str], raw: bool
     ) -> None:
-        """Check one document. A document without placeholders gets the same findings whether
-        raw or resolved; resolving shares the documents no link touches, so those are checked
-        once (the memo keeps the document itself, so its id is not reused)."""
+        """Check one document, or take its verdict from the cache. A document without
+        placeholders gets the same findings whether raw or resolved; resolving shares the
+        documents no link touches, so those are checked once (the memo keeps the document
+        itself, so its id is not reused)."""
         memo = self._memo.get(id(doc))
         if memo is not None and memo[0] is doc:
-            _, found, schema, rules, transitions = memo
-            report.findings += [dataclasses.replace(f, unit=unit) for f in found]
+            verdict = memo[1]
         else:
-            part = Report()
-            held = set(placeholder.scan(doc))
-            self._check_doc(part, unit, doc, bound, raw, held)
-            schema = next(iter(part.by_schema), "")
-            found, rules, transitions = part.findings, part.rules_evaluated, part.transition_rules
-            if not held:
-                self._memo[id(doc)] = (doc, found, schema, rules, transitions)
-            report.findings += found
-        if schema:
-            report.by_schema[schema] = report.by_schema.get(schema, 0) + 1
-        report.rules_evaluated += rules
-        report.transition_rules += transitions
+            verdict = self._verdict(doc, bound, raw)
+            if not placeholder.scan(doc):
+                self._memo[id(doc)] = (doc, verdict)
+        report.findings += [dataclasses.replace(f, unit=unit) for f in verdict.findings]
+        if verdict.schema:
+            report.by_schema[verdict.schema] = report.by_schema.get(verdict.schema, 0) + 1
+        report.rules_evaluated += verdict.rules
+        report.transition_rules += verdict.transitions
+        self._counted |= verdict.counted
+
+    def _verdict(self, doc: dict, bound: frozenset[str], raw: bool) -> Verdict:
+        entry = None
+        if cache.enabled():
+            entry = self._keys.get((id(doc), bound, raw))
+            if entry is not None:  # looked up by _prefetch
+                data = self._fresh.get(entry) or self._found.get(entry)
+            else:
+                entry = self._verdict_key(doc, bound, raw)
+                data = self._fresh.get(entry) or cache.get(VERDICTS, entry)
+            found = Verdict.from_json(data) if data is not None else None
+            if found is not None:
+                return found
+        part, counted = Report(), set[str]()
+        self._check_doc(part, "", doc, bound, raw, set(placeholder.scan(doc)), counted)
+        verdict = Verdict(
+            part.findings,
+            next(iter(part.by_schema), ""),
+            part.rules_evaluated,
+            part.transition_rules,
+            frozenset(counted),
+        )
+        data = verdict.to_json() if entry is not None else None
+        if entry is not None and data is not None:
+            self._fresh[entry] = data
+        return verdict
 
     def _check_doc(
-        self, report: Report, unit: str, doc: dict, bound: frozenset[str], raw: bool, held: set
+        self,
+        report: Report,
+        unit: str,
+        doc: dict,
+        bound: frozenset[str],
+        raw: bool,
+        held: set,
+        counted: set[str],
     ) -> None:
         resource = _resource(doc)
 
@@ -251,7 +434,7 @@ class Admission:
         crd = self.crds.get((api, kind))
         if crd is not None:
             report.by_schema["crd"] = report.by_schema.get("crd", 0) + 1
-            result = structural.check(crd.schema, doc, self._evaluate())
+            result = structural.check(crd.schema, doc, self._evaluate(counted))
             report.rules_evaluated += result.rules_evaluated
             report.transition_rules += result.transition_rules
             for v in result.violations:

@@ -306,9 +306,10 @@ class Engine:
             self._programs[rule] = program
         return program
 
-    def evaluate(self, rule: str, value: Any) -> Outcome:
+    def evaluate(self, rule: str, value: Any, counted: set[str] | None = None) -> Outcome:
         """The rule's outcome for `self` = value. Raw and resolved units share most subtrees, so
-        outcomes are kept per (rule, value)."""
+        outcomes are kept per (rule, value). `counted` gets the rule when this evaluation counts
+        towards `distinct_evaluated` (a caller's share of it)."""
         try:
             key = (rule, json.dumps(value, sort_keys=True))
         except (TypeError, ValueError):
@@ -316,6 +317,8 @@ class Engine:
         outcome = self._seen.get(key)
         if outcome is None:
             outcome = self._seen[key] = self._evaluate(rule, value)
+        if counted is not None and outcome.status in (PASS, FAIL):
+            counted.add(rule)
         return outcome
 
     @property
