@@ -619,6 +619,22 @@ def test_delete_config_without_a_hub_deletes_nothing_and_creates_no_hub(eksinf, 
     assert not (stack_dir / ".eksinf" / "hub.db").exists()
 
 
+def test_teardown_opens_the_hub_hub_names_over_the_config_file(eksinf, stack_dir, aws_env):
+    """--hub decides which hub teardown's config half looks for, as for every command: the
+    config file names cub, --hub local names the stack's local hub, and a stack without one
+    gets none created."""
+    (stack_dir / ".eksinf").mkdir(exist_ok=True)
+    (stack_dir / ".eksinf" / "config.yaml").write_text("hub: cub\n")
+    result = eksinf(
+        "teardown", "--plane", "workload", "--yes", "--delete-config", "--json", "--hub",
+        "local", cwd=stack_dir,
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    config = body_step(json.loads(result.out), "config")
+    assert (config["status"], config["detail"]) == ("skipped", "no hub in this stack")
+    assert not (stack_dir / ".eksinf" / "hub.db").exists()
+
+
 def body_step(body: dict, name: str) -> dict:
     (step,) = [s for p in body["planes"] for s in p["steps"] if s["step"] == name]
     return step

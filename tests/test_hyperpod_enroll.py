@@ -335,9 +335,16 @@ def test_enroll_a_hyperpod_cluster_records_its_kind(
     eksinf, stack, stack_dir, scope, kube, monkeypatch, managed_policies
 ):
     world(stack, scope, kube, monkeypatch)
+    import eksinf.model.profile as profile_mod
+
+    real, reads = profile_mod.load_profile, []
+    monkeypatch.setattr(
+        profile_mod, "load_profile", lambda *a, **k: reads.append(a) or real(*a, **k)
+    )
     args = enroll_args(kube)
     result = eksinf(*args, "--json", cwd=stack_dir)
     assert result.code == 0, result.err
+    assert len(reads) == 1  # the command's StackContext reads the profile once
     report = json.loads(result.out)
     assert report["conforms"] and report["wiring"]["kind"] == "hyperpod-eks"
     assert "hyperpod-cluster" in [c["name"] for c in report["checks"]]

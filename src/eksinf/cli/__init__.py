@@ -18,9 +18,9 @@ def run(argv: list[str] | None = None) -> int:
 
 
 def main() -> None:
-    from eksinf.publish.plugin import handle_hook
+    from eksinf.flows.hook import handle_plugin_hook
 
-    if handle_hook(sys.argv[0]):  # cub installing eksinf as a plugin: write its manifest
+    if handle_plugin_hook(sys.argv[0]):  # cub installing eksinf as a plugin: write its manifest
         sys.exit(0)
     import os
 

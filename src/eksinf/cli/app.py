@@ -10,9 +10,8 @@ from typing import Any
 
 import typer
 
-from eksinf.core import stacklock
-
 from ..errors import USAGE, EksinfError, write_failure
+from ..flows.context import release_locks
 from . import common, original
 from .common import State, progress
 
@@ -202,4 +201,4 @@ def run(argv: list[str] | None = None) -> int:
         progress("eksinf: interrupted")
         return common.failed("interrupted", "", 130)
     finally:
-        stacklock.release_all()
+        release_locks()

@@ -9,20 +9,22 @@ from typing import Any
 import typer
 
 from eksinf import __version__
-from eksinf.build import charts, guard, verify
-from eksinf.build.render import RenderResult, render_stack, write_configs
-from eksinf.core.gitinfo import commit_of
-from eksinf.core.outdir import claim
+from eksinf.flows.build import (
+    RenderResult,
+    charts,
+    claim,
+    commit_of,
+    default_engine,
+    disable_cache,
+    guard,
+    lock_pins,
+    render_stack,
+    verify,
+    write_configs,
+)
 
 from ..errors import CONTRACT, FAILURE, EksinfError
-from .common import (
-    JSON_OPTION,
-    MIRROR_OPTION,
-    emit_json,
-    print_table,
-    progress,
-    state,
-)
+from .common import JSON_OPTION, MIRROR_OPTION, emit_json, print_table, progress, stack_context
 
 charts_app = typer.Typer(
     help="Pin and inspect the Helm charts the stack renders.", no_args_is_help=True
@@ -40,8 +42,6 @@ def register(app: typer.Typer) -> None:
 
 def version_cmd(json_out: bool = JSON_OPTION) -> None:
     """Print the version, git commit and Helm engine."""
-    from eksinf.build.helm import default_engine
-
     engine = default_engine()
     info = {
         "version": __version__,
@@ -62,7 +62,7 @@ def components_cmd(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """List the stack's components in apply order."""
-    stack = state(ctx).stack()
+    stack = stack_context(ctx).stack
     rows: list[dict[str, Any]] = [
         {
             "name": c.name,
@@ -108,7 +108,7 @@ def _render(
     quiet: bool = False,
     components: list[str] | None = None,
 ) -> RenderResult:
-    stack = state(ctx).stack()
+    stack = stack_context(ctx).stack
     return render_stack(
         stack,
         charts.mirror_dir(mirror, stack.root),
@@ -168,7 +168,7 @@ def render_cmd(
     written: on a hazard, configs/ is left exactly as it was.
     """
     started = time.perf_counter()
-    stack = state(ctx).stack()
+    stack = stack_context(ctx).stack
     if out is None or out.resolve() == stack.configs_dir:
         stack.refuse_writes("render", "configs/ and aws-objects.lock")
     claim(out or stack.configs_dir, stack.root, allow_configs=True)  # refuse before any work
@@ -257,9 +257,7 @@ def verify_cmd(
     """
     started = time.perf_counter()
     if full:
-        from eksinf.core import cache
-
-        cache.disable()
+        disable_cache()
     result = _render(ctx, mirror, quiet=True, components=component)
     report = guard.check(result)
     drift = verify.compare(result)
@@ -309,13 +307,9 @@ def charts_lock_cmd(ctx: typer.Context, mirror: Path = MIRROR_OPTION) -> None:
     Fetches each chart and manifest (mirror first, then its source) and rewrites charts.lock;
     review the diff before committing it.
     """
-    from eksinf.build import manifests
-
-    stack = state(ctx).stack()
+    stack = stack_context(ctx).stack
     stack.refuse_writes("charts lock", "charts.lock")
-    chart_pins, manifest_pins = manifests.lock(
-        stack, charts.mirror_dir(mirror, stack.root), manifests.mirror_dir(mirror, stack.root)
-    )
+    chart_pins, manifest_pins = lock_pins(stack, mirror)
     for entry in chart_pins:
         typer.echo(f"{entry.chart} {entry.version}  sha256:{entry.sha256}  ({entry.pinned_from})")
     for pinned in manifest_pins:
@@ -327,7 +321,7 @@ def charts_lock_cmd(ctx: typer.Context, mirror: Path = MIRROR_OPTION) -> None:
 @charts_app.command("list")
 def charts_list_cmd(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
     """List the charts the stack renders and their pinned digests."""
-    stack = state(ctx).stack()
+    stack = stack_context(ctx).stack
     lock = charts.read_lock(stack)
     rows = []
     for comp in stack.components:

@@ -11,7 +11,7 @@ import typer
 
 from ..model.digest import oci_digest
 from ..model.names import STATE_DIR
-from .common import JSON_OPTION, emit_json, progress, state
+from .common import JSON_OPTION, emit_json, progress, stack_context, state
 
 # oci and bundle pull in requests: each command imports them when it runs.
 if TYPE_CHECKING:
@@ -42,9 +42,9 @@ def bundle_cmd(
 
     The flattening guard runs on configs/ first; nothing is written if it finds a hazard.
     """
-    from eksinf.publish.bundle import build_bundles
+    from eksinf.flows.bundle import build_bundles
 
-    bundles = build_bundles(state(ctx).stack(), components or None, out)
+    bundles = build_bundles(stack_context(ctx).stack, components or None, out)
     if json_out:
         emit_json({"bundles": [b.as_dict() for b in bundles]})
         return
@@ -94,10 +94,9 @@ def push_cmd(
     Identical content keeps its manifest digest and is reported as unchanged. A version tag that
     already holds different content is refused.
     """
-    from eksinf.publish import oci
-    from eksinf.publish.bundle import Published, build_bundles, publish
+    from eksinf.flows.bundle import Published, build_bundles, oci, publish
 
-    stack = state(ctx).stack()
+    stack = stack_context(ctx).stack
     base = registry or f"{oci.LAYOUT_PREFIX}{stack.root / DEFAULT_LAYOUT}"
     bundles = build_bundles(stack, components or None)
 
@@ -132,8 +131,7 @@ def pull_cmd(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Pull a bundle, verify its digests and unpack it safely (regular files only)."""
-    from eksinf.publish import oci
-    from eksinf.publish.bundle import ANNOTATION_PREFIX, BASE, KIND_ANNOTATION, safe_unpack
+    from eksinf.flows.bundle import ANNOTATION_PREFIX, BASE, KIND_ANNOTATION, oci, safe_unpack
 
     pulled = oci.pull(ref, expect_digest=digest)
     files = safe_unpack(pulled.blob, out, stack_root=state(ctx).stack_root())
@@ -172,7 +170,7 @@ def tags_cmd(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """List the tags of a bundle repository."""
-    from eksinf.publish import oci
+    from eksinf.flows.bundle import oci
 
     tags = oci.list_tags(ref)
     if json_out:

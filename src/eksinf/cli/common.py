@@ -10,11 +10,9 @@ from typing import Any
 
 import typer
 
-from eksinf.core import stacklock
-from eksinf.model import config
-from eksinf.model.stack import Stack, load_stack
-
 from ..errors import FAILURE, EksinfError
+from ..flows.context import AwsChoice, Output, StackContext, open_stack, reset_run
+from ..model.stack import Stack
 
 # stdout carries data; stderr carries progress, warnings and errors, as plain lines (no rich
 # console: its import costs more than a whole cached render).
@@ -23,6 +21,7 @@ from ..errors import FAILURE, EksinfError
 @dataclass
 class State:
     stack_dir: str | None = None
+    context: StackContext | None = None  # built once per command (`context`)
 
     def stack_root(self) -> Path | None:
         """The stack folder when there is one (for commands that work without a stack), so
@@ -31,14 +30,40 @@ class State:
         return root if (root / "components.yaml").is_file() else None
 
     def stack(self) -> Stack:
-        stack = load_stack(Path(self.stack_dir) if self.stack_dir else None)
-        config.use_stack_root(stack.root)  # its .eksinf/config.yaml settings (the mirror)
-        stacklock.acquire(stack.root, progress)  # one run per stack: held until the run ends
-        return stack
+        # its .eksinf/config.yaml settings (the mirror); one run per stack: the lock is held
+        # until the run ends
+        return open_stack(Path(self.stack_dir) if self.stack_dir else None, progress)
 
 
 def state(ctx: typer.Context) -> State:
     return ctx.find_root().obj or State()
+
+
+def stack_context(
+    ctx: typer.Context,
+    *,
+    hub: str | None = None,
+    json_out: bool = False,
+    region: str | None = None,
+    aws_profile: str | None = None,
+) -> StackContext:
+    """The command's one StackContext, from the global options and its own (built on first
+    call; a later call in the same command gets the same one)."""
+    run = state(ctx)
+    if run.context is None:
+        run.context = StackContext(
+            run.stack(),
+            hub,
+            Output(json=json_out, colour=_colour(), say=progress),
+            AwsChoice(region, aws_profile),
+        )
+    return run.context
+
+
+def _colour() -> bool:
+    import os
+
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
 
 @dataclass
@@ -53,12 +78,7 @@ _run = _Run()
 def start_run(json_mode: bool) -> None:
     global _run
     _run = _Run(json_mode)
-    # A mirror, stack or hub named in an earlier in-process run does not carry over.
-    config.use_mirror(None)
-    config.use_stack_root(None)
-    hub = sys.modules.get("eksinf.hub")
-    if hub is not None:
-        hub.use_backend(None)
+    reset_run()  # a mirror, stack or hub named in an earlier in-process run does not carry over
 
 
 def emit_json(data: Any) -> None:
@@ -100,9 +120,9 @@ def progress(message: str) -> None:
 
 
 def _use_mirror(value: Path | None) -> Path | None:
-    from eksinf.build import charts
+    from ..flows.context import use_mirror
 
-    charts.use_mirror(value)
+    use_mirror(value)
     return value
 
 
@@ -121,9 +141,9 @@ MIRROR_OPTION = typer.Option(
 
 
 def _use_hub(value: str | None) -> str | None:
-    from .. import hub
+    from ..flows.context import use_hub
 
-    hub.use_backend(value)
+    use_hub(value)
     return value
 
 
@@ -134,6 +154,15 @@ HUB_OPTION = typer.Option(
     help="Hub backend: local (SQLite) or cub. Default: .eksinf/config.yaml's hub:, else cub "
     "when run as `cub eksinf`, else local.",
     callback=_use_hub,
+)
+REGION_OPTION = typer.Option(
+    None, "--region", help="AWS region. Default: the platform profile's region."
+)
+AWS_PROFILE_OPTION = typer.Option(
+    None,
+    "--aws-profile",
+    help="AWS CLI profile for every AWS, kubectl and Helm call of this command. "
+    "Default: $AWS_PROFILE as it was when the command started.",
 )
 JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
 

@@ -6,13 +6,9 @@ from pathlib import Path
 
 import typer
 
-from eksinf.core.outdir import claim, write_tree
-from eksinf.core.roundtrip import edit_text
-
-from .. import links as links_mod
 from ..errors import CONTRACT, EksinfError
-from ..model.configs import read_configs, units_by_key
-from .common import JSON_OPTION, emit_json, print_table, progress, state
+from ..flows import links as links_mod
+from .common import JSON_OPTION, emit_json, print_table, progress, stack_context
 
 links_app = typer.Typer(
     help="Profile links: which profile value lands in which unit, resource and field.",
@@ -44,7 +40,7 @@ def print_binding_table(bindings: list[links_mod.Binding]) -> None:
 @links_app.command("list")
 def links_list_cmd(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
     """Print the binding table: profile field -> unit, resource, path or setter."""
-    bindings = links_mod.load_bindings(state(ctx).stack())
+    bindings = links_mod.load_bindings(stack_context(ctx).stack)
     if json_out:
         emit_json({"bindings": binding_rows(bindings)})
         return
@@ -72,40 +68,12 @@ def links_resolve_cmd(
     Nothing under configs/ changes. Fails (exit 3) if a placeholder is left unresolved; the
     output is still written so you can look at it.
     """
-    from eksinf.model.profile import (
-        load_profile,  # jsonschema: loaded only by the commands that check
-    )
-
-    stack = state(ctx).stack()
-    owned = claim(out, stack.root)  # before any work: never the stack, its sources or configs/
-    spec = load_profile(stack, profile).spec
-    bindings = links_mod.load_bindings(stack)
-    committed = read_configs(stack.configs_dir)
-    resolved = links_mod.resolve_units(units_by_key(committed), spec, bindings)
-    # each unit as committed, its bound values written in and nothing else re-written (its
-    # comments, quoting and key order kept): the bytes the hub's resolve gives
-    texts = {}
-    for unit in committed:
-        mine = [b for b in bindings if b.unit_key == unit.key]
-
-        def bind(docs: list, mine: list[links_mod.Binding] = mine) -> bool:
-            return links_mod.apply_bindings(docs, spec, mine)
-
-        edited = edit_text(unit.text, bind, f"configs/{unit.key}.yaml")
-        texts[f"{unit.key}.yaml"] = unit.text if edited is None else edited
-    write_tree(owned, texts)
-    left = links_mod.unresolved(resolved)
+    done = links_mod.resolve(stack_context(ctx).stack, profile, out)
+    left = done.unresolved
     if json_out:
-        emit_json(
-            {
-                "written": str(out),
-                "units": sorted(f"{k}.yaml" for k in resolved),
-                "bindings": len(bindings),
-                "unresolved": left,
-            }
-        )
+        emit_json(done.as_json())
     else:
-        progress(f"resolved {len(bindings)} bindings into {len(resolved)} units under {out}")
+        progress(f"resolved {done.bindings} bindings into {len(done.units)} units under {out}")
     if left:
         raise EksinfError(
             f"{len(left)} placeholder(s) left unresolved, first: {left[0]}",
@@ -125,16 +93,14 @@ def lint_cmd(
     Placeholders are resolved through the bindings with the stack's profile first, so linked
     values are compared as they will ship. Each finding names the places that disagree.
     """
-    from .. import lint
-
     if list_only:
-        rows = lint.table()
+        rows = links_mod.lint_table()
         if json_out:
             emit_json({"checks": rows})
         else:
             print_table(rows, ("name", "domain", "severity", "anchor", "summary"))
         return
-    report = lint.lint_stack(state(ctx).stack())
+    report = links_mod.lint_stack(stack_context(ctx).stack)
     if json_out:
         emit_json(report.as_dict())
     else:

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 import typer
 
 from ..errors import FAILURE, USAGE, EksinfError
-from .common import MIRROR_OPTION, emit_json, progress, state
+from .common import MIRROR_OPTION, emit_json, stack_context
 
 if TYPE_CHECKING:
-    from ..review.assemble import Review
+    from ..flows.review import Review
 
 FORMATS = ("text", "markdown", "json")
 PRICE_SOURCES = ("auto", "live", "snapshot")
@@ -22,7 +22,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _fail_on(value: str | None) -> list[str]:
-    from ..review.risks import CLASSES
+    from ..flows.review import CLASSES
 
     names = [v.strip() for v in (value or "").split(",") if v.strip()]
     unknown = [n for n in names if n not in CLASSES]
@@ -113,8 +113,11 @@ def _review_or_json_error(
     aws_profile: str | None,
 ) -> Review:
     """The review; when it fails and JSON was asked for, the error as JSON on stdout too."""
+    from ..flows import review
+
     try:
-        return _review(ctx, base, mirror, fmt == "json", region, prices, aws_profile)
+        run = stack_context(ctx, json_out=fmt == "json", aws_profile=aws_profile)
+        return review.review(run, review.ReviewOptions(base, mirror, fmt == "json", region, prices))
     except EksinfError as exc:
         if fmt == "json":
             emit_json(
@@ -149,7 +152,7 @@ def _check_options(fmt: str, prices: str) -> None:
 
 def _list_classes(fmt: str) -> None:
     """--list-classes: the risk classes, most severe first."""
-    from ..review.risks import CLASSES
+    from ..flows.review import CLASSES
 
     if fmt == "json":
         emit_json(
@@ -166,7 +169,7 @@ def _list_classes(fmt: str) -> None:
 
 
 def _print(rev: Review, fmt: str, details_url: str | None, color: bool | None) -> None:
-    from ..review import report
+    from ..flows import review as report
 
     if fmt == "json":
         emit_json(report.to_json(rev))
@@ -187,96 +190,3 @@ def _colour(flag: bool | None) -> bool:
     if flag is not None:
         return flag
     return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-
-
-def _review(
-    ctx: typer.Context,
-    base: str | None,
-    mirror: Path | None,
-    quiet: bool,
-    region: str | None = None,
-    prices: str = "snapshot",
-    aws_profile: str | None = None,
-):
-    from eksinf.build.charts import mirror_dir
-
-    from ..review import report, source
-    from ..review.snapshot import gpu_units, snapshot, without_unchanged_units
-
-    root = state(ctx).stack().root
-    say = (lambda _m: None) if quiet else progress
-    ref = base or source.default_base(root)
-    sha = source.resolve(root, ref)
-    before = source.at_commit(root, base or "merge-base", sha, mirror_dir(mirror, root), say)
-    after = source.working_tree(root, mirror_dir(mirror, root), say)
-    notes = tuple(
-        f"{side.label}: committed configs/ was stale, so it was rendered from its inputs"
-        for side in (before, after)
-        if side.rendered
-    )
-    old, new = without_unchanged_units(before.files, after.files)
-    base_snap, head_snap = snapshot(old), snapshot(new)
-    gpus = report.gpu_totals(snapshot(gpu_units(before.files)), snapshot(gpu_units(after.files)))
-    where = region or report.profile_region(head_snap, base_snap)
-    table, more = _price_table(base_snap, head_snap, where, prices, aws_profile)
-    return report.review(
-        base_snap,
-        head_snap,
-        before.label,
-        after.label,
-        notes + more,
-        gpus=gpus,
-        prices=table,
-        region=where,
-    )
-
-
-def _price_table(before, after, region: str | None, mode: str, aws_profile: str | None):
-    """The snapshot, with live Price List rates for the NodePools' candidate types when asked
-    (live) or when credentials are configured (auto). A failed read is a note, never a zero."""
-    from eksinf.model.prices import load_catalogue, load_prices
-
-    from ..review.cost import candidates
-    from ..review.report import Prices, is_nodegroup, is_pool, snapshot_source
-
-    table = load_prices()
-    snap = Prices(table, snapshot_source(table))
-    if mode == "snapshot" or region is None:
-        return snap, ()
-    from ..aws import pricing
-    from ..aws.session import AwsIdentity, AwsSession
-
-    session = AwsSession(AwsIdentity.resolve(region, aws_profile))
-    if mode == "auto" and not session.has_credentials(metadata=False):
-        return snap, ()
-    catalogue = load_catalogue()
-    resources = [r for side in (before, after) for r in side.resources]
-    types = sorted(
-        {
-            t.name
-            for r in resources
-            if is_pool(r)
-            for t in candidates(r.doc.get("spec") or {}, catalogue)[0]
-        }
-        | {
-            str(t)
-            for r in resources
-            if is_nodegroup(r)
-            for t in (r.doc.get("spec") or {}).get("instanceTypes") or []
-        }
-    )
-    if not types:
-        return snap, ()
-    live = pricing.fetch_rates(session, region, types, [])
-    notes = tuple(live.refused)
-    if live.errors:
-        notes += (f"live prices unavailable ({live.errors[0]}): priced from the {snap.source}",)
-    if not live.on_demand:
-        return snap, notes
-    read = sorted(set(live.read_at[t] for t in live.on_demand))
-    label = (
-        f"AWS Price List API (pricing:GetProducts) for {len(live.on_demand)} type(s), read "
-        f"{read[0] if len(read) == 1 else f'{read[0]} to {read[-1]}'}; the {snap.source} for "
-        "any other"
-    )
-    return Prices(table.with_rates(region, live.on_demand, label), label), notes

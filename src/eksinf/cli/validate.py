@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from ..errors import CONTRACT, FAILURE, USAGE, EksinfError
-from .common import JSON_OPTION, MIRROR_OPTION, emit_json, progress, state
+from .common import JSON_OPTION, MIRROR_OPTION, emit_json, progress, stack_context
 
 
 def register(app: typer.Typer) -> None:
@@ -58,12 +58,14 @@ def validate_cmd(
 def _server(
     ctx: typer.Context, json_out: bool, server: str, context: str | None, plane: str | None
 ) -> None:
-    from eksinf.build.validate import server as engine
+    from ..flows.validate import server_engine
+
+    engine = server_engine()
 
     started = time.perf_counter()
     try:
         planes = engine.planes_for(plane)
-        stack = state(ctx).stack()
+        stack = stack_context(ctx).stack
         if server == "local":
             if context is not None:
                 raise EksinfError("validate: --context goes with a kubeconfig", exit_code=USAGE)
@@ -109,11 +111,11 @@ def _server(
 
 
 def _offline(ctx: typer.Context, json_out: bool) -> None:
-    from eksinf.build.validate.admission import validate_stack
+    from ..flows.validate import validate_stack
 
     started = time.perf_counter()
     try:
-        report = validate_stack(state(ctx).stack())
+        report = validate_stack(stack_context(ctx).stack)
     except EksinfError as exc:  # an unreadable unit, profile or binding: still valid JSON
         if json_out:
             emit_json({"ok": False, "error": exc.message, "hint": exc.hint})

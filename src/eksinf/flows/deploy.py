@@ -489,8 +489,23 @@ def deploy(
                 say(f"would create {space} from {base_space(comp.name)} bound to {target}")
         say("(dry run; nothing changed)")
         return report
-    # Existing variants take the bases' changes first (new and emptied units too): a conflict
-    # with a variant's own edit stops here, exit 3, before anything of this plane is written.
+    _promote_existing(hub, report, say)
+    try:
+        _bind_link_publish(
+            hub, stack, components, variant, target, kind, profile, report, gate, say
+        )
+    except BaseException:
+        # A failure partway (an unreachable registry, a refused release) must not leave
+        # variants bound to the target: they would block `target remove`, and a re-added target
+        # could not take them. What this run created goes; what existed before stays.
+        roll_back(hub, report.created, target, say)
+        raise
+    return report
+
+
+def _promote_existing(hub: Hub, report: DeployReport, say: Say) -> None:
+    """Existing variants take the bases' changes first (new and emptied units too): a conflict
+    with a variant's own edit stops here, exit 3, before anything of this plane is written."""
     for space in report.existing:
         promoted = hub.variant_promote(space)
         report.promoted.append(promoted)
@@ -508,17 +523,6 @@ def deploy(
                 )
             )
         checkpoint("deploy.promoted")
-    try:
-        _bind_link_publish(
-            hub, stack, components, variant, target, kind, profile, report, gate, say
-        )
-    except BaseException:
-        # A failure partway (an unreachable registry, a refused release) must not leave
-        # variants bound to the target: they would block `target remove`, and a re-added target
-        # could not take them. What this run created goes; what existed before stays.
-        roll_back(hub, report.created, target, say)
-        raise
-    return report
 
 
 def _bind_link_publish(

@@ -29,6 +29,7 @@ from ..model.names import (
     variant_space,
 )
 from ..model.targets import DEFAULT_KIND, kind_labels, kind_of, target_kind
+from .context import StackContext
 from .deploy import (
     DeployReport,
     InstallReport,
@@ -278,3 +279,26 @@ def sandbox_down(hub: Hub, plan: DownPlan, *, say: Say = quiet) -> list[str]:
         deleted.append(space)
         say(f"deleted {space}")
     return deleted
+
+
+# ---- the sandbox commands' flows ----------------------------------------------------------
+
+
+def up(ctx: StackContext, name: str, variant: str, mirror: Path | None, kind: str) -> SandboxReport:
+    """`sandbox up` on the stack's hub."""
+    with ctx.open_hub() as hub:
+        return sandbox_up(
+            hub, ctx.stack, name=name, variant=variant, mirror=mirror, kind=kind, say=ctx.say
+        )
+
+
+def down_plan(ctx: StackContext, name: str, variant: str, keep_bases: bool) -> DownPlan:
+    """What `sandbox down` would delete, and what blocks it."""
+    with ctx.open_hub() as hub:
+        return sandbox_down_plan(hub, ctx.stack, name=name, variant=variant, keep_bases=keep_bases)
+
+
+def down(ctx: StackContext, plan: DownPlan) -> list[str]:
+    """Delete what the plan names, in an order the hub accepts."""
+    with ctx.open_hub() as hub:
+        return sandbox_down(hub, plan, say=ctx.say)

@@ -11,13 +11,14 @@ any working directory and names no other cluster.
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import CONTRACT, USAGE, EksinfError
+from ..errors import CONTRACT, ENVIRONMENT, USAGE, EksinfError
 from ..model.names import apps_space, kubeconfig_path, owner_labels
-from ..model.targets import DEFAULT_KIND, KINDS, TargetKind, kind_labels, kind_of
+from ..model.targets import DEFAULT_KIND, KINDS, TargetKind, kind_labels, kind_of, target_kind
+from .context import StackContext
 
 PLANE_LABEL = "Plane"
 MODE_LABEL = "Mode"
@@ -71,34 +72,20 @@ class TargetInfo:
         }
 
 
-def add(
-    hub: Any,
-    stack_root: Path,
-    name: str,
-    plane: str,
-    kubeconfig: Path | None,
-    registry: str,
-    context: str | None = None,
-    *,
-    kind: TargetKind = KINDS[DEFAULT_KIND],
-    argocd_namespace: str = "argocd",
-    install_argocd: bool = True,
-    argocd_timeout: float = 300,
-    oci_credentials: tuple[str, str] | None = None,
-    say: Any = lambda _m: None,
-) -> TargetInfo:
+def add(hub: Any, ctx: StackContext, opts: AddOptions, kind: TargetKind) -> TargetInfo:
     """Wire the cluster as enroll does (Argo CD installed when absent and allowed, the root
     Application applied), then keep its kubeconfig, then create the hub half. Idempotent; the
     cluster first, so a refused apply leaves nothing in the hub."""
-    from dataclasses import replace
-
     from ..aws import argocd
     from ..aws.enroll import apply_wiring, wiring_docs
     from ..kube.client import KubeClient, parse_kubeconfig, write_kubeconfig
     from .deploy import ensure_target_space
 
+    name, plane, kubeconfig = opts.name, opts.plane, opts.kubeconfig
+    stack_root, say = ctx.stack.root, ctx.say
+    registry = registry_of(ctx.stack, opts.oci_registry)
     check_plane(plane)
-    reduced = load_kubeconfig(kubeconfig, context)
+    reduced = load_kubeconfig(kubeconfig, opts.context)
     kube = KubeClient.from_auth(
         parse_kubeconfig(reduced, Path.cwd(), str(kubeconfig or "KUBECONFIG"))
     )
@@ -112,9 +99,10 @@ def add(
                 exit_code=CONTRACT,
             )
     kube.version()  # reachable, or exit 4 before anything is written
-    if install_argocd:
+    argocd_namespace = opts.argocd_namespace
+    if opts.install_argocd:
         outcome = argocd.ensure(
-            kube, stack_root / "configs", argocd_namespace, timeout=argocd_timeout, say=say
+            kube, stack_root / "configs", argocd_namespace, timeout=opts.argocd_timeout, say=say
         )
     else:
         image = argocd.server_image(kube, argocd_namespace)
@@ -125,7 +113,7 @@ def add(
                 exit_code=CONTRACT,
             )
         outcome = argocd.ArgoOutcome("present", image, "left alone (--no-argocd)")
-    docs, _skipped = wiring_docs(name, registry, argocd_namespace, oci_credentials)
+    docs, _skipped = wiring_docs(name, registry, argocd_namespace, oci_credentials())
     applied = apply_wiring(kube, docs)
     labels = {MODE_LABEL: TARGET_MODE, PLANE_LABEL: plane, **kind_labels(kind)}
     new_space = not hub.space_exists(name)
@@ -295,49 +283,118 @@ def sync_after_publish(
     }
 
 
-def wait_serving(
-    stack: Any,
-    target: str,
-    plane: str,
-    kind: str,
-    variant: str,
-    model: str,
-    argocd_namespace: str,
-    timeout: float,
-    poll: float = 10.0,
-    say: Any = lambda _m: None,
-    sleep: Any = None,
-) -> dict[str, Any]:
-    """After a deploy: poll the target's plane (aws.serving) until it serves or `timeout`
-    passes. Serving decides; a HyperPod endpoint's pending SageMaker registration is reported
-    beside it (`registrationPending`), never waited for."""
-    import time
+# ---- the commands' flows ------------------------------------------------------------------
 
-    from ..aws import serving
-    from ..kube.client import KubeClient
 
-    space = target.split("/", 1)[0]
-    path = kubeconfig_path(stack.root, space)
-    if not path.is_file():
-        return {"status": "skipped", "reason": f"no kubeconfig for target {space} ({path})"}
-    components = [c.name for c in stack.select(plane=plane, kind=kind)]
-    plan = serving.plan_for(stack.configs_dir, plane, components, variant)
-    kube = KubeClient.from_kubeconfig(path)
-    started = time.monotonic()
-    while True:
-        report = serving.collect(kube, plan, argocd_namespace, model, plane)
-        if report["state"] == serving.HEALTHY or time.monotonic() - started >= timeout:
-            break
-        say(f"serving: {plane} plane {report['state']}; polling again in {poll:g} s")
-        (sleep or time.sleep)(poll)
-    pending = [
-        r["endpointConfig"]
-        for r in report.get("hyperpod", [])
-        if (r.get("registration") or {}).get("pending")
-    ]
-    return {
-        "status": "serving" if report["state"] == serving.HEALTHY else "timeout",
-        "registrationPending": pending,
-        "report": report,
-        "lines": serving.format_text(report),
-    }
+def registry_of(stack: Any, oci_registry: str | None) -> str:
+    """The registry Argo CD pulls releases from: --oci-registry, $EKSINF_REGISTRY, REGISTRY."""
+    import os
+
+    return oci_registry or os.environ.get("EKSINF_REGISTRY") or stack.versions.get("REGISTRY", "")
+
+
+def oci_credentials() -> tuple[str, str] | None:
+    """The registry login Argo CD gets ($EKSINF_OCI_USERNAME, $EKSINF_OCI_PASSWORD), if set."""
+    import os
+
+    user, password = os.environ.get("EKSINF_OCI_USERNAME"), os.environ.get("EKSINF_OCI_PASSWORD")
+    return (user, password) if user and password else None
+
+
+@dataclass(frozen=True)
+class AddOptions:
+    name: str
+    plane: str
+    kubeconfig: Path | None
+    context: str | None = None
+    kind: str = DEFAULT_KIND
+    oci_registry: str | None = None
+    argocd_namespace: str = "argocd"
+    install_argocd: bool = True
+    argocd_timeout: float = 300
+
+
+def add_target(ctx: StackContext, opts: AddOptions) -> TargetInfo:
+    """`target add`: usage errors and an unreadable kubeconfig before the hub is opened."""
+    check_plane(opts.plane)
+    chosen = target_kind(opts.kind)
+    load_kubeconfig(opts.kubeconfig, opts.context)
+    return _add(ctx, opts, chosen)
+
+
+def _add(ctx: StackContext, opts: AddOptions, kind: TargetKind) -> TargetInfo:
+    with ctx.open_hub() as hub:
+        return add(hub, ctx, opts, kind)
+
+
+def targets_of(ctx: StackContext) -> list[TargetInfo]:
+    with ctx.open_hub() as hub:
+        return list_targets(hub, ctx.stack.root)
+
+
+def target_info(ctx: StackContext, name: str) -> TargetInfo:
+    with ctx.open_hub() as hub:
+        return info(hub, ctx.stack.root, name)
+
+
+def remove_target(ctx: StackContext, name: str) -> list[str]:
+    with ctx.open_hub() as hub:
+        return remove(hub, ctx.stack.root, name)
+
+
+@dataclass(frozen=True)
+class MgmtUp:
+    cluster: str  # the kind cluster, eksinf-<name>
+    created: bool
+    target: TargetInfo
+
+    def as_json(self) -> dict[str, Any]:
+        return {"cluster": self.cluster, "created": self.created, **self.target.as_json()}
+
+
+def require_tools() -> None:
+    """`mgmt up` needs kind and a container runtime on PATH (exit 4 naming what is missing)."""
+    missing = missing_tools()
+    if missing:
+        raise EksinfError(
+            f"mgmt up needs {' and '.join(missing)} on PATH",
+            hint="Install kind (https://kind.sigs.k8s.io) and a container runtime, or bring a "
+            "cluster of your own: eksinf target add NAME --plane mgmt --kubeconfig FILE.",
+            exit_code=ENVIRONMENT,
+        )
+
+
+def mgmt_up(ctx: StackContext, opts: AddOptions) -> MgmtUp:
+    """Create the kind cluster eksinf-<name> when absent, then add it as the mgmt target."""
+    import tempfile
+
+    cluster = f"eksinf-{opts.name}"
+    existing = _kind(["get", "clusters"]).split()
+    with tempfile.TemporaryDirectory(prefix="eksinf-kind-") as tmp:
+        config = Path(tmp) / "kubeconfig"
+        if cluster in existing:
+            ctx.say(f"kind cluster {cluster} exists")
+            config.write_text(_kind(["get", "kubeconfig", "--name", cluster]))
+        else:
+            ctx.say(f"creating kind cluster {cluster} (this takes a minute)")
+            _kind(["create", "cluster", "--name", cluster, "--kubeconfig", str(config)])
+        added = _add(ctx, replace(opts, plane="mgmt", kubeconfig=config), KINDS[DEFAULT_KIND])
+    return MgmtUp(cluster, cluster not in existing, added)
+
+
+def _kind(args: list[str]) -> str:
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["kind", *args], capture_output=True, text=True, timeout=600, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise EksinfError(f"kind {' '.join(args)}: {exc}", exit_code=ENVIRONMENT) from exc
+    if done.returncode != 0:
+        raise EksinfError(
+            f"kind {' '.join(args)} failed: {(done.stderr or done.stdout).strip()[:300]}",
+            hint="Check the container runtime is running (`docker info`).",
+            exit_code=ENVIRONMENT,
+        )
+    return done.stdout

@@ -37,17 +37,33 @@ def use_backend(choice: str | None) -> None:
     _run_choice = choice
 
 
-def open_hub(root: Path, choice: str | None = None) -> Hub:
-    config = read_config(root)
-    backend = choice or _run_choice or config.get("hub") or default_backend()
+def resolve_backend(root: Path, choice: str | None = None) -> str:
+    """The backend a run uses, decided once: `choice` (--hub), else this run's option, else the
+    config file's `hub:`, else `default_backend()`."""
+    backend = choice or _run_choice or read_config(root).get("hub") or default_backend()
     if backend not in BACKENDS:
         raise EksinfError(
             f"unknown hub backend {backend!r}", f"Use one of: {', '.join(BACKENDS)}.", USAGE
         )
+    return str(backend)
+
+
+def hub_exists(root: Path, backend: str) -> bool:
+    """Whether the stack has a hub of `backend` to open: a local hub is a file, and opening it
+    would create one; ConfigHub is always there."""
+    if backend != "local":
+        return True
+    from .local import DEFAULT_PATH
+
+    return (root / read_config(root).get("hub_path", DEFAULT_PATH)).exists()
+
+
+def open_hub(root: Path, choice: str | None = None) -> Hub:
+    backend = resolve_backend(root, choice)
     if backend == "cub":
         from .cub import CubHub
 
         return CubHub(root)
     from .local import DEFAULT_PATH, LocalHub
 
-    return LocalHub(root / config.get("hub_path", DEFAULT_PATH))
+    return LocalHub(root / read_config(root).get("hub_path", DEFAULT_PATH))

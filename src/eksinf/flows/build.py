@@ -1,0 +1,52 @@
+"""The build commands' entry points (version, components, render, guard, verify, charts): each
+calls one function of the build layer, so this module hands those on, and keeps the Helm engine,
+the cache and the upstream manifests behind functions that import them only when called."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..build import charts, guard, verify
+from ..build.render import RenderResult, render_stack, write_configs
+from ..core.gitinfo import commit_of
+from ..core.outdir import claim
+from ..model.stack import Stack
+
+__all__ = [
+    "RenderResult",
+    "charts",
+    "claim",
+    "commit_of",
+    "default_engine",
+    "disable_cache",
+    "guard",
+    "lock_pins",
+    "render_stack",
+    "verify",
+    "write_configs",
+]
+
+
+def default_engine() -> Any:
+    """The Helm engine render uses (its import loads the Helm SDK)."""
+    from ..build.helm import default_engine as engine
+
+    return engine()
+
+
+def disable_cache() -> None:
+    """Render from scratch: nothing read from the derived-output cache."""
+    from ..core import cache
+
+    cache.disable()
+
+
+def lock_pins(stack: Stack, mirror: Path | None) -> tuple[list[Any], list[Any]]:
+    """Fetch every chart archive and upstream manifest and pin its sha256 in charts.lock."""
+    from ..build import manifests
+
+    chart_pins, manifest_pins = manifests.lock(
+        stack, charts.mirror_dir(mirror, stack.root), manifests.mirror_dir(mirror, stack.root)
+    )
+    return list(chart_pins), list(manifest_pins)
