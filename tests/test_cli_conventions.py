@@ -4,6 +4,7 @@ on either side of the command; --hub honoured by every command that opens the hu
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -95,3 +96,57 @@ def test_hub_tables_have_a_header_and_fit_the_terminal(
     assert lines[0].split()[0] == header and len(lines) == len(wide)
     assert max(map(len, lines)) <= 100
     assert any(line.endswith("...") or "... " in line for line in lines)
+
+
+def _value_options():
+    """(command path, option) for every option of every command that takes a value."""
+    import typer
+
+    from eksinf.cli.app import whole_app
+
+    def walk(command, prefix):
+        for param in getattr(command, "params", []):
+            if param.param_type_name == "option" and not param.is_flag and not param.count:
+                yield " ".join(prefix), param
+        for name, sub in sorted(getattr(command, "commands", {}).items()):
+            yield from walk(sub, [*prefix, name])
+
+    root = typer.main.get_command(whole_app())
+    ctx = typer.Context(root)
+    return [(path, param, ctx) for path, param in walk(root, ["eksinf"])]
+
+
+def test_every_value_option_has_one_metavar_style():
+    """Option values read `<kind>` (typer's own `<str>`, `<path>`), never a bare `DIR`; a fixed
+    set of values reads `<a|b>`."""
+    found = _value_options()
+    assert len(found) > 50  # the walk reaches every command's options
+    odd = [
+        f"{path} {param.opts[0]} {param.make_metavar(ctx)}"
+        for path, param, ctx in found
+        if not re.fullmatch(r"<[a-z0-9:|,.\-]+>(\.\.\.)?", param.make_metavar(ctx))
+    ]
+    assert odd == []
+
+
+@pytest.mark.parametrize(
+    ("option", "choices"),
+    [
+        ("--plane", None),
+        ("--kind", "<eks|eks-byo|hyperpod-eks>"),
+        ("--target-kind", "<eks|eks-byo|hyperpod-eks>"),
+        ("--hub", "<local|cub>"),
+        ("--format", "<text|markdown|json>"),
+        ("--prices", "<auto|live|snapshot>"),
+    ],
+)
+def test_options_with_fixed_values_name_them_in_help(option, choices):
+    from eksinf.model.stack import PLANES
+    from eksinf.model.targets import TARGET_PLANES
+
+    shown = {param.make_metavar(ctx) for _, param, ctx in _value_options() if option in param.opts}
+    assert shown, option
+    if option == "--plane":  # components lists the hub plane too; targets serve two
+        assert shown == {"<" + "|".join(PLANES) + ">", "<" + "|".join(TARGET_PLANES) + ">"}
+    else:
+        assert shown == {choices}

@@ -56,7 +56,7 @@ def _root(
     stack: str = typer.Option(
         None,
         STACK_OPTION,
-        metavar="DIR",
+        metavar="<dir>",
         help="Stack directory (holds components.yaml). Default: the current directory when it "
         "holds one, else the stack shipped inside eksinf (docs/plugin.md).",
     ),

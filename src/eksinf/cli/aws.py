@@ -10,7 +10,14 @@ import typer
 
 from ..errors import USAGE, EksinfError, shell_command
 from ..model.names import apps_space
-from ..model.targets import DEFAULT_KIND, HYPERPOD_EKS, KIND_HELP, target_kind
+from ..model.targets import (
+    DEFAULT_KIND,
+    HYPERPOD_EKS,
+    KIND_HELP,
+    KINDS,
+    TARGET_PLANES,
+    target_kind,
+)
 from .addonschemas import addon_schemas_app
 from .common import (
     AWS_PROFILE_OPTION,
@@ -18,6 +25,7 @@ from .common import (
     JSON_OPTION,
     REGION_OPTION,
     emit_json,
+    one_of,
     print_table,
     progress,
     stack_context,
@@ -85,6 +93,7 @@ def status_cmd(
     plane: str = typer.Option(
         None,
         "--plane",
+        metavar=one_of(TARGET_PLANES),
         help="mgmt or workload: report whether the plane serves, from its cluster only (Argo "
         "CD, ACK, Karpenter, model endpoints) instead of EC2 and costs.",
     ),
@@ -92,6 +101,7 @@ def status_cmd(
     kind: str = typer.Option(
         DEFAULT_KIND,
         "--kind",
+        metavar=one_of(KINDS),
         help="The target's kind: which components --plane reads; hyperpod-eks also lists and "
         "prices the HyperPod cluster's instances (spec.hyperpod.clusterName).",
     ),
@@ -416,6 +426,7 @@ ENROLL_NO_ARGOCD_OPTION = typer.Option(
 ENROLL_WAIT_ENABLEMENT_OPTION = typer.Option(
     None,
     "--wait-enablement",
+    metavar="<seconds>",
     min=0,
     help="With --kind hyperpod-eks: while the inference operator's watcher is still "
     "enabling, wait up to SECONDS for it; 0 reads it once. Default: 20 minutes (a "
@@ -430,7 +441,7 @@ def enroll_cluster_cmd(
     list_checks: bool = ENROLL_LIST_CHECKS_OPTION,
     markdown: bool = ENROLL_MARKDOWN_OPTION,
     eks_cluster: str = ENROLL_EKS_CLUSTER_OPTION,
-    kind: str = typer.Option(DEFAULT_KIND, "--kind", help=KIND_HELP),
+    kind: str = typer.Option(DEFAULT_KIND, "--kind", metavar=one_of(KINDS), help=KIND_HELP),
     hyperpod_cluster: str = ENROLL_HYPERPOD_CLUSTER_OPTION,
     region: str = REGION_OPTION,
     kubeconfig: Path = ENROLL_KUBECONFIG_OPTION,
@@ -566,7 +577,10 @@ def enroll_remove_cmd(
 def teardown_cmd(
     ctx: typer.Context,
     plane: str = typer.Option(
-        None, "--plane", help="workload or mgmt. Default: both, workload first."
+        None,
+        "--plane",
+        metavar=one_of(TARGET_PLANES),
+        help="workload or mgmt. Default: both, workload first.",
     ),
     yes: bool = YES_OPTION,
     dry_run: bool = typer.Option(

@@ -24,7 +24,16 @@ from eksinf.flows.build import (
 )
 
 from ..errors import CONTRACT, FAILURE, EksinfError
-from .common import JSON_OPTION, MIRROR_OPTION, emit_json, print_table, progress, stack_context
+from ..model.stack import PLANES
+from .common import (
+    JSON_OPTION,
+    MIRROR_OPTION,
+    emit_json,
+    one_of,
+    print_table,
+    progress,
+    stack_context,
+)
 
 charts_app = typer.Typer(
     help="Pin and inspect the Helm charts the stack renders.", no_args_is_help=True
@@ -57,7 +66,7 @@ def version_cmd(json_out: bool = JSON_OPTION) -> None:
 def components_cmd(
     ctx: typer.Context,
     plane: str = typer.Option(
-        None, "--plane", metavar="PLANE", help="Only this plane: hub, mgmt or workload."
+        None, "--plane", metavar=one_of(PLANES), help="Only this plane: hub, mgmt or workload."
     ),
     json_out: bool = JSON_OPTION,
 ) -> None:
@@ -97,7 +106,7 @@ COMPONENT_OPTION = typer.Option(
     None,
     "--component",
     "-c",
-    metavar="NAME",
+    metavar="<name>",
     help="Only this component (repeat for several). Default: all.",
 )
 
@@ -152,7 +161,7 @@ def render_cmd(
     ctx: typer.Context,
     mirror: Path = MIRROR_OPTION,
     out: Path = typer.Option(
-        None, "--out", metavar="DIR", help="Write here instead of configs/ (for inspection)."
+        None, "--out", metavar="<dir>", help="Write here instead of configs/ (for inspection)."
     ),
     skip_guard: bool = typer.Option(
         False, "--skip-guard", help="Write even if the guard finds hazards (use with --out)."

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from eksinf.model.stack import Stack
 
 COMPONENT_OPTION = typer.Option(
-    None, "--component", "-c", metavar="NAME", help="Only this component (repeatable)."
+    None, "--component", "-c", metavar="<name>", help="Only this component (repeatable)."
 )
 DEFAULT_LAYOUT = Path(STATE_DIR) / "oci"
 
@@ -34,7 +34,7 @@ def bundle_cmd(
     ctx: typer.Context,
     components: list[str] = COMPONENT_OPTION,
     out: Path = typer.Option(
-        None, "--out", metavar="DIR", help="Write here instead of bundles/.", file_okay=False
+        None, "--out", metavar="<dir>", help="Write here instead of bundles/.", file_okay=False
     ),
     json_out: bool = JSON_OPTION,
 ) -> None:
@@ -75,7 +75,7 @@ def push_cmd(
     registry: str = typer.Option(
         None,
         "--registry",
-        metavar="REF",
+        metavar="<ref>",
         envvar="EKSINF_REGISTRY",
         help="Base: host[:port]/path or oci-layout:DIR; each component goes to "
         "<base>/<component>. Default: $EKSINF_REGISTRY, else oci-layout:.eksinf/oci in the stack.",
@@ -84,7 +84,7 @@ def push_cmd(
     version: str = typer.Option(
         None,
         "--version",
-        metavar="TAG",
+        metavar="<tag>",
         help="Immutable version tag (default: <tool version>-<12 hex of the bundle digest>).",
     ),
     json_out: bool = JSON_OPTION,
@@ -122,11 +122,11 @@ def pull_cmd(
     out: Path = typer.Option(
         ...,
         "--out",
-        metavar="DIR",
+        metavar="<dir>",
         help="Unpack here: a new or empty folder, or one an earlier pull wrote (replaced whole).",
     ),
     digest: str = typer.Option(
-        None, "--digest", metavar="sha256:HEX", help="Refuse unless the manifest has this digest."
+        None, "--digest", metavar="<sha256:hex>", help="Refuse unless the manifest has this digest."
     ),
     json_out: bool = JSON_OPTION,
 ) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import typer
 
 from ..errors import FAILURE, EksinfError
 from ..flows.context import AwsChoice, Output, StackContext, open_stack, reset_run
+from ..model.config import HUB_BACKENDS
 from ..model.stack import Stack
 
 # stdout carries data; stderr carries progress, warnings and errors, as plain lines (no rich
@@ -33,6 +35,12 @@ class State:
         # its .eksinf/config.yaml settings (the mirror); one run per stack: the lock is held
         # until the run ends
         return open_stack(Path(self.stack_dir) if self.stack_dir else None, progress)
+
+
+def one_of(choices: Iterable[str]) -> str:
+    """An option's metavar that names its choices, in the style typer gives every value
+    (`<str>`, `<path>`): `<mgmt|workload>`."""
+    return "<" + "|".join(choices) + ">"
 
 
 def state(ctx: typer.Context) -> State:
@@ -131,7 +139,7 @@ def _use_mirror(value: Path | None) -> Path | None:
 MIRROR_OPTION = typer.Option(
     None,
     "--chart-mirror",
-    metavar="DIR",
+    metavar="<dir>",
     help="Offline mirror: chart archives (<chart>-<version>.tgz) tried before upstream; pinned "
     "manifests from manifests/ beside it. Default: $EKSINF_CHART_MIRROR, else mirror: in "
     ".eksinf/config.yaml, else ../shared/charts beside the stack.",
@@ -151,6 +159,7 @@ def _use_hub(value: str | None) -> str | None:
 HUB_OPTION = typer.Option(
     None,
     "--hub",
+    metavar=one_of(HUB_BACKENDS),
     help="Hub backend: local (SQLite) or cub. Default: .eksinf/config.yaml's hub:, else cub "
     "when run as `cub eksinf`, else local.",
     callback=_use_hub,

@@ -10,12 +10,13 @@ import typer
 
 from ..errors import USAGE, EksinfError, shell_command
 from ..model.names import profile_space, variant_space
-from ..model.targets import DEFAULT_KIND
+from ..model.targets import DEFAULT_KIND, KINDS, TARGET_PLANES
 from .common import (
     HUB_OPTION,
     JSON_OPTION,
     MIRROR_OPTION,
     emit_json,
+    one_of,
     progress,
     stack_context,
 )
@@ -154,7 +155,9 @@ DEPLOY_NO_CREDS_CHECK_OPTION = typer.Option(
 
 def deploy_cmd(
     ctx: typer.Context,
-    plane: str = typer.Option(..., "--plane", help="mgmt or workload."),
+    plane: str = typer.Option(
+        ..., "--plane", metavar=one_of(TARGET_PLANES), help="mgmt or workload."
+    ),
     target: str = typer.Option(..., "--target", help="The OCI target, as <space>/<target>."),
     variant: str = VARIANT_OPTION,
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan; change nothing."),
@@ -388,6 +391,7 @@ def sandbox_up(
     target_kind: str = typer.Option(
         DEFAULT_KIND,
         "--target-kind",
+        metavar=one_of(KINDS),
         help="The kind the stand-in targets record, which picks each plane's components "
         "(hyperpod-eks: the model as an InferenceEndpointConfig, no Karpenter).",
     ),

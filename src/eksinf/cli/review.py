@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from ..errors import FAILURE, USAGE, EksinfError
-from .common import MIRROR_OPTION, emit_json, stack_context
+from .common import MIRROR_OPTION, emit_json, one_of, stack_context
 
 if TYPE_CHECKING:
     from ..flows.review import Review
@@ -42,18 +42,20 @@ def diff_cmd(
         metavar="BASE",
         help="Git ref to compare with. Default: the merge base of HEAD with the default branch.",
     ),
-    fmt: str = typer.Option("text", "--format", metavar="FORMAT", help="text, markdown or json."),
+    fmt: str = typer.Option(
+        "text", "--format", metavar=one_of(FORMATS), help="text, markdown or json."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Same as --format json."),
     fail_on: str = typer.Option(
         None,
         "--fail-on",
-        metavar="CLASS[,CLASS]",
+        metavar="<class,...>",
         help="Exit 1 when any of these risk classes appears.",
     ),
     details_url: str = typer.Option(
         None,
         "--details-url",
-        metavar="URL",
+        metavar="<url>",
         help="Where the full JSON report is (Markdown truncation pointer).",
     ),
     list_classes: bool = typer.Option(
@@ -67,18 +69,18 @@ def diff_cmd(
     region: str = typer.Option(
         None,
         "--region",
-        metavar="REGION",
+        metavar="<region>",
         help="Price NodePools in REGION (default: the profile's).",
     ),
     prices: str = typer.Option(
         "auto",
         "--prices",
-        metavar="SOURCE",
+        metavar=one_of(PRICE_SOURCES),
         help="auto (the Price List API when AWS credentials are configured, else the snapshot), "
         "live or snapshot.",
     ),
     aws_profile: str = typer.Option(
-        None, "--aws-profile", metavar="NAME", help="AWS profile for live prices."
+        None, "--aws-profile", metavar="<name>", help="AWS profile for live prices."
     ),
     mirror: Path = MIRROR_OPTION,
 ) -> None:

@@ -8,12 +8,12 @@ from pathlib import Path
 import typer
 
 from ..errors import shell_command
-from ..model.targets import DEFAULT_KIND, KIND_HELP
+from ..model.targets import DEFAULT_KIND, KIND_HELP, KINDS, TARGET_PLANES
 from .aws import ARGOCD_TIMEOUT_OPTION, YES_OPTION, nothing_changed
-from .common import HUB_OPTION, JSON_OPTION, emit_json, stack_context
+from .common import HUB_OPTION, JSON_OPTION, emit_json, one_of, stack_context
 
 ARGOCD_NS_OPTION = typer.Option("argocd", "--argocd-namespace", help="Argo CD's namespace.")
-KIND_OPTION = typer.Option(DEFAULT_KIND, "--kind", help=KIND_HELP)
+KIND_OPTION = typer.Option(DEFAULT_KIND, "--kind", metavar=one_of(KINDS), help=KIND_HELP)
 NO_ARGOCD_OPTION = typer.Option(
     False, "--no-argocd", help="Do not install Argo CD when it is absent (only check it)."
 )
@@ -33,7 +33,9 @@ def register(app: typer.Typer) -> None:
 def target_add_cmd(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="Target name: the hub space and the kubeconfig's name."),
-    plane: str = typer.Option(..., "--plane", help="mgmt or workload."),
+    plane: str = typer.Option(
+        ..., "--plane", metavar=one_of(TARGET_PLANES), help="mgmt or workload."
+    ),
     kubeconfig: Path = typer.Option(
         None,
         "--kubeconfig",

@@ -8,7 +8,8 @@ from pathlib import Path
 import typer
 
 from ..errors import CONTRACT, FAILURE, USAGE, EksinfError
-from .common import JSON_OPTION, MIRROR_OPTION, emit_json, progress, stack_context
+from ..model.targets import TARGET_PLANES
+from .common import JSON_OPTION, MIRROR_OPTION, emit_json, one_of, progress, stack_context
 
 
 def register(app: typer.Typer) -> None:
@@ -23,7 +24,10 @@ SERVER_OPTION = typer.Option(
 )
 CONTEXT_OPTION = typer.Option(None, "--context", help="The kubeconfig context (with --server).")
 PLANE_OPTION = typer.Option(
-    None, "--plane", help="Only this plane's releases (mgmt or workload; with --server)."
+    None,
+    "--plane",
+    metavar=one_of(TARGET_PLANES),
+    help="Only this plane's releases (mgmt or workload; with --server).",
 )
 
 

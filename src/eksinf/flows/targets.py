@@ -17,13 +17,20 @@ from typing import Any
 
 from ..errors import CONTRACT, ENVIRONMENT, USAGE, EksinfError
 from ..model.names import apps_space, kubeconfig_path, owner_labels
-from ..model.targets import DEFAULT_KIND, KINDS, TargetKind, kind_labels, kind_of, target_kind
+from ..model.targets import (
+    DEFAULT_KIND,
+    KINDS,
+    TARGET_PLANES,
+    TargetKind,
+    kind_labels,
+    kind_of,
+    target_kind,
+)
 from .context import StackContext
 
 PLANE_LABEL = "Plane"
 MODE_LABEL = "Mode"
 TARGET_MODE = "target"
-TARGET_PLANES = ("mgmt", "workload")
 
 
 def check_plane(plane: str) -> None:

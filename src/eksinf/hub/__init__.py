@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eksinf.model.config import CONFIG_FILE, read_config
+from eksinf.model.config import CONFIG_FILE, HUB_BACKENDS, read_config
 from eksinf.publish.plugin import under_cub
 
 from ..errors import USAGE, EksinfError
 from .protocol import Hub
 
-BACKENDS = ("local", "cub")
+BACKENDS = HUB_BACKENDS
 __all__ = ["CONFIG_FILE", "BACKENDS", "Hub", "open_hub", "read_config", "use_backend"]
 
 

@@ -16,8 +16,9 @@ from eksinf.core.yamlio import load_mapping_docs
 from eksinf.errors import CONTRACT, EksinfError
 
 CONFIG_FILE = Path(".eksinf") / "config.yaml"
+HUB_BACKENDS = ("local", "cub")  # the embedded SQLite hub, ConfigHub through cub
 KEYS = {
-    "hub": "local|cub",
+    "hub": "|".join(HUB_BACKENDS),
     "hub_path": "the local hub's database file",
     "mirror": "the offline mirror folder of chart archives",
 }

@@ -48,6 +48,7 @@ KINDS: dict[str, TargetKind] = {
 }
 HYPERPOD_EKS = "hyperpod-eks"  # the kind whose capacity is HyperPod instance groups
 DEFAULT_KIND = "eks"
+TARGET_PLANES = ("mgmt", "workload")  # the planes a target cluster serves (the hub is none)
 
 
 def target_kind(name: str) -> TargetKind:
