@@ -459,3 +459,21 @@ def test_the_byo_association_fix_is_a_command_for_a_cluster_without_an_ack_clust
     assert "`eksinf deploy --plane mgmt --target mgmt/target`" in check.fix
     (plain,) = judge("pod-identity-associations", facts)
     assert "--kind eks-byo" in plain.fix  # an eks-kind enroll points at the BYO path too
+
+
+def test_a_kind_is_judged_by_the_rules_of_its_capacity_source():
+    """Target kinds carry their behaviour: two kinds with one capacity source are judged by the
+    same rules, and every HyperPod rule judges exactly the kinds whose nodes are instance groups."""
+    from eksinf.aws.contract.rules import RULES, rules_for
+    from eksinf.model.targets import HYPERPOD_GROUPS, KARPENTER, KINDS, kinds_with
+
+    by_source: dict[str, set[tuple[str, ...]]] = {}
+    for kind in KINDS.values():
+        by_source.setdefault(kind.capacity, set()).add(tuple(r.name for r in rules_for(kind.name)))
+    assert set(by_source) == {KARPENTER, HYPERPOD_GROUPS}
+    assert all(len(tables) == 1 for tables in by_source.values()), by_source
+    karpenter, hyperpod = (next(iter(by_source[s])) for s in (KARPENTER, HYPERPOD_GROUPS))
+    karpenter_elements = {"discovery-tags", "node-role", "gpu-ami"}  # what Karpenter's nodes need
+    assert karpenter_elements <= set(karpenter) and not karpenter_elements & set(hyperpod)
+    hyperpod_only = [r for r in RULES if set(r.kinds) == set(kinds_with(HYPERPOD_GROUPS))]
+    assert hyperpod_only and all(r.name in hyperpod for r in hyperpod_only)

@@ -12,10 +12,11 @@ from ..errors import USAGE, EksinfError, shell_command
 from ..model.names import apps_space
 from ..model.targets import (
     DEFAULT_KIND,
-    HYPERPOD_EKS,
+    HYPERPOD_GROUPS,
     KIND_HELP,
     KINDS,
     TARGET_PLANES,
+    kinds_with,
     target_kind,
 )
 from .addonschemas import addon_schemas_app
@@ -461,8 +462,12 @@ def enroll_cluster_cmd(
     from ..flows import enroll as flow
 
     chosen = target_kind(kind)
-    if hyperpod_cluster and chosen.name != HYPERPOD_EKS:
-        raise EksinfError("--hyperpod-cluster is only for --kind hyperpod-eks", exit_code=USAGE)
+    if hyperpod_cluster and chosen.capacity != HYPERPOD_GROUPS:
+        raise EksinfError(
+            "--hyperpod-cluster is only for --kind "
+            + " or --kind ".join(kinds_with(HYPERPOD_GROUPS)),
+            exit_code=USAGE,
+        )
     if list_checks:
         _list_checks(chosen.name, markdown, json_out)
         return

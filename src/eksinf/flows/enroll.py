@@ -19,7 +19,7 @@ from ..hub import open_hub
 from ..kube.client import KubeClient
 from ..links import load_bindings
 from ..model.names import apps_space, kubeconfig_path, owner_labels
-from ..model.targets import HYPERPOD_EKS, TargetKind, kind_labels, target_kind
+from ..model.targets import HYPERPOD_GROUPS, TargetKind, kind_labels, target_kind
 from .context import StackContext
 from .deploy import ensure_target_space
 from .targets import oci_credentials
@@ -66,11 +66,10 @@ class Checked:
         return contract.missing_lines(self.report)
 
     def refusal(self) -> EksinfError:
-        docs = "docs/hyperpod.md." if self.kind.name == HYPERPOD_EKS else "docs/contract.md."
         return EksinfError(
             f"cluster {self.cluster} does not meet the contract "
             f"({len(self.report.violations)} element(s) missing); nothing was wired",
-            hint="Apply the fixes above and re-run; see " + docs,
+            hint=f"Apply the fixes above and re-run; see {self.kind.docs}.",
             exit_code=3,
         )
 
@@ -82,7 +81,7 @@ def check(ctx: StackContext, opts: EnrollOptions) -> Checked:
     stack = ctx.stack
     scope = contract.with_cluster(ctx.scope, opts.eks_cluster, ctx.aws.region)
     expected, window = None, 0
-    if chosen.name == HYPERPOD_EKS:  # the profile's spec.hyperpod, before any AWS call
+    if chosen.capacity == HYPERPOD_GROUPS:  # the profile's spec.hyperpod, before any AWS call
         from ..aws.contract import hyperpod
 
         expected = hyperpod.expected(ctx.profile, stack.versions, opts.hyperpod_cluster)

@@ -14,7 +14,7 @@ from ..errors import ENVIRONMENT, EksinfError
 from ..kube.client import KubeClient
 from ..model.names import kubeconfig_path
 from ..model.prices import load_prices
-from ..model.targets import HYPERPOD_EKS
+from ..model.targets import HYPERPOD_GROUPS, target_kind
 from .context import StackContext
 
 
@@ -77,7 +77,7 @@ def status(ctx: StackContext, opts: StatusOptions) -> StatusResult:
     """Collect, price and report; warnings go to `ctx.warn` as they are found."""
     scope = ctx.scope
     hyperpod = None
-    if opts.kind == HYPERPOD_EKS:
+    if target_kind(opts.kind).capacity == HYPERPOD_GROUPS:
         from ..aws.contract.hyperpod import expected
 
         hyperpod = expected(ctx.profile, ctx.stack.versions).name

@@ -14,6 +14,13 @@ from ..errors import USAGE, EksinfError
 
 KIND_LABEL = "TargetKind"
 
+# Where a kind's GPU nodes come from. The behaviour that differs between kinds is keyed by it:
+# the contract rules a cluster is judged by (aws/contract: each rule names the capacity sources
+# it judges), what status lists and prices, and the profile block enroll reads. A new kind with
+# a known source is one row below; a new source brings its rules and readers.
+KARPENTER = "karpenter"  # Karpenter NodePools on EC2, from the stack's karpenter components
+HYPERPOD_GROUPS = "hyperpod-instance-groups"  # a HyperPod cluster's instance groups
+
 
 @dataclass(frozen=True)
 class TargetKind:
@@ -22,6 +29,9 @@ class TargetKind:
     # The stack's identity units (anything with an ACK `clusterRef`) name the EKS cluster by its
     # name (`spec.clusterName`) instead: there is no ACK `Cluster` object to reference.
     cluster_by_name: bool
+    capacity: str = KARPENTER
+    profile_block: str | None = None  # the profile's spec block the kind is described by
+    docs: str = "docs/contract.md"  # where its contract is explained
 
 
 KINDS: dict[str, TargetKind] = {
@@ -43,10 +53,19 @@ KINDS: dict[str, TargetKind] = {
             "runs as the HyperPod inference operator's InferenceEndpointConfig on its instance "
             "groups (docs/hyperpod.md)",
             cluster_by_name=True,
+            capacity=HYPERPOD_GROUPS,
+            profile_block="hyperpod",
+            docs="docs/hyperpod.md",
         ),
     )
 }
-HYPERPOD_EKS = "hyperpod-eks"  # the kind whose capacity is HyperPod instance groups
+
+
+def kinds_with(capacity: str) -> tuple[str, ...]:
+    """The names of the kinds whose GPU nodes come from `capacity`."""
+    return tuple(k.name for k in KINDS.values() if k.capacity == capacity)
+
+
 DEFAULT_KIND = "eks"
 TARGET_PLANES = ("mgmt", "workload")  # the planes a target cluster serves (the hub is none)
 

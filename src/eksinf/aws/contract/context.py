@@ -11,16 +11,16 @@ from dataclasses import dataclass
 
 from ...model.checks import Finding, Rule, RuleFn
 from ...model.checks import rule as kernel_rule
-from ...model.targets import DEFAULT_KIND, HYPERPOD_EKS, KINDS, TargetKind
+from ...model.targets import DEFAULT_KIND, KARPENTER, KINDS, TargetKind, kinds_with
 from ..scope import StackScope
 from .facts import Facts, StackNeeds, has_admin
 from .hyperpod import HyperPodFacts
 
 FAMILY = "contract"
 ANCHOR = "docs/contract.md#elements"
-# Which target kinds a rule judges (model/targets.py names the kinds). A Karpenter-built EKS
-# cluster gets the Karpenter elements; a HyperPod cluster gets its own (hyperpod_rules.py).
-EKS_KINDS = tuple(k for k in KINDS if k != HYPERPOD_EKS)
+# Which target kinds a rule judges, by where their GPU nodes come from (model/targets.py). A
+# Karpenter-built cluster gets the Karpenter elements; HyperPod capacity its own (hyperpod_rules).
+EKS_KINDS = kinds_with(KARPENTER)
 EVERY_KIND = tuple(KINDS)
 
 

@@ -16,7 +16,7 @@ from eksinf.model.prices import load_catalogue
 from ...errors import shell_command
 from ...model.addons import load_records, value_errors
 from ...model.checks import Finding
-from ...model.targets import HYPERPOD_EKS
+from ...model.targets import HYPERPOD_GROUPS, kinds_with
 from .context import Context, check, rule
 from .hyperpod import (
     ADDON_KNOWN_KEY,
@@ -27,7 +27,7 @@ from .hyperpod import (
     role_name,
 )
 
-HYPERPOD = (HYPERPOD_EKS,)
+HYPERPOD = kinds_with(HYPERPOD_GROUPS)
 HP_ANCHOR = "docs/hyperpod.md#the-hyperpod-contract"
 ADDON_CALL = f"eks:DescribeAddon addonName={INFERENCE_ADDON} (configurationValues)"
 
