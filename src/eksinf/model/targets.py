@@ -15,9 +15,9 @@ from ..errors import USAGE, EksinfError
 KIND_LABEL = "TargetKind"
 
 # Where a kind's GPU nodes come from. The behaviour that differs between kinds is keyed by it:
-# the contract rules a cluster is judged by (aws/contract: each rule names the capacity sources
-# it judges), what status lists and prices, and the profile block enroll reads. A new kind with
-# a known source is one row below; a new source brings its rules and readers.
+# the contract rules a cluster is judged by (aws/contract takes each rule's kinds from
+# `kinds_with(source)`), what status lists and prices, and the profile block enroll reads. A new
+# kind with a known source is one row below; a new source brings its rules and readers.
 KARPENTER = "karpenter"  # Karpenter NodePools on EC2, from the stack's karpenter components
 HYPERPOD_GROUPS = "hyperpod-instance-groups"  # a HyperPod cluster's instance groups
 
@@ -30,7 +30,6 @@ class TargetKind:
     # name (`spec.clusterName`) instead: there is no ACK `Cluster` object to reference.
     cluster_by_name: bool
     capacity: str = KARPENTER
-    profile_block: str | None = None  # the profile's spec block the kind is described by
     docs: str = "docs/contract.md"  # where its contract is explained
 
 
@@ -54,7 +53,6 @@ KINDS: dict[str, TargetKind] = {
             "groups (docs/hyperpod.md)",
             cluster_by_name=True,
             capacity=HYPERPOD_GROUPS,
-            profile_block="hyperpod",
             docs="docs/hyperpod.md",
         ),
     )
