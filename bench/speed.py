@@ -72,7 +72,7 @@ SECONDS = {"validate (warm)": 0.3, "sandbox up (unchanged)": 0.3}  # wall time, 
 def engine_jobs(stack_root: Path, mirror: Path, work: Path) -> Path:
     """The charts, values and options the stack renders, as a file the engine floor reads."""
     from eksinf.build.charts import read_lock, resolve
-    from eksinf.build.render import chart_values
+    from eksinf.build.chartsplit import chart_values
     from eksinf.model.stack import load_stack
 
     stack = load_stack(stack_root)
