@@ -25,7 +25,8 @@ from eksinf.build.units import (
     stamp_wave,
 )
 from eksinf.core import cache, inside
-from eksinf.core.yamlio import dump_docs, load_docs, load_mapping_docs, read_source_text
+from eksinf.core.yamldump import dump_docs
+from eksinf.core.yamlio import load_docs, load_mapping_docs, read_source_text
 from eksinf.errors import CONTRACT, FAILURE, EksinfError
 from eksinf.model.digest import sha256_hex
 from eksinf.model.stack import ChartSpec, Component, Stack

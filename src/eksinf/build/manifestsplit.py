@@ -6,7 +6,8 @@ import yaml
 
 from eksinf.build.manifests import ResolvedManifest
 from eksinf.build.units import CONTROLLER_WAVE, CRD_WAVE, ManifestRender, Unit, kind_of, stamp_wave
-from eksinf.core.yamlio import dump_docs, load_docs
+from eksinf.core.yamldump import dump_docs
+from eksinf.core.yamlio import load_docs
 from eksinf.errors import CONTRACT, EksinfError
 from eksinf.model.resources import CLUSTER_SCOPED_KINDS
 from eksinf.model.stack import Component, Stack
