@@ -28,7 +28,9 @@ from pathlib import Path
 
 from eksinf.build import guard
 from eksinf.build.charts import read_lock, resolve
-from eksinf.build.render import chart_values, render_stack, write_configs
+from eksinf.build.chartsplit import chart_values
+from eksinf.build.render import render_stack
+from eksinf.build.write import write_configs
 from eksinf.model.stack import load_stack
 
 REPO = Path(__file__).resolve().parent.parent

@@ -58,10 +58,10 @@ for archive, values, options in json.load(open(sys.argv[1])):
 
 YAML_FLOOR = """
 import pathlib, sys
-from eksinf.core import cache, yamlio
+from eksinf.core import cache, yamldump, yamlio
 cache.disable()
 for path in sorted(pathlib.Path(sys.argv[1]).rglob("*.yaml")):
-    yamlio.dump_docs(yamlio.load_docs(path.read_text()))
+    yamldump.dump_docs(yamlio.load_docs(path.read_text()))
 """
 
 TARGETS = {"--help": 4.0, "render (warm)": 2.0, "verify (warm)": 2.0, "render (cold)": 3.0}
@@ -72,7 +72,7 @@ SECONDS = {"validate (warm)": 0.3, "sandbox up (unchanged)": 0.3}  # wall time, 
 def engine_jobs(stack_root: Path, mirror: Path, work: Path) -> Path:
     """The charts, values and options the stack renders, as a file the engine floor reads."""
     from eksinf.build.charts import read_lock, resolve
-    from eksinf.build.render import chart_values
+    from eksinf.build.chartsplit import chart_values
     from eksinf.model.stack import load_stack
 
     stack = load_stack(stack_root)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from eksinf.core import cache, yamlio
+from eksinf.core import cache, yamldump, yamlio
 
 # over yamlio.CACHED_TEXT, so both the parse and the dump go through the cache
 BIG = "".join(
@@ -57,18 +57,18 @@ def test_dump_keys_name_types_exactly(cache_dir: Path) -> None:
     """Documents equal as JSON but not as YAML (an int key vs a string key, 1 vs True vs "1")
     never share an entry."""
     filler = {"pad": "x" * (yamlio.CACHED_TEXT + 1)}
-    int_key = yamlio.dump_docs([{1: "a", **filler}])
-    str_key = yamlio.dump_docs([{"1": "a", **filler}])
-    true_key = yamlio.dump_docs([{True: "a", **filler}])
+    int_key = yamldump.dump_docs([{1: "a", **filler}])
+    str_key = yamldump.dump_docs([{"1": "a", **filler}])
+    true_key = yamldump.dump_docs([{True: "a", **filler}])
     assert "\n1: a\n" in int_key and "\n'1': a\n" in str_key and "\ntrue: a\n" in true_key
-    assert yamlio.dump_docs([{1: "a", **filler}]) == int_key  # now from the cache
+    assert yamldump.dump_docs([{1: "a", **filler}]) == int_key  # now from the cache
     assert len(_entries(cache_dir)) == 3
 
 
 def test_no_cache_stores_nothing(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(cache.NO_CACHE_ENV, "1")
     assert len(yamlio.load_docs(BIG)) == 800
-    yamlio.dump_docs(yamlio.load_docs(BIG))
+    yamldump.dump_docs(yamlio.load_docs(BIG))
     assert _entries(cache_dir) == []
 
 
@@ -79,7 +79,7 @@ def test_an_unwritable_cache_costs_time_not_a_failure(
     blocker.write_text("a file where the cache folder would go")
     monkeypatch.setenv(cache.CACHE_ENV, str(blocker))
     assert len(yamlio.load_docs(BIG)) == 800
-    assert yamlio.dump_docs(yamlio.load_docs(BIG)).count("---\n") == 800
+    assert yamldump.dump_docs(yamlio.load_docs(BIG)).count("---\n") == 800
 
 
 def test_each_space_is_bounded(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

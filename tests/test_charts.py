@@ -357,8 +357,8 @@ def test_http_repository_without_an_index(tmp_path, http_repo, cache, eksinf):
 
 def test_engine_template_list_equals_the_archive_walk(stack_dir, chart_mirror):
     """The SDK's own template list is used for charts without subcharts: it must be complete."""
+    from eksinf.build.chartsplit import chart_values
     from eksinf.build.helm import RenderOptions, SdkEngine
-    from eksinf.build.render import chart_values
 
     stack = load_stack(stack_dir)
     engine = SdkEngine()

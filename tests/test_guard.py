@@ -364,8 +364,9 @@ def test_determinism_reference_is_recorded_and_checked(tmp_path, registry, monke
     """A render of inputs seen before is compared with the record of that earlier render.
     (The derived-data cache is off: a render it serves was checked when it was stored, see
     test_a_checked_render_is_served_from_the_cache; this is the record's own check.)"""
+    from eksinf.build.chartsplit import REFERENCES
     from eksinf.build.guard import check
-    from eksinf.build.render import REFERENCES, render_stack
+    from eksinf.build.render import render_stack
     from eksinf.core import cache
     from eksinf.model.stack import load_stack
 
@@ -397,7 +398,8 @@ def test_determinism_reference_is_recorded_and_checked(tmp_path, registry, monke
 
 
 def test_non_deterministic_output_is_never_recorded(tmp_path, registry, monkeypatch):
-    from eksinf.build.render import REFERENCES, render_stack
+    from eksinf.build.chartsplit import REFERENCES
+    from eksinf.build.render import render_stack
     from eksinf.model.stack import load_stack
 
     monkeypatch.setenv("EKSINF_CACHE_DIR", str(tmp_path / "cache"))

@@ -17,7 +17,7 @@ from test_charts import parent_chart
 from test_guard import CAPABILITIES, HOOKED, JOBS, LOOKUP, SECRET, WEBHOOKS
 from test_render import split_chart
 
-from eksinf.build.render import read_tree
+from eksinf.build.write import read_tree
 from eksinf.errors import CONTRACT, ENVIRONMENT
 
 
@@ -173,7 +173,7 @@ def test_values_reach_the_engine_as_helm_reads_them(
 
     import yaml
 
-    from eksinf.build.render import read_tree
+    from eksinf.build.write import read_tree
 
     chart = ChartSource("typed", templates={"all.yaml": TYPES})
     root = publish_stack(tmp_path, registry, [("typed", chart)], values={"typed": AMBIGUOUS_VALUES})

@@ -6,7 +6,8 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-from eksinf.core.yamlio import dump_docs, load_docs
+from eksinf.core.yamldump import dump_docs
+from eksinf.core.yamlio import load_docs
 from eksinf.hub.protocol import UploadSource
 from eksinf.publish import argo
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from fakecub import FakeCub
 
-from eksinf.core.yamlio import dump_docs, load_docs
+from eksinf.core.yamldump import dump_docs
+from eksinf.core.yamlio import load_docs
 from eksinf.hub.protocol import (
     AlreadyExists,
     GateBlocked,

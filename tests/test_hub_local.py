@@ -6,7 +6,8 @@ import sqlite3
 
 import pytest
 
-from eksinf.core.yamlio import dump_docs, load_docs
+from eksinf.core.yamldump import dump_docs
+from eksinf.core.yamlio import load_docs
 from eksinf.errors import EksinfError
 from eksinf.hub.local import SCHEMA_VERSION, LocalHub
 from eksinf.hub.protocol import (

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from eksinf import lint
-from eksinf.core.yamlio import dump_docs, load_docs
+from eksinf.core.yamldump import dump_docs
+from eksinf.core.yamlio import load_docs
 from eksinf.errors import CONTRACT, EksinfError
 from eksinf.flows import deploy
 from eksinf.hub.local import LocalHub

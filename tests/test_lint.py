@@ -1266,7 +1266,8 @@ def test_renaming_an_ack_object_fails_lint_until_its_entry_is_retired(eksinf, st
 
 
 def test_render_records_new_ack_objects_and_never_drops_one(stack_dir, chart_mirror):
-    from eksinf.build.render import render_stack, write_configs
+    from eksinf.build.render import render_stack
+    from eksinf.build.write import write_configs
     from eksinf.model.awsobjects import read_lock
     from eksinf.model.stack import load_stack
 

@@ -12,8 +12,9 @@ import pytest
 import yaml
 from chartkit import CONFIGMAP, ChartSource, crd, publish_stack
 
-from eksinf.build import render
-from eksinf.build.render import read_tree, render_stack
+from eksinf.build import chartsplit
+from eksinf.build.render import render_stack
+from eksinf.build.write import read_tree
 from eksinf.core import outdir
 from eksinf.errors import CONTRACT, FAILURE, EksinfError
 from eksinf.model.digest import sha256_hex
@@ -112,13 +113,13 @@ def test_rebuild_leaves_no_stale_unit(tmp_path, registry, eksinf):
 
 def test_document_conservation_catches_a_lossy_split(tmp_path, registry, eksinf, monkeypatch):
     root = publish_stack(tmp_path, registry, [("app", split_chart())])
-    real_split = render._split_chart
+    real_split = chartsplit._split_chart
 
     def lossy_split(*args, **kwargs):
         controllers, crds, stubs = real_split(*args, **kwargs)
         return controllers, crds[:-1], stubs  # drop one CRD, as a collapsed separator would
 
-    monkeypatch.setattr(render, "_split_chart", lossy_split)
+    monkeypatch.setattr(chartsplit, "_split_chart", lossy_split)
     with pytest.raises(EksinfError) as err:
         render_stack(load_stack(root))
     assert err.value.exit_code == FAILURE

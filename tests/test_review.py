@@ -19,7 +19,8 @@ import pytest
 from chartkit import pin_charts
 from conftest import MIRROR, REPO, STACK_DIRS, STACK_FILES
 
-from eksinf.build.render import render_stack, write_configs
+from eksinf.build.render import render_stack
+from eksinf.build.write import write_configs
 from eksinf.model.stack import load_stack
 
 GIT_ENV = {

@@ -16,7 +16,8 @@ import pytest
 from safety import fingerprint
 
 from eksinf.core import kubeyaml
-from eksinf.core.yamlio import dump_docs, load_docs, load_source
+from eksinf.core.yamldump import dump_docs
+from eksinf.core.yamlio import load_docs, load_source
 from eksinf.errors import CONTRACT, EksinfError
 
 PROFILE = "render/platform-profile/profile.yaml"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from eksinf.core import yamlio
+from eksinf.core import yamldump, yamlio
 from eksinf.errors import CONTRACT, EksinfError
 
 TRICKY = """\
@@ -39,7 +39,7 @@ def test_fast_reader_equals_the_standard_constructor():
     assert docs[0]["c"] == {"k": 1, "d": 2}  # merge keys honoured
     assert docs[1]["list"] is docs[1]["again"]  # aliases stay one object, as before
     assert docs[1]["date"] == "2024-01-01"  # dates stay text
-    assert yamlio.dump_docs(docs) == yamlio.dump_docs(standard(TRICKY))
+    assert yamldump.dump_docs(docs) == yamldump.dump_docs(standard(TRICKY))
 
 
 def test_fast_reader_on_the_committed_configs():
@@ -52,8 +52,8 @@ def test_fast_reader_on_the_committed_configs():
 
 def test_dump_is_deterministic_and_keeps_key_order():
     doc = {"z": 1, "a": {"text": "x\ny\n", "n": None}, "list": ["b", "a"]}
-    first = yamlio.dump_docs([doc, doc])
-    assert first == yamlio.dump_docs([doc, doc])
+    first = yamldump.dump_docs([doc, doc])
+    assert first == yamldump.dump_docs([doc, doc])
     assert first.startswith("---\nz: 1\na:\n  text: |\n    x\n    y\n")
     assert first.count("\n---\n") == 1
 
@@ -87,7 +87,7 @@ def generic_dump(docs: list) -> str:
     """What the writer produced before its fast path: PyYAML's generic representer with the
     same string style rule."""
 
-    class Generic(yamlio.QuoteAmbiguous, yaml.CSafeDumper):
+    class Generic(yamldump.QuoteAmbiguous, yaml.CSafeDumper):
         pass
 
     def represent_str(dumper, value):
@@ -95,7 +95,7 @@ def generic_dump(docs: list) -> str:
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
     Generic.add_representer(str, represent_str)
-    return yaml.dump_all(docs, Dumper=Generic, **yamlio.DUMP_OPTIONS)
+    return yaml.dump_all(docs, Dumper=Generic, **yamldump.DUMP_OPTIONS)
 
 
 ODD_VALUES = {
@@ -122,11 +122,11 @@ def test_fast_writer_equals_the_generic_representer():
     # the same container twice in one document: the generic representer's anchor and alias
     cases.append([{"a": shared, "b": shared}])
     for case in cases:
-        assert yamlio._dump_docs(case) == generic_dump(case)
-    assert "&id001" in yamlio._dump_docs(cases[-1])
+        assert yamldump._dump_docs(case) == generic_dump(case)
+    assert "&id001" in yamldump._dump_docs(cases[-1])
     for path in sorted((REPO / "configs").rglob("*.yaml")):
         docs = yamlio.load_docs(path.read_text())
-        assert yamlio._dump_docs(docs) == generic_dump(docs), path
+        assert yamldump._dump_docs(docs) == generic_dump(docs), path
 
 
 def test_bound_refuses_an_alias_that_reaches_too_deep_and_a_reused_scalar_in_a_unit():
@@ -155,7 +155,7 @@ def test_a_parse_leaves_the_garbage_collector_as_it_found_it():
     assert gc.isenabled()
     gc.disable()
     try:
-        yamlio._dump_docs([{"a": 1}])
+        yamldump._dump_docs([{"a": 1}])
         assert not gc.isenabled()
     finally:
         gc.enable()

@@ -19,7 +19,8 @@ from urllib.parse import urljoin, urlparse
 from eksinf.core import cache
 from eksinf.core.atomic import write_file
 from eksinf.core.net import Deadline, is_loopback, read_body
-from eksinf.core.yamlio import MAX_TEXT, dump_docs, load_docs, load_source
+from eksinf.core.yamldump import dump_docs
+from eksinf.core.yamlio import MAX_TEXT, load_docs, load_source
 from eksinf.errors import CONTRACT, ENVIRONMENT, EksinfError
 from eksinf.model import config
 from eksinf.model.digest import sha256_hex

@@ -25,7 +25,7 @@ from eksinf.build.hazards import (
     actions,
     of_scope,
 )
-from eksinf.build.render import ComponentOutput, RenderResult, resource_id
+from eksinf.build.units import ComponentOutput, RenderResult, resource_id
 from eksinf.core import inside
 from eksinf.core.yamlio import load_source
 from eksinf.errors import CONTRACT, EksinfError

@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from eksinf.build.render import ChartRender, chart_values, output_digests
+from eksinf.build.chartsplit import chart_values, output_digests
+from eksinf.build.units import ChartRender
 from eksinf.model import checks
 from eksinf.model.checks import Finding, Rule, RuleFn
 from eksinf.model.stack import Component, Stack

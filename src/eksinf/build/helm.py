@@ -58,7 +58,7 @@ class HelmEngine(Protocol):
     @property
     def identity(self) -> str:
         """What decides this engine's output, known without starting it: a cached render is
-        looked up under it (render.py)."""
+        looked up under it (build/render.py)."""
         ...
 
     def render(

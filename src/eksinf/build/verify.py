@@ -5,8 +5,9 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
-from eksinf.build.render import RenderResult, read_tree
+from eksinf.build.units import RenderResult
 from eksinf.build.validate import ids
+from eksinf.build.write import read_tree
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ functions, link writes). Its answer is trusted only where it means what `yamlio`
 - after it, `yamlio.load_docs` of the written text must equal the edited documents.
 
 Where either fails, the edit runs on `yamlio`'s documents and the unit is written in eksinf's one
-style (`yamlio.dump_docs`): its meaning is always right; only its layout may be lost.
+style (`yamldump.dump_docs`): its meaning is always right; only its layout may be lost.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 from eksinf.core import kubeyaml
-from eksinf.core.yamlio import dump_docs, load_docs
+from eksinf.core.yamldump import dump_docs
+from eksinf.core.yamlio import load_docs
 
 Edit = Callable[[list[Any]], bool]
 # comment lines before a first `---`: ruamel drops them, so they are kept aside as written
@@ -31,7 +32,7 @@ _STR_TAG = "tag:yaml.org,2002:str"
 
 def _indents(text: str) -> tuple[int, int]:
     """(mapping indent, offset of a sequence's dash from its key), as the text writes them: the
-    first line nested under a `key:` line decides each; else 2 and 0 (yamlio.dump_docs's)."""
+    first line nested under a `key:` line decides each; else 2 and 0 (yamldump.dump_docs's)."""
     mapping = offset = None
     opener: int | None = None  # the column of the key that opened a block on the previous line
     for line in text.splitlines():

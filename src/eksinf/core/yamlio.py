@@ -8,7 +8,7 @@ kubeyaml.kube_scalar, so timestamps stay text):
 - `load_docs` parses text we produced ourselves (Helm output, committed units), which is already
   known to be well formed, without the extra checks.
 
-One writer, `dump_docs`, so the same documents always give the same bytes.
+One writer, `yamldump.dump_docs`, so the same documents always give the same bytes.
 
 Both `load_docs` and `dump_docs` are pure, and most of what a command reads or writes (committed
 units, a pinned upstream manifest, a chart's output) is the same text run after run, so large
@@ -50,7 +50,7 @@ MAX_NODES = 1_000_000  # the largest real unit file has ~10 000 nodes
 CACHED_TEXT = 2 << 10  # below this a parse or dump costs less than a cache lookup
 # what a cached entry depends on besides its input: this module's output, the YAML library, and
 # the interpreter
-_CACHE_FORMAT = f"yamlio-3 json pyyaml-{yaml.__version__} {sys.version}".encode()
+CACHE_FORMAT = f"yamlio-3 json pyyaml-{yaml.__version__} {sys.version}".encode()
 
 
 def _location(path: str, mark: Any) -> str:
@@ -59,7 +59,7 @@ def _location(path: str, mark: Any) -> str:
     return f"{path}:{mark.line + 1}:{mark.column + 1}"
 
 
-class _MemoResolver:
+class MemoResolver:
     """Resolving a plain scalar's type runs Python regexes for every scalar, on the way in (the
     loader) and on the way out (the emitter asks twice per scalar). CRD schemas repeat the same
     few hundred values thousands of times, so short values are resolved once per class."""
@@ -86,7 +86,7 @@ _INT = "tag:yaml.org,2002:int"
 _FLOAT = "tag:yaml.org,2002:float"
 
 
-class _Loader(_MemoResolver, yaml.CSafeLoader):
+class _Loader(MemoResolver, yaml.CSafeLoader):
     """libyaml, with plain scalars read as Kubernetes reads them (kubeyaml.kube_scalar): `n` is
     false, `1e3` is 1000, `1:30` and dates stay text (a date in a label must not turn into a
     datetime)."""
@@ -168,7 +168,7 @@ def _check_text(text: str, name: str) -> None:
 
 
 @contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while a parse or dump allocates: a large document
     makes tens of thousands of containers, each allocation counts towards a collection pass
     over all of them, and none of them can be garbage before the parse ends. This more than
@@ -199,6 +199,29 @@ def _unknown_tag(name: str, node: yaml.Node) -> EksinfError:
     )
 
 
+def _node_error(name: str, node: yaml.Node, what: str, hint: str) -> EksinfError:
+    return _too_big(_location(name, node.start_mark), what, hint)
+
+
+def _too_deep(name: str, node: yaml.Node) -> EksinfError:
+    return _node_error(
+        name,
+        node,
+        f"nested deeper than {MAX_DEPTH} levels",
+        "Flatten the structure; no real unit nests this deep.",
+    )
+
+
+def _reused(name: str, node: yaml.Node) -> EksinfError:
+    return EksinfError(
+        f"{_location(name, node.start_mark)}: YAML anchor used by an alias; units "
+        "must not use anchors and aliases",
+        hint="Write the value out in full: units are flattened to plain per-file YAML, "
+        "and shared anchors do not survive that (docs/flattening.md).",
+        exit_code=CONTRACT,
+    )
+
+
 def _bound(root: yaml.Node, name: str, aliases: bool, budget: list[int]) -> None:
     """Refuse a document that nests deeper than MAX_DEPTH, reuses a node (an alias) when
     `aliases` is False, refers to itself, or expands beyond the file's remaining node budget
@@ -212,39 +235,21 @@ def _bound(root: yaml.Node, name: str, aliases: bool, budget: list[int]) -> None
     # scalars are leaves (size and height 1); they are tracked only to refuse a reused one
     scalars: set[int] | None = None if aliases else set()
 
-    def fail(node: yaml.Node, what: str, hint: str) -> EksinfError:
-        return _too_big(_location(name, node.start_mark), what, hint)
-
-    def too_deep(node: yaml.Node) -> EksinfError:
-        return fail(
-            node,
-            f"nested deeper than {MAX_DEPTH} levels",
-            "Flatten the structure; no real unit nests this deep.",
-        )
-
-    def reused(node: yaml.Node) -> EksinfError:
-        return EksinfError(
-            f"{_location(name, node.start_mark)}: YAML anchor used by an alias; units "
-            "must not use anchors and aliases",
-            hint="Write the value out in full: units are flattened to plain per-file YAML, "
-            "and shared anchors do not survive that (docs/flattening.md).",
-            exit_code=CONTRACT,
-        )
-
     def walk(node: yaml.Node, depth: int) -> tuple[int, int]:
         if depth > MAX_DEPTH:
-            raise too_deep(node)
+            raise _too_deep(name, node)
         if node.tag not in _KNOWN_TAGS:
             raise _unknown_tag(name, node)
         if type(node) is yaml.ScalarNode:
             if scalars is not None:
                 if id(node) in scalars:
-                    raise reused(node)
+                    raise _reused(name, node)
                 scalars.add(id(node))
             return 1, 1
         key = id(node)
         if key in open_:
-            raise fail(
+            raise _node_error(
+                name,
                 node,
                 "a YAML alias refers to the node that contains it (a recursive document)",
                 "Remove the anchor and alias.",
@@ -252,9 +257,9 @@ def _bound(root: yaml.Node, name: str, aliases: bool, budget: list[int]) -> None
         memo = done.get(key)
         if memo is not None:  # an alias of a node already walked
             if not aliases:
-                raise reused(node)
+                raise _reused(name, node)
             if depth + memo[1] - 1 > MAX_DEPTH:
-                raise too_deep(node)
+                raise _too_deep(name, node)
             return memo
         open_.add(key)
         children = (
@@ -269,7 +274,8 @@ def _bound(root: yaml.Node, name: str, aliases: bool, budget: list[int]) -> None
             if child_height >= height:
                 height = child_height + 1
         if size > budget[0]:
-            raise fail(
+            raise _node_error(
+                name,
                 node,
                 f"expands to more than {MAX_NODES} YAML nodes in one file (aliases repeat "
                 "what they point to: an alias bomb?)",
@@ -375,7 +381,7 @@ def load_source(
 
 
 def _load_source(text: str, name: str, aliases: bool, ambiguous: bool) -> list[Any]:
-    with _gc_paused():
+    with gc_paused():
         return _load_source_docs(text, name, aliases, ambiguous)
 
 
@@ -499,7 +505,7 @@ def _through_cache(kind: bytes, text: str, parse: Callable[[], list[Any]]) -> li
     a fresh one, types included."""
     if len(text) < CACHED_TEXT:
         return parse()
-    entry = cache.key(_CACHE_FORMAT, kind, text.encode())
+    entry = cache.key(CACHE_FORMAT, kind, text.encode())
     hit = cache.get("yaml", entry)
     if hit is not None:
         with contextlib.suppress(ValueError, RecursionError):
@@ -539,7 +545,7 @@ def _json_exact(docs: list[Any]) -> bool:
 
 
 def _load_docs(text: str, label: str, unique_keys: bool = False) -> list[Any]:
-    with _gc_paused():
+    with gc_paused():
         return _load_machine_docs(text, label, unique_keys)
 
 
@@ -607,112 +613,6 @@ def _refuse_colliding_keys(node: yaml.MappingNode, loader: _Loader, label: str) 
                 hint="Remove one of the two keys: Kubernetes keeps only one of them.",
                 exit_code=CONTRACT,
             )
-
-
-_MAP = "tag:yaml.org,2002:map"
-_SEQ = "tag:yaml.org,2002:seq"
-
-
-class _Shared(Exception):
-    """A document holds the same container twice: the generic representer writes it once with an
-    anchor and aliases after, which the fast path below does not."""
-
-
-_QUOTED = "tag:eksinf.dev,2026:quoted"
-
-
-class QuoteAmbiguous:
-    """The emitter writes a string plain only when resolving the plain form gives str back.
-    Its resolver is YAML 1.1's; a string Kubernetes or a YAML 1.2 reader would read as something
-    else (`y`, `1e3`, `0o17`, `0b1`, `1_000`) gets another answer here, so it is quoted: a
-    profile value "y" must not reach the cluster as true."""
-
-    def resolve(self, kind: type, value: Any, implicit: Any) -> str:
-        tag: str = super().resolve(kind, value, implicit)  # type: ignore[misc]
-        if tag == _STR and implicit[0] and not kubeyaml.plain_is_text(value):
-            return _QUOTED
-        return tag
-
-
-class _Dumper(_MemoResolver, QuoteAmbiguous, yaml.CSafeDumper):
-    _resolved = {}
-
-    def represent(self, data: Any) -> None:
-        # Documents are dicts, lists and strings all the way down; building their nodes directly
-        # gives the generic representer's nodes (block style, as default_flow_style=False asks)
-        # without its per-object bookkeeping, most of a dump's time. Other scalars go through
-        # the representer.
-        try:
-            node = self._node(data, set())
-        except _Shared:
-            super().represent(data)
-            return
-        self.serialize(node)
-
-    def _node(self, data: Any, seen: set[int]) -> yaml.Node:
-        kind = type(data)
-        if kind is str:
-            return _str_node(data)
-        if kind is dict or kind is list:
-            if id(data) in seen:
-                raise _Shared
-            seen.add(id(data))
-            if kind is dict:
-                pairs = [(self._node(k, seen), self._node(v, seen)) for k, v in data.items()]
-                return yaml.MappingNode(_MAP, pairs, flow_style=False)
-            items = [self._node(item, seen) for item in data]
-            return yaml.SequenceNode(_SEQ, items, flow_style=False)
-        node = self.represent_data(data)
-        self.represented_objects.clear()
-        return node
-
-
-def _str_node(value: str) -> yaml.ScalarNode:
-    # Block style keeps long descriptions (CRD schemas) readable and diffable line by line.
-    return yaml.ScalarNode(_STR, value, style="|" if "\n" in value else None)
-
-
-def _represent_str(dumper: Any, value: str) -> yaml.Node:
-    return _str_node(value)
-
-
-_Dumper.add_representer(str, _represent_str)
-
-
-def dump_docs(docs: list[Any]) -> str:
-    """Serialise documents deterministically: key order kept, no line folding, `---` before each."""
-    shown = repr(docs)
-    if len(shown) < CACHED_TEXT:
-        return _dump_docs(docs)
-    dump_key = cache.key(_CACHE_FORMAT, b"dump_docs", shown.encode())
-    hit = cache.get("yaml", dump_key)
-    if hit is not None:
-        with contextlib.suppress(UnicodeDecodeError):
-            return hit.decode()
-    text = _dump_docs(docs)
-    cache.put("yaml", dump_key, text.encode())
-    return text
-
-
-def canonical_text(text: str, label: str = "YAML input") -> str:
-    """The documents' content in the one style eksinf writes (`dump_docs`): what two texts are
-    compared by when only their meaning counts (comments, quoting and indentation do not)."""
-    return dump_docs(load_docs(text, label))
-
-
-# key order kept, block style, `---` before each document, no line folding
-DUMP_OPTIONS: dict[str, Any] = {
-    "sort_keys": False,
-    "default_flow_style": False,
-    "explicit_start": True,
-    "allow_unicode": True,
-    "width": 1 << 30,
-}
-
-
-def _dump_docs(docs: list[Any]) -> str:
-    with _gc_paused():
-        return yaml.dump_all(docs, Dumper=_Dumper, **DUMP_OPTIONS)
 
 
 def load_input_docs(data: bytes, label: str) -> list[dict]:

@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from ..build import charts, guard, verify
-from ..build.render import RenderResult, render_stack, write_configs
+from ..build.render import render_stack
+from ..build.units import RenderResult
+from ..build.write import write_configs
 from ..core.gitinfo import commit_of
 from ..core.outdir import claim
 from ..model.stack import Stack

@@ -17,7 +17,8 @@ from eksinf import links
 from eksinf.core import inside
 from eksinf.core.faults import checkpoint
 from eksinf.core.outdir import MARKER
-from eksinf.core.yamlio import dump_docs, load_docs, load_input_docs
+from eksinf.core.yamldump import dump_docs
+from eksinf.core.yamlio import load_docs, load_input_docs
 from eksinf.model.stack import Stack
 from eksinf.publish import bundle
 

@@ -7,7 +7,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.yamlio import canonical_text
+from ..core.yamldump import canonical_text
 from ..errors import USAGE, EksinfError
 from ..hub.protocol import (
     FunctionResult,

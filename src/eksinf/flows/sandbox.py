@@ -102,7 +102,8 @@ class SandboxReport:
 def render_configs(stack: Stack, mirror: Path | None, say: Say) -> None:
     """Render configs/ (a fresh clone has none until `eksinf render`), guarded as render is."""
     from eksinf.build import charts, guard
-    from eksinf.build.render import render_stack, write_configs
+    from eksinf.build.render import render_stack
+    from eksinf.build.write import write_configs
 
     say(f"{stack.configs_dir} is missing: rendering it")
     result = render_stack(stack, charts.mirror_dir(mirror, stack.root), progress=say)

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from eksinf.core.yamlio import dump_docs, load_docs
+from eksinf.core.yamldump import dump_docs
+from eksinf.core.yamlio import load_docs
 from eksinf.model import paths
 
 _MISSING = object()

@@ -214,68 +214,14 @@ def running(mirror: Path | None = None) -> Iterator[LocalPlane]:
     """Start etcd and the kube-apiserver on free loopback ports; stop both and remove their
     state on exit, whatever happened."""
     binary = apiserver_binary(mirror)
-    etcd = shutil.which("etcd")
-    if etcd is None:
-        raise EksinfError(
-            "local control plane: etcd is not installed",
-            hint="Install Debian's etcd-server (`apt-get install etcd-server`), or run "
-            "`bash .ci/setup`.",
-            exit_code=ENVIRONMENT,
-        )
-    openssl = shutil.which("openssl")
-    if openssl is None:
-        raise EksinfError(
-            "local control plane: openssl is not installed (it makes the service-account key)",
-            hint="Install Debian's openssl.",
-            exit_code=ENVIRONMENT,
-        )
+    etcd, openssl = _plane_tools()
     folder = Path(tempfile.mkdtemp(prefix="eksinf-plane-"))
     procs: list[subprocess.Popen] = []
     try:
-        subprocess.run(
-            [openssl, "genrsa", "-out", str(folder / "sa.key"), "2048"],
-            check=True,
-            capture_output=True,
-        )
-        # the CA of client certificates (LocalPlane.client_cert mints them): P-256 is instant
-        _openssl(
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-            "-keyout", str(folder / "client-ca.key"), "-out", str(folder / "client-ca.crt"),
-            "-subj", "/CN=eksinf-local-client-ca", "-days", "2",
-        )  # fmt: skip
-        admin, nobody = os.urandom(16).hex(), os.urandom(16).hex()
-        (folder / "tokens.csv").write_text(
-            f"{admin},{ADMIN_USER},{ADMIN_USER},system:masters\n"
-            f"{nobody},{NO_RIGHTS_USER},{NO_RIGHTS_USER}\n"
-        )
+        admin, nobody = _credentials(folder, openssl)
         client, peer, secure = _free_port(), _free_port(), _free_port()
-        etcd_args = [
-            etcd,
-            "--data-dir", str(folder / "etcd"),
-            "--listen-client-urls", f"http://127.0.0.1:{client}",
-            "--advertise-client-urls", f"http://127.0.0.1:{client}",
-            "--listen-peer-urls", f"http://127.0.0.1:{peer}",
-            "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
-            "--initial-cluster", f"default=http://127.0.0.1:{peer}",
-            "--log-level", "error",
-        ]  # fmt: skip
-        server_args = [
-            str(binary),
-            "--etcd-servers", f"http://127.0.0.1:{client}",
-            "--bind-address", "127.0.0.1",
-            "--advertise-address", "127.0.0.1",
-            "--secure-port", str(secure),
-            "--cert-dir", str(folder / "certs"),
-            "--service-account-key-file", str(folder / "sa.key"),
-            "--service-account-signing-key-file", str(folder / "sa.key"),
-            "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
-            "--token-auth-file", str(folder / "tokens.csv"),
-            "--client-ca-file", str(folder / "client-ca.crt"),
-            "--authorization-mode", "RBAC",
-            "--allow-privileged=true",
-            "--service-cluster-ip-range", "10.96.0.0/16",
-            "--endpoint-reconciler-type", "none",
-        ]  # fmt: skip
+        etcd_args = _etcd_args(etcd, folder, client, peer)
+        server_args = _server_args(binary, folder, client, secure)
         logs = [folder / "etcd.log", folder / "kube-apiserver.log"]
         for args, log in zip((etcd_args, server_args), logs, strict=True):
             with log.open("wb") as out:
@@ -292,12 +238,92 @@ def running(mirror: Path | None = None) -> Iterator[LocalPlane]:
         _wait_ready(plane, procs, logs)
         yield plane
     finally:
-        for proc in reversed(procs):
-            proc.terminate()
-        for proc in reversed(procs):
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        _stop(procs)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _plane_tools() -> tuple[str, str]:
+    """etcd and openssl from PATH, each named in the error when missing."""
+    etcd = shutil.which("etcd")
+    if etcd is None:
+        raise EksinfError(
+            "local control plane: etcd is not installed",
+            hint="Install Debian's etcd-server (`apt-get install etcd-server`), or run "
+            "`bash .ci/setup`.",
+            exit_code=ENVIRONMENT,
+        )
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        raise EksinfError(
+            "local control plane: openssl is not installed (it makes the service-account key)",
+            hint="Install Debian's openssl.",
+            exit_code=ENVIRONMENT,
+        )
+    return etcd, openssl
+
+
+def _credentials(folder: Path, openssl: str) -> tuple[str, str]:
+    """The service-account key, the client CA and a token file in `folder`: the admin's and the
+    no-rights user's tokens, returned in that order."""
+    subprocess.run(
+        [openssl, "genrsa", "-out", str(folder / "sa.key"), "2048"],
+        check=True,
+        capture_output=True,
+    )
+    # the CA of client certificates (LocalPlane.client_cert mints them): P-256 is instant
+    _openssl(
+        "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+        "-keyout", str(folder / "client-ca.key"), "-out", str(folder / "client-ca.crt"),
+        "-subj", "/CN=eksinf-local-client-ca", "-days", "2",
+    )  # fmt: skip
+    admin, nobody = os.urandom(16).hex(), os.urandom(16).hex()
+    (folder / "tokens.csv").write_text(
+        f"{admin},{ADMIN_USER},{ADMIN_USER},system:masters\n"
+        f"{nobody},{NO_RIGHTS_USER},{NO_RIGHTS_USER}\n"
+    )
+    return admin, nobody
+
+
+def _etcd_args(etcd: str, folder: Path, client: int, peer: int) -> list[str]:
+    return [
+        etcd,
+        "--data-dir", str(folder / "etcd"),
+        "--listen-client-urls", f"http://127.0.0.1:{client}",
+        "--advertise-client-urls", f"http://127.0.0.1:{client}",
+        "--listen-peer-urls", f"http://127.0.0.1:{peer}",
+        "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
+        "--initial-cluster", f"default=http://127.0.0.1:{peer}",
+        "--log-level", "error",
+    ]  # fmt: skip
+
+
+def _server_args(binary: Path, folder: Path, client: int, secure: int) -> list[str]:
+    return [
+        str(binary),
+        "--etcd-servers", f"http://127.0.0.1:{client}",
+        "--bind-address", "127.0.0.1",
+        "--advertise-address", "127.0.0.1",
+        "--secure-port", str(secure),
+        "--cert-dir", str(folder / "certs"),
+        "--service-account-key-file", str(folder / "sa.key"),
+        "--service-account-signing-key-file", str(folder / "sa.key"),
+        "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
+        "--token-auth-file", str(folder / "tokens.csv"),
+        "--client-ca-file", str(folder / "client-ca.crt"),
+        "--authorization-mode", "RBAC",
+        "--allow-privileged=true",
+        "--service-cluster-ip-range", "10.96.0.0/16",
+        "--endpoint-reconciler-type", "none",
+    ]  # fmt: skip
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    """Terminate every process, newest first; kill one that does not stop within 10 seconds."""
+    for proc in reversed(procs):
+        proc.terminate()
+    for proc in reversed(procs):
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

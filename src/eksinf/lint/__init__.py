@@ -19,7 +19,8 @@ from dataclasses import replace
 import yaml
 
 from eksinf import links
-from eksinf.build.render import PROVENANCE_FILE, inputs_digest, source_files
+from eksinf.build.inputs import inputs_digest
+from eksinf.build.units import PROVENANCE_FILE, source_files
 from eksinf.core import inside
 from eksinf.core.yamlio import load_docs, read_source_text
 from eksinf.model.profile import load_profile

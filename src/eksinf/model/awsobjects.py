@@ -155,7 +155,7 @@ def parse(docs: list[Any], label: str = LOCK_FILE) -> list[AwsObject]:
 
 
 def render_lock(objects: list[AwsObject]) -> str:
-    from eksinf.core.yamlio import dump_docs
+    from eksinf.core.yamldump import dump_docs
 
     return _HEADER + dump_docs([{"objects": [o.as_dict() for o in objects]}])
 

@@ -11,7 +11,7 @@ import json
 from functools import cache
 from importlib import resources
 
-from eksinf.core.yamlio import dump_docs
+from eksinf.core.yamldump import dump_docs
 
 ARGOCD_MIN_VERSION = "3.1"
 ARGOCD_NAMESPACE = "argocd"

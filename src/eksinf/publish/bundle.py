@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from eksinf import __version__
-from eksinf.build.render import PROVENANCE_FILE, ComponentOutput, RenderResult, Unit
+from eksinf.build.units import PROVENANCE_FILE, ComponentOutput, RenderResult, Unit
 from eksinf.core import cache, inside
 from eksinf.core.atomic import write_file
 from eksinf.core.gitinfo import commit_of

@@ -19,7 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from eksinf.build.render import PROVENANCE_FILE, digest_inputs, is_render_input
+from eksinf.build.inputs import digest_inputs, is_render_input
+from eksinf.build.units import PROVENANCE_FILE
 
 from ..errors import CONTRACT, ENVIRONMENT, USAGE, EksinfError
 from ..model.names import STATE_DIR

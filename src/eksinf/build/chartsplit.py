@@ -1,0 +1,336 @@
+"""A chart's render split into units: `<chart>-controller.yaml` at the controller wave and
+`<chart>-crds.yaml` at the CRD wave, each CRD kept once per component, with the determinism
+check's reference and the chart-render cache."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from eksinf.build.charts import ResolvedChart
+from eksinf.build.helm import HelmEngine, RenderedChart, RenderOptions, read_values
+from eksinf.build.units import (
+    CONTROLLER_WAVE,
+    CRD_WAVE,
+    ChartRender,
+    Unit,
+    kind_of,
+    source_dir,
+    stamp_wave,
+)
+from eksinf.core import cache, inside
+from eksinf.core.yamldump import dump_docs
+from eksinf.core.yamlio import load_docs, load_mapping_docs, read_source_text
+from eksinf.errors import CONTRACT, FAILURE, EksinfError
+from eksinf.model.digest import sha256_hex
+from eksinf.model.stack import ChartSpec, Component, Stack
+
+
+def merge_values(base: dict, override: dict) -> dict:
+    """Helm's rule: maps merge key by key, everything else is replaced."""
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge_values(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def chart_values(stack: Stack, comp: Component, spec: ChartSpec, *, helm: bool = True) -> dict:
+    """The chart's values, files merged in order. With `helm` (for rendering), each file as the
+    Helm engine reads it; without (the guard, which looks only at strings), as eksinf's reader
+    does, which takes plain scalars as Helm does and skips loading the engine."""
+    values: dict = {}
+    folder = source_dir(stack, comp)
+    for rel in spec.values:
+        # inside its component folder, no link on the way: `../../etc/passwd` is refused
+        path = inside.check(Path(rel), folder, stack.root, what="values file")
+        label = str(path.relative_to(stack.root))
+        if not path.is_file():
+            raise EksinfError(
+                f"{label}: values file named by components.yaml (chart {spec.name}) is missing",
+                hint="Create the file or remove it from the chart's values list.",
+                exit_code=CONTRACT,
+            )
+        text = read_source_text(path, label, base=stack.root)
+        # strict first (syntax, duplicate keys, bounds, each with its position); Helm expands
+        # anchors in values files, so they are allowed
+        docs = load_mapping_docs(path, text, label=label)
+        if not helm:
+            for doc in docs:
+                values = merge_values(values, doc)
+            continue
+        # then the values as Helm itself reads them (`create: n` is false for Helm, where
+        # Python's YAML 1.1 reader kept "n"), documents merged as Helm merges them
+        values = merge_values(values, read_values(text, label))
+    return values
+
+
+_DOC_START = re.compile(r"^---(?: |$)", re.MULTILINE)
+
+
+# Helm's install order of kinds. The helm binary sorts the documents of each template file in
+# this order and the SDK does not; sorting both the same way makes their output identical.
+HELM_INSTALL_ORDER = (
+    "PriorityClass", "Namespace", "NetworkPolicy", "ResourceQuota", "LimitRange",
+    "PodSecurityPolicy", "PodDisruptionBudget", "ServiceAccount", "Secret", "SecretList",
+    "ConfigMap", "StorageClass", "PersistentVolume", "PersistentVolumeClaim",
+    "CustomResourceDefinition", "ClusterRole", "ClusterRoleList", "ClusterRoleBinding",
+    "ClusterRoleBindingList", "Role", "RoleList", "RoleBinding", "RoleBindingList", "Service",
+    "DaemonSet", "Pod", "ReplicationController", "ReplicaSet", "Deployment",
+    "HorizontalPodAutoscaler", "StatefulSet", "Job", "CronJob", "IngressClass", "Ingress",
+    "APIService", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+)  # fmt: skip
+_KIND_RANK = {kind: rank for rank, kind in enumerate(HELM_INSTALL_ORDER)}
+
+
+def _install_rank(doc: Any) -> tuple[int, str]:
+    kind = kind_of(doc)
+    if not isinstance(kind, str):
+        return (len(_KIND_RANK) + 1, "")
+    return (_KIND_RANK.get(kind, len(_KIND_RANK)), "" if kind in _KIND_RANK else kind)
+
+
+def _parse_output(
+    comp: Component, spec: ChartSpec, rendered: RenderedChart
+) -> list[tuple[str, bool, list]]:
+    """Parse each file the engine produced once: (origin, is a crds/ file, documents)."""
+    crd_files = {path for path, _ in rendered.crds}
+    parsed = []
+    for origin, text in [*rendered.crds, *rendered.manifests.items()]:
+        try:
+            docs = sorted(load_docs(text), key=_install_rank)  # stable: kind order only
+            parsed.append((origin, origin in crd_files, docs))
+        except yaml.YAMLError as exc:
+            raise EksinfError(
+                f"{comp.name}: chart {spec.name} template {origin} rendered invalid YAML: "
+                f"{str(exc).splitlines()[0]}",
+                hint="Check the chart values that feed this template.",
+                exit_code=CONTRACT,
+            ) from exc
+    return parsed
+
+
+def _split_chart(
+    comp: Component, spec: ChartSpec, parsed: list[tuple[str, bool, list]]
+) -> tuple[list, list, list]:
+    """Split one chart's output into (controller docs, CRD docs, CRD stubs), stamping waves.
+
+    A CRD stub is a file under crds/ that holds a bare string instead of a CRD: a symlink that
+    the chart's packaging turned into a file. It is not a document we can ship, so it is returned
+    separately and the guard reports it (hazard `crd-stub`) rather than it vanishing silently.
+    """
+    controllers: list[dict] = []
+    crds: list[dict] = []
+    stubs: list[str] = []
+    for origin, from_crds_dir, docs in parsed:
+        for doc in docs:
+            if from_crds_dir and isinstance(doc, str):
+                stubs.append(f"{origin} -> {doc.strip()}")
+                continue
+            if not isinstance(doc, dict):
+                raise EksinfError(
+                    f"{comp.name}: chart {spec.name} template {origin} emitted a "
+                    f"{type(doc).__name__}, not a Kubernetes object",
+                    exit_code=CONTRACT,
+                )
+            if kind_of(doc) is None:
+                continue
+            if doc["kind"] == "CustomResourceDefinition":
+                crds.append(stamp_wave(doc, CRD_WAVE))
+            else:
+                controllers.append(stamp_wave(doc, CONTROLLER_WAVE))
+    return controllers, crds, stubs
+
+
+@dataclass(frozen=True)
+class _CrdSource:
+    chart: str
+    origin: str  # the chart file that emitted it
+    doc: dict
+
+    @property
+    def unit(self) -> str:
+        return f"{self.chart}-crds.yaml"
+
+
+def _dedupe_crds(
+    comp: Component,
+    spec: ChartSpec,
+    parsed: list[tuple[str, bool, list]],
+    crds: list[dict],
+    owners: dict[str, _CrdSource],
+) -> tuple[list[dict], dict[str, str]]:
+    """Keep each CRD once per component: in the unit of the first chart (components.yaml order)
+    that emits it. ACK's controller charts each ship the runtime's shared CRDs (fieldexports,
+    iamroleselectors); applying one object from three units makes Flux's kustomization refuse
+    the duplicate id and Argo CD fight over its owner. A later chart's copy must be identical;
+    two different definitions of one CRD name are an error naming both sources.
+
+    Returns the CRDs this chart still writes and, for those dropped, name -> the owning unit.
+    `owners` (CRD name -> first source) is updated in place across the component's charts.
+    """
+    origin_of = {
+        (doc.get("metadata") or {}).get("name"): origin
+        for origin, _, docs in parsed
+        for doc in docs
+        if isinstance(doc, dict) and kind_of(doc) == "CustomResourceDefinition"
+    }
+    kept: list[dict] = []
+    shared: dict[str, str] = {}
+    for doc in crds:
+        name = str((doc.get("metadata") or {}).get("name"))
+        first = owners.get(name)
+        if first is None:
+            owners[name] = _CrdSource(spec.name, origin_of.get(name, "?"), doc)
+            kept.append(doc)
+            continue
+        if first.doc != doc:
+            raise EksinfError(
+                f"{comp.name}: CRD {name} is defined differently by chart {first.chart} "
+                f"({first.origin}) and chart {spec.name} ({origin_of.get(name, '?')})",
+                hint="Pin chart versions that ship the same definition, or render the charts in "
+                "separate components (the API server holds one definition per CRD name).",
+                exit_code=CONTRACT,
+            )
+        shared[name] = first.unit
+    return kept, shared
+
+
+def output_digests(rendered: RenderedChart) -> dict[str, str]:
+    """sha256 of every file one render produced (templates and crds/), by path."""
+    files = [*rendered.crds, *rendered.manifests.items()]
+    return {path: sha256_hex(text) for path, text in files}
+
+
+REFERENCES = "render-references"  # the cache space of determinism references
+
+
+def _reference_digests(
+    engine: HelmEngine,
+    chart: ResolvedChart,
+    values: dict,
+    opts: RenderOptions,
+    first: dict[str, str],
+) -> tuple[dict[str, str], str]:
+    """Digests of an independent render of the same inputs, for the determinism check.
+
+    The first time a set of inputs is seen, the chart is rendered a second time. When both
+    renders agree, their digests are recorded in the cache, keyed by every input (engine and
+    version, archive, values, options); later runs compare against that record instead of
+    rendering twice. A record from an earlier run is a stricter reference than a second render
+    a millisecond later: it also catches output that changes by the day (`now | date`).
+    """
+    key = sha256_hex(
+        json.dumps(
+            {
+                "engine": [engine.name, engine.version],
+                "archive": chart.sha256,
+                "values": values,
+                "options": dataclasses.asdict(opts),
+            },
+            sort_keys=True,
+            default=str,
+        )
+    )
+    try:
+        recorded = json.loads(cache.read_record(REFERENCES, key) or b"")
+        if isinstance(recorded, dict):
+            return recorded, "recorded render"
+    except ValueError:
+        pass
+    second = output_digests(engine.render(chart.archive, values, opts))
+    if second == first:
+        # an unwritable cache costs a second render next time, nothing more
+        cache.write_record(REFERENCES, key, json.dumps(second, sort_keys=True).encode())
+    return second, "second render"
+
+
+def _render_key(engine: HelmEngine, chart: ResolvedChart, values: dict, opts: RenderOptions) -> str:
+    return cache.key(
+        b"render-1",
+        engine.identity.encode(),
+        chart.sha256.encode(),
+        json.dumps(values, sort_keys=True, default=str).encode(),
+        json.dumps(dataclasses.asdict(opts), sort_keys=True).encode(),
+    )
+
+
+def _cached_render(key: str) -> RenderedChart | None:
+    """A chart's output from the derived-data cache. An entry is stored only after the
+    determinism check agreed (below), so serving one never skips that check: the check compares
+    against the recorded reference, exactly as it does for a fresh render once one is recorded."""
+    data = cache.get("helm", key)
+    if data is None:
+        return None
+    try:
+        return RenderedChart.from_dict(json.loads(data))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _store_render(key: str, rendered: RenderedChart) -> None:
+    cache.put("helm", key, json.dumps(dataclasses.asdict(rendered)).encode())
+
+
+def helm_units(
+    stack: Stack, comp: Component, resolved: dict[str, ResolvedChart], engine: HelmEngine
+) -> tuple[list[Unit], list[ChartRender]]:
+    units: list[Unit] = []
+    renders: list[ChartRender] = []
+    crd_owners: dict[str, _CrdSource] = {}
+    for spec in comp.charts:
+        chart = resolved[spec.name]
+        values = chart_values(stack, comp, spec)
+        opts = RenderOptions(spec.release, spec.namespace, stack.kube_version, stack.api_versions)
+        render_key = _render_key(engine, chart, values, opts)
+        first = _cached_render(render_key)
+        fresh = first is None
+        if first is None:
+            first = engine.render(chart.archive, values, opts)
+        digests = output_digests(first)
+        reference, reference_source = _reference_digests(engine, chart, values, opts, digests)
+        if fresh and reference == digests:
+            _store_render(render_key, first)
+        parsed = _parse_output(comp, spec, first)
+        emitted = sum(1 for _, _, docs in parsed for d in docs if kind_of(d) is not None)
+        controllers, crds, stubs = _split_chart(comp, spec, parsed)
+        crds, shared = _dedupe_crds(comp, spec, parsed, crds, crd_owners)
+        written = 0
+        for suffix, docs in (("controller", controllers), ("crds", crds)):
+            if not docs:  # an empty CRD file would ship as an empty unit
+                continue
+            text = dump_docs(docs)
+            # count the documents the file really holds: a lost separator merges two
+            written += len(_DOC_START.findall(text))
+            units.append(Unit(comp.name, f"{spec.name}-{suffix}.yaml", text, tuple(docs)))
+        if written + len(shared) != emitted:
+            dropped = f" + {len(shared)} shared CRDs written once" if shared else ""
+            raise EksinfError(
+                f"{comp.name}: {spec.name} split lost documents: helm emitted {emitted}, "
+                f"wrote {written}{dropped}",
+                hint="This is a bug in the split; please report it with the chart version.",
+                exit_code=FAILURE,
+            )
+        renders.append(
+            ChartRender(
+                spec,
+                chart.sha256,
+                chart.origin,
+                len(controllers),
+                len(crds) + len(shared),  # what the chart emitted, shared ones included
+                tuple(stubs),
+                shared,
+                first,
+                reference,
+                reference_source,
+            )
+        )
+    return units, renders
