@@ -183,7 +183,7 @@ def test_a_private_bundle_is_pulled_by_eksinf_and_staged_for_cub(
     assert "--change-desc" in upload and ref in upload[upload.index("--change-desc") + 1]
 
     monkeypatch.delenv("EKSINF_REGISTRY_USERNAME")
-    monkeypatch.setattr("eksinf.publish.oci._SESSIONS", {})
+    monkeypatch.setattr("eksinf.publish.registry._SESSIONS", {})
     refused = eksinf("hub", "upload", "karpenter", ref, "--hub", "cub", cwd=stack_dir)
     assert refused.code == 4 and auth_registry in refused.err
     assert "EKSINF_REGISTRY_USERNAME" in refused.err

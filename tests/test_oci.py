@@ -193,7 +193,7 @@ def test_layout_pull_detects_a_tampered_layer(tmp_path):
 
 
 def test_credentials_come_from_the_environment_then_docker_config(tmp_path, monkeypatch):
-    from eksinf.publish.oci import registry_credentials
+    from eksinf.publish.registry_auth import registry_credentials
 
     config = tmp_path / "docker"
     config.mkdir()
@@ -324,7 +324,7 @@ def no_credentials(tmp_path, monkeypatch):
     monkeypatch.delenv("EKSINF_REGISTRY_USERNAME", raising=False)
     monkeypatch.delenv("EKSINF_REGISTRY_PASSWORD", raising=False)
     monkeypatch.setattr(
-        "eksinf.publish.oci._SESSIONS", {}
+        "eksinf.publish.registry._SESSIONS", {}
     )  # no Basic auth cached from another test
 
 
@@ -532,7 +532,7 @@ def test_a_blob_is_read_only_up_to_its_declared_size(eksinf, hostile, blob, why,
 def test_a_trickling_registry_meets_the_deadline(eksinf, hostile, monkeypatch, untouched):
     import time as clock
 
-    monkeypatch.setattr("eksinf.publish.oci.DEADLINE", 1.0)
+    monkeypatch.setattr("eksinf.publish.registry.DEADLINE", 1.0)
 
     def trickle(handler) -> None:
         handler.send_response(200)

@@ -256,6 +256,27 @@ def build_status(
     """`stack_accounts`: the account(s) ACK recorded building the stack in, when known;
     `live`: what the Price List / spot history said (None: the table only)."""
     region = scope.region
+    rows = _instance_rows(raw, region, prices, live)
+    fixed = _fixed_costs(raw, region, prices)
+    warnings = _account_warnings(scope, raw, stack_accounts)
+    warnings += _cost_warnings(rows, fixed, region, prices, live)
+    return Status(
+        stack=scope.stack,
+        cluster=scope.cluster,
+        region=region,
+        account=raw.account,
+        instances=tuple(rows),
+        fixed=tuple(fixed),
+        hours_per_month=prices.hours_per_month,
+        prices_as_of=prices.as_of,
+        warnings=tuple(warnings),
+    )
+
+
+def _instance_rows(
+    raw: RawStatus, region: str, prices: PriceTable, live: LiveRates | None
+) -> list[InstanceRow]:
+    """One priced row per EC2 instance, then one per HyperPod node."""
     rows = []
     for inst in raw.instances:
         hourly, source, read_at = instance_price(inst, region, prices, live)
@@ -273,6 +294,11 @@ def build_status(
             )
         )
     rows += [hyperpod_row(node, region, prices) for node in raw.hyperpod_nodes]
+    return rows
+
+
+def _fixed_costs(raw: RawStatus, region: str, prices: PriceTable) -> list[FixedCost]:
+    """The costs that run whatever the nodes do: the EKS control plane and NAT gateways."""
     fixed = []
     if raw.cluster is not None and raw.cluster.get("status") != "DELETING":
         fixed.append(
@@ -290,6 +316,13 @@ def build_status(
                 prices.fixed_rate(region, "nat_gateway_hourly"),
             )
         )
+    return fixed
+
+
+def _account_warnings(
+    scope: StackScope, raw: RawStatus, stack_accounts: dict[str, list[str]] | None
+) -> list[str]:
+    """A warning for each account ACK built the stack in that is not these credentials'."""
     warnings = []
     for account, labels in sorted((stack_accounts or {}).items()):
         if account != raw.account:
@@ -298,6 +331,18 @@ def build_status(
                 f"account {account}, but these credentials are account {raw.account}; this "
                 "report describes the wrong account"
             )
+    return warnings
+
+
+def _cost_warnings(
+    rows: list[InstanceRow],
+    fixed: list[FixedCost],
+    region: str,
+    prices: PriceTable,
+    live: LiveRates | None,
+) -> list[str]:
+    """Running GPUs, and every price that is unknown or came from the shipped table."""
+    warnings = []
     held = sorted({r.type for r in rows if r.gpu and r.pool.startswith("instance-group/")})
     if held:
         warnings.append(
@@ -329,17 +374,7 @@ def build_status(
         )
     if any(f.hourly is None for f in fixed):
         warnings.append(f"no fixed-cost prices for region {region}: those costs are unknown")
-    return Status(
-        stack=scope.stack,
-        cluster=scope.cluster,
-        region=region,
-        account=raw.account,
-        instances=tuple(rows),
-        fixed=tuple(fixed),
-        hours_per_month=prices.hours_per_month,
-        prices_as_of=prices.as_of,
-        warnings=tuple(warnings),
-    )
+    return warnings
 
 
 def _money(value: float | None) -> float | None:

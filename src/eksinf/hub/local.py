@@ -241,28 +241,7 @@ class LocalHub(Variants):
 
         with self._tx() as db:
             row = self._space_row(space)
-            if row["release_target_id"] is None:
-                raise HubError(
-                    f"space {space} has no release target",
-                    "Create it as a variant bound to a target (eksinf deploy --target ...).",
-                    CONTRACT,
-                )
-            target = db.execute(
-                "SELECT * FROM targets WHERE id=?", (row["release_target_id"],)
-            ).fetchone()
-            members = db.execute(
-                "SELECT * FROM units WHERE space_id=? AND target_id=? ORDER BY slug",
-                (row["id"], target["id"]),
-            ).fetchall()
-            gates: set[str] = set()
-            blocked = []
-            for unit in members:
-                found = self._gates(unit["target_id"], json.loads(unit["placeholders"]))
-                if found:
-                    gates.update(found)
-                    blocked.append(unit["slug"])
-            if blocked:
-                raise GateBlocked(space, sorted(gates), blocked)
+            target, members = self._releasable_units(db, space, row)
             texts = {u["slug"]: self._text(u["data_hash"]) for u in members}
             files = {f"{slug}.yaml": text.encode("utf-8") for slug, text in texts.items() if text}
             blob = bundle.bundle_bytes(files)
@@ -295,12 +274,56 @@ class LocalHub(Variants):
             },
             tags=["latest", f"{RELEASE_TAG}{num}"],
         )
-        # Record what was pushed: the units as they were read above. A unit edited during the
-        # push keeps its newer head unreleased; a concurrent publish that took this number with
-        # other content is refused (its push already failed on the immutable tag, or won).
+        return self._record_release(
+            space, row["id"], num, digest, pushed.manifest_digest, len(files), ref, heads
+        )
+
+    def _releasable_units(
+        self, db: sqlite3.Connection, space: str, row: sqlite3.Row
+    ) -> tuple[sqlite3.Row, list[sqlite3.Row]]:
+        """The space's release target and its units, refused while any unit is gated."""
+        if row["release_target_id"] is None:
+            raise HubError(
+                f"space {space} has no release target",
+                "Create it as a variant bound to a target (eksinf deploy --target ...).",
+                CONTRACT,
+            )
+        target = db.execute(
+            "SELECT * FROM targets WHERE id=?", (row["release_target_id"],)
+        ).fetchone()
+        members = db.execute(
+            "SELECT * FROM units WHERE space_id=? AND target_id=? ORDER BY slug",
+            (row["id"], target["id"]),
+        ).fetchall()
+        gates: set[str] = set()
+        blocked = []
+        for unit in members:
+            found = self._gates(unit["target_id"], json.loads(unit["placeholders"]))
+            if found:
+                gates.update(found)
+                blocked.append(unit["slug"])
+        if blocked:
+            raise GateBlocked(space, sorted(gates), blocked)
+        return target, members
+
+    def _record_release(
+        self,
+        space: str,
+        space_id: str,
+        num: int,
+        digest: str,
+        manifest_digest: str,
+        file_count: int,
+        ref: str,
+        heads: dict[str, str],
+    ) -> Release:
+        """Record what was pushed: the units as they were read before the push. A unit edited
+        during the push keeps its newer head unreleased; a concurrent publish that took this
+        number with other content is refused (its push already failed on the immutable tag, or
+        won)."""
         with self._tx() as db:
             taken = db.execute(
-                "SELECT * FROM releases WHERE space_id=? AND num=?", (row["id"], num)
+                "SELECT * FROM releases WHERE space_id=? AND num=?", (space_id, num)
             ).fetchone()
             if taken is not None and taken["digest"] != digest:
                 raise HubError(
@@ -311,14 +334,14 @@ class LocalHub(Variants):
             if taken is None:
                 db.execute(
                     "INSERT INTO releases VALUES(?,?,?,?,?,?)",
-                    (row["id"], num, digest, pushed.manifest_digest, len(files), ref),
+                    (space_id, num, digest, manifest_digest, file_count, ref),
                 )
                 for unit_id, head in heads.items():
                     db.execute("UPDATE units SET last_released=? WHERE id=?", (head, unit_id))
             return self._release(
                 space,
                 db.execute(
-                    "SELECT * FROM releases WHERE space_id=? AND num=?", (row["id"], num)
+                    "SELECT * FROM releases WHERE space_id=? AND num=?", (space_id, num)
                 ).fetchone(),
             )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from dataclasses import dataclass, field
 
 from eksinf.core.faults import checkpoint
 from eksinf.core.yamlio import load_input_docs
@@ -29,6 +30,31 @@ from .protocol import (
     UploadSource,
 )
 from .store import EMPTY_HASH, Store, _hash, _Rollback, unit_slug
+
+
+@dataclass
+class _UploadTally:
+    """What a re-upload did to each unit, in the order it did it."""
+
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    emptied: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    reverts: list[str] = field(default_factory=list)
+
+
+def _check_granularity(space: str, row: sqlite3.Row) -> None:
+    """A space uploaded with another granularity cannot take a per-file upload."""
+    previous = json.loads(json.loads(row["annotations"]).get("confighub.com/external-source", "[]"))
+    if previous and previous[0].get("granularity") not in (None, "per-file"):
+        raise HubError(
+            f'Space "{space}" was uploaded with --granularity {previous[0]["granularity"]}, '
+            "but this upload specifies per-file.",
+            "Re-create the base with `eksinf install --recreate`.",
+            CONTRACT,
+        )
 
 
 class Variants(Store):
@@ -94,69 +120,98 @@ class Variants(Store):
                 OWNER_LABEL: OWNER,
                 **(labels or {}),
             }
-            self.create_space(space, space_labels)
-            sid = self._space_row(space)["id"]
-            self._annotate(
-                sid, {"confighub.com/external-source": json.dumps(record, sort_keys=True)}
-            )
-            for slug, text in planned.items():
-                self._insert_unit(sid, slug, text, description, upload_base=text)
-            return UploadReport(space, True, created=tuple(planned))
+            return self._upload_new_space(space, space_labels, planned, record, description)
         row = self._space_row(space)
         sid = row["id"]
-        previous = json.loads(
-            json.loads(row["annotations"]).get("confighub.com/external-source", "[]")
-        )
-        if previous and previous[0].get("granularity") not in (None, "per-file"):
-            raise HubError(
-                f'Space "{space}" was uploaded with --granularity {previous[0]["granularity"]}, '
-                "but this upload specifies per-file.",
-                "Re-create the base with `eksinf install --recreate`.",
-                CONTRACT,
-            )
+        _check_granularity(space, row)
         self._annotate(sid, {"confighub.com/external-source": json.dumps(record, sort_keys=True)})
         existing = {
             r["slug"]: r for r in db.execute("SELECT * FROM units WHERE space_id=?", (sid,))
         }
-        created, updated, unchanged, emptied, missing, conflicts, reverts = (
-            [],
-            [],
-            [],
-            [],
-            [],
-            [],
-            [],
+        tally = _UploadTally()
+        self._merge_planned(db, sid, space, existing, planned, description, tally)
+        self._empty_vanished(db, space, existing, planned, prune, description, tally)
+        return UploadReport(
+            space,
+            False,
+            tuple(tally.created),
+            tuple(tally.updated),
+            tuple(tally.unchanged),
+            tuple(tally.emptied),
+            tuple(tally.missing),
+            tuple(tally.conflicts),
+            "; ".join(tally.reverts),
         )
+
+    def _upload_new_space(
+        self,
+        space: str,
+        space_labels: dict[str, str],
+        planned: dict[str, str],
+        record: list[dict],
+        description: str,
+    ) -> UploadReport:
+        """A first upload: create the space, record the source, insert every unit."""
+        self.create_space(space, space_labels)
+        sid = self._space_row(space)["id"]
+        self._annotate(sid, {"confighub.com/external-source": json.dumps(record, sort_keys=True)})
+        for slug, text in planned.items():
+            self._insert_unit(sid, slug, text, description, upload_base=text)
+        return UploadReport(space, True, created=tuple(planned))
+
+    def _merge_planned(
+        self,
+        db: sqlite3.Connection,
+        sid: str,
+        space: str,
+        existing: dict[str, sqlite3.Row],
+        planned: dict[str, str],
+        description: str,
+        tally: _UploadTally,
+    ) -> None:
+        """Insert new units; three-way merge changed files into the units that exist."""
         for slug, text in planned.items():
             unit = existing.get(slug)
             if unit is None:
                 self._insert_unit(sid, slug, text, description, upload_base=text)
-                created.append(slug)
+                tally.created.append(slug)
                 continue
             base_hash = unit["upload_base_hash"] or unit["data_hash"]
             if _hash(text) == base_hash and unit["data_hash"] != EMPTY_HASH:
-                unchanged.append(slug)
+                tally.unchanged.append(slug)
                 continue
             result = merge.merge_text(self._text(base_hash), text, self._text(unit["data_hash"]))
-            conflicts += [f"{slug}: {c}" for c in result.conflicts]
+            tally.conflicts += [f"{slug}: {c}" for c in result.conflicts]
             head_before = unit["head"]
             if self._write(unit, result.text, description):
-                updated.append(slug)
-                reverts.append(
+                tally.updated.append(slug)
+                tally.reverts.append(
                     shell_command(
                         "eksinf", "hub", "restore", space, slug, "--revision", head_before
                     )
                 )
             else:
-                unchanged.append(slug)
+                tally.unchanged.append(slug)
             db.execute(
                 "UPDATE units SET upload_base_hash=? WHERE id=?", (self._put_text(text), unit["id"])
             )
+
+    def _empty_vanished(
+        self,
+        db: sqlite3.Connection,
+        space: str,
+        existing: dict[str, sqlite3.Row],
+        planned: dict[str, str],
+        prune: bool,
+        description: str,
+        tally: _UploadTally,
+    ) -> None:
+        """Units whose file is gone: emptied with prune, else reported as missing."""
         for slug, unit in sorted(existing.items()):
             if slug in planned or unit["data_hash"] == EMPTY_HASH:
                 continue
             if prune:
-                reverts.append(
+                tally.reverts.append(
                     shell_command(
                         "eksinf", "hub", "restore", space, slug, "--revision", unit["head"]
                     )
@@ -166,20 +221,9 @@ class Variants(Store):
                     "UPDATE units SET upload_base_hash=? WHERE id=?",
                     (self._put_text(""), unit["id"]),
                 )
-                emptied.append(slug)
+                tally.emptied.append(slug)
             else:
-                missing.append(slug)
-        return UploadReport(
-            space,
-            False,
-            tuple(created),
-            tuple(updated),
-            tuple(unchanged),
-            tuple(emptied),
-            tuple(missing),
-            tuple(conflicts),
-            "; ".join(reverts),
-        )
+                tally.missing.append(slug)
 
     def variants_of(self, component: str) -> list[str]:
         return sorted(

@@ -309,45 +309,72 @@ def gather(
     facts = Facts(region=scope.region, cluster_name=name)
     facts.caller, _ = _aws("sts get-caller-identity", lambda: session.caller)
     eks, ec2, iam = session.client("eks"), session.client("ec2"), session.client("iam")
+    _gather_cluster(session, eks, iam, name, needs, facts, grant)
+    if needs.irsa_accounts:
+        _gather_irsa(iam, needs, facts)
+    _gather_network(ec2, scope, facts)
+    _gather_node_role(iam, scope, facts)
+    _gather_ami(session, scope, facts)
+    if needs.reserved_pools:
+        _gather_reservations(session, scope, facts)
+    if kube is not None:
+        _poll_kube(kube, facts, argocd_namespace, grant_polls, grant_delay, sleep)
+    return facts
+
+
+def _gather_cluster(
+    session: AwsSession,
+    eks: Any,
+    iam: Any,
+    name: str,
+    needs: StackNeeds,
+    facts: Facts,
+    grant: bool,
+) -> None:
+    """The cluster, its access, the agent add-on, installed add-ons and Pod Identity."""
     try:
         facts.cluster = eks.describe_cluster(name=name)["cluster"]
     except AWS_FAILURES as exc:
         if error_code(exc) != "ResourceNotFoundException":
             facts.cluster_error = translate(exc, "eks describe-cluster").message
-    if facts.cluster is not None:
-        _access(session, eks, facts, grant)
-        try:
-            addon = eks.describe_addon(clusterName=name, addonName=AGENT_ADDON)["addon"]
-            facts.addon_status = addon.get("status", "UNKNOWN")
-        except AWS_FAILURES as exc:
-            if error_code(exc) != "ResourceNotFoundException":
-                facts.addon_error = translate(exc, "eks describe-addon").message
-        if needs.addons:
-            facts.installed_addons, facts.installed_addons_error = _aws(
-                "eks describe-addon", lambda: _installed_addons(eks, name, needs.addons)
-            )
-        assoc, facts.associations_error = _aws(
-            "eks list-pod-identity-associations",
-            lambda: paginate(
-                eks, "list_pod_identity_associations", "associations", clusterName=name
-            ),
+    if facts.cluster is None:
+        return
+    _access(session, eks, facts, grant)
+    try:
+        addon = eks.describe_addon(clusterName=name, addonName=AGENT_ADDON)["addon"]
+        facts.addon_status = addon.get("status", "UNKNOWN")
+    except AWS_FAILURES as exc:
+        if error_code(exc) != "ResourceNotFoundException":
+            facts.addon_error = translate(exc, "eks describe-addon").message
+    if needs.addons:
+        facts.installed_addons, facts.installed_addons_error = _aws(
+            "eks describe-addon", lambda: _installed_addons(eks, name, needs.addons)
         )
-        if assoc is not None:
-            facts.associations = sorted((a["namespace"], a["serviceAccount"]) for a in assoc)
-            wanted = [
-                a for a in assoc if (a["namespace"], a["serviceAccount"]) in needs.pod_identities
-            ]
-            facts.association_roles = [
-                _association_role(eks, iam, name, a) for a in sorted(wanted, key=_sa_of)
-            ]
-    if needs.irsa_accounts:
-        providers, facts.oidc_error = _aws(
-            "iam list-open-id-connect-providers",
-            lambda: iam.list_open_id_connect_providers()["OpenIDConnectProviderList"],
-        )
-        if providers is not None:
-            facts.oidc_providers = [p["Arn"] for p in providers]
-        facts.irsa_trusts = [_irsa_trust(iam, sa, role) for sa, role in needs.irsa_roles]
+    assoc, facts.associations_error = _aws(
+        "eks list-pod-identity-associations",
+        lambda: paginate(eks, "list_pod_identity_associations", "associations", clusterName=name),
+    )
+    if assoc is not None:
+        facts.associations = sorted((a["namespace"], a["serviceAccount"]) for a in assoc)
+        wanted = [a for a in assoc if (a["namespace"], a["serviceAccount"]) in needs.pod_identities]
+        facts.association_roles = [
+            _association_role(eks, iam, name, a) for a in sorted(wanted, key=_sa_of)
+        ]
+
+
+def _gather_irsa(iam: Any, needs: StackNeeds, facts: Facts) -> None:
+    """The account's OIDC providers and each IRSA role's trust."""
+    providers, facts.oidc_error = _aws(
+        "iam list-open-id-connect-providers",
+        lambda: iam.list_open_id_connect_providers()["OpenIDConnectProviderList"],
+    )
+    if providers is not None:
+        facts.oidc_providers = [p["Arn"] for p in providers]
+    facts.irsa_trusts = [_irsa_trust(iam, sa, role) for sa, role in needs.irsa_roles]
+
+
+def _gather_network(ec2: Any, scope: StackScope, facts: Facts) -> None:
+    """The cluster's own subnets and groups, then those tagged for discovery."""
     if facts.cluster is not None:
         facts.cluster_discovery, facts.cluster_discovery_error = _aws(
             "ec2 describe-subnets/describe-security-groups (the cluster's own)",
@@ -362,6 +389,10 @@ def gather(
         lambda: paginate(ec2, "describe_security_groups", "SecurityGroups", Filters=tag),
     )
     facts.discovery_sgs, facts.discovery_error = sgs, facts.discovery_error or err
+
+
+def _gather_node_role(iam: Any, scope: StackScope, facts: Facts) -> None:
+    """The node role and how many instance profiles carry it."""
     try:
         facts.node_role = iam.get_role(RoleName=scope.node_role)["Role"]
         facts.instance_profiles = len(
@@ -370,27 +401,38 @@ def gather(
     except AWS_FAILURES as exc:
         if error_code(exc) != "NoSuchEntity":
             facts.node_role_error = translate(exc, "iam get-role").message
-    _gather_ami(session, scope, facts)
-    if needs.reserved_pools:
-        found, facts.reservations_error = _aws(
-            "ec2 describe-capacity-reservations",
-            lambda: session.client("ec2").describe_capacity_reservations(
-                Filters=[
-                    {"Name": f"tag:{scope.tag_key}", "Values": [scope.stack]},
-                    {"Name": "state", "Values": ["active"]},
-                ]
-            )["CapacityReservations"],
-        )
-        facts.reservations = found
-    if kube is not None:
-        # A fresh entry or policy takes ~30 s to be honoured: poll, bounded, only after a grant.
-        for attempt in range(grant_polls if facts.granted else 1):
-            if attempt:
-                sleep(grant_delay)
-            _gather_kube(kube, facts, argocd_namespace)
-            if not {facts.endpoint_status, facts.argocd_status} & {401, 403}:
-                break
-    return facts
+
+
+def _gather_reservations(session: AwsSession, scope: StackScope, facts: Facts) -> None:
+    """The stack's active capacity reservations."""
+    found, facts.reservations_error = _aws(
+        "ec2 describe-capacity-reservations",
+        lambda: session.client("ec2").describe_capacity_reservations(
+            Filters=[
+                {"Name": f"tag:{scope.tag_key}", "Values": [scope.stack]},
+                {"Name": "state", "Values": ["active"]},
+            ]
+        )["CapacityReservations"],
+    )
+    facts.reservations = found
+
+
+def _poll_kube(
+    kube: KubeClient,
+    facts: Facts,
+    argocd_namespace: str,
+    grant_polls: int,
+    grant_delay: float,
+    sleep: Any,
+) -> None:
+    """Read the cluster's API. A fresh entry or policy takes ~30 s to be honoured: poll,
+    bounded, only after a grant."""
+    for attempt in range(grant_polls if facts.granted else 1):
+        if attempt:
+            sleep(grant_delay)
+        _gather_kube(kube, facts, argocd_namespace)
+        if not {facts.endpoint_status, facts.argocd_status} & {401, 403}:
+            break
 
 
 def _irsa_trust(iam: Any, service_account: str, role_name: str) -> IrsaTrust:
