@@ -71,6 +71,22 @@ CONTEXT_OPTION = typer.Option(
 )
 
 
+STATUS_PLANE_OPTION = typer.Option(
+    None,
+    "--plane",
+    metavar=one_of(TARGET_PLANES),
+    help="mgmt or workload: report whether the plane serves, from its cluster only (Argo CD, "
+    "ACK, Karpenter, model endpoints) instead of EC2 and costs.",
+)
+STATUS_KIND_OPTION = typer.Option(
+    DEFAULT_KIND,
+    "--kind",
+    metavar=one_of(KINDS),
+    help="The target's kind: which components --plane reads; hyperpod-eks also lists and "
+    "prices the HyperPod cluster's instances (spec.hyperpod.clusterName).",
+)
+
+
 def status_cmd(
     ctx: typer.Context,
     region: str = REGION_OPTION,
@@ -91,21 +107,9 @@ def status_cmd(
     mgmt_context: str = typer.Option(
         None, "--mgmt-context", help="The --mgmt-kubeconfig context. Default: its current-context."
     ),
-    plane: str = typer.Option(
-        None,
-        "--plane",
-        metavar=one_of(TARGET_PLANES),
-        help="mgmt or workload: report whether the plane serves, from its cluster only (Argo "
-        "CD, ACK, Karpenter, model endpoints) instead of EC2 and costs.",
-    ),
+    plane: str = STATUS_PLANE_OPTION,
     variant: str = typer.Option("dev", "--variant", help="With --plane: the deployed variant."),
-    kind: str = typer.Option(
-        DEFAULT_KIND,
-        "--kind",
-        metavar=one_of(KINDS),
-        help="The target's kind: which components --plane reads; hyperpod-eks also lists and "
-        "prices the HyperPod cluster's instances (spec.hyperpod.clusterName).",
-    ),
+    kind: str = STATUS_KIND_OPTION,
     argocd_namespace: str = ARGOCD_NS_OPTION,
     watch: float = typer.Option(
         0, "--watch", help="With --plane: refresh every SECONDS until interrupted."
