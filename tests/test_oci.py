@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+from pathlib import Path
 
 import pytest
 import requests
@@ -660,3 +662,113 @@ def test_a_layout_manifest_naming_a_traversing_layer_is_refused(
         eksinf("pull", f"oci-layout:{layout}", "--out", str(untouched), cwd=stack_dir), FAILURE
     )
     assert "layer digest 'sha256:../../../../../../etc/passwd' is not sha256:<64 hex>" in line
+
+
+# ---- Docker credential helpers (credHelpers, credsStore) ---------------------------------------
+# A helper is any program `docker-credential-<name>` on PATH speaking the helpers' protocol; these
+# are small real programs (a shell script each) standing in for ECR's, a keychain's or pass's.
+
+
+def _helper(bin_dir: Path, name: str, body: str) -> Path:
+    program = bin_dir / f"docker-credential-{name}"
+    program.write_text("#!/bin/sh\n" + body)
+    program.chmod(0o755)
+    return program
+
+
+@pytest.fixture
+def helpers(tmp_path, no_credentials, monkeypatch):
+    """A bin folder first on PATH, and a DOCKER_CONFIG to write; returns (bin, write_config)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    config = tmp_path / "docker"
+    config.mkdir()
+    monkeypatch.setenv("DOCKER_CONFIG", str(config))
+
+    def write_config(doc: dict) -> None:
+        (config / "config.json").write_text(json.dumps(doc))
+
+    return bin_dir, write_config
+
+
+def _answers(user: str, secret: str, record: Path) -> str:
+    """A helper body that records the server it was asked about and answers these credentials."""
+    return (
+        f'read server; printf %s "$server" > {record}; [ "$1" = get ] || exit 9\n'
+        f'printf \'{{"ServerURL":"%s","Username":"{user}","Secret":"{secret}"}}\' "$server"\n'
+    )
+
+
+def test_a_credential_helper_for_the_host_is_asked_and_wins(auth_registry, helpers, tmp_path):
+    bin_dir, write_config = helpers
+    asked = tmp_path / "asked"
+    _helper(bin_dir, "registry", _answers("ci", "s3cr3t-pw", asked))
+    _helper(bin_dir, "store", _answers("ci", "wrong", tmp_path / "store-asked"))
+    # credHelpers names the host's helper; it wins over credsStore and over a wrong auths entry
+    bad = base64.b64encode(b"ci:wrong").decode()
+    write_config(
+        {
+            "credHelpers": {auth_registry: "registry"},
+            "credsStore": "store",
+            "auths": {auth_registry: {"auth": bad}},
+        }
+    )
+    do_push(f"{auth_registry}/secure/helper")
+    assert list_tags(f"{auth_registry}/secure/helper") == ["1.0.0", "latest"]
+    assert asked.read_text() == auth_registry  # the protocol: the server on stdin
+    assert not (tmp_path / "store-asked").exists()
+
+
+def test_the_default_store_is_asked_and_a_miss_falls_back_to_auths(
+    auth_registry, helpers, tmp_path
+):
+    from eksinf.publish.registry_auth import registry_credentials
+
+    bin_dir, write_config = helpers
+    _helper(bin_dir, "store", _answers("ci", "s3cr3t-pw", tmp_path / "asked"))
+    write_config({"credsStore": "store"})
+    assert registry_credentials(auth_registry) == ("ci", "s3cr3t-pw")
+    # a helper holding nothing for the server says so, as docker's helpers do: auths is next
+    _helper(bin_dir, "empty", "echo 'credentials not found in native keychain'; exit 1\n")
+    good = base64.b64encode(b"ci:from-auths").decode()
+    write_config({"credsStore": "empty", "auths": {auth_registry: {"auth": good}}})
+    assert registry_credentials(auth_registry) == ("ci", "from-auths")
+    write_config({"credsStore": "empty"})
+    assert registry_credentials(auth_registry) is None
+
+
+@pytest.mark.parametrize(
+    ("config", "body", "said"),
+    [
+        ({"credsStore": "absent"}, None, "docker-credential-absent, which is not on PATH"),
+        ({"credsStore": "../../bin/sh"}, None, "is not a credential helper name"),
+        ({"credHelpers": ["x"]}, None, "credHelpers is not an object"),
+        ({"credsStore": "broken"}, "echo 'keychain locked' >&2; exit 1\n", "keychain locked"),
+        ({"credsStore": "broken"}, "echo not-json\n", "did not print JSON"),
+        ({"credsStore": "broken"}, "head -c 2000000 /dev/zero\n", "printed over"),
+    ],
+)
+def test_a_helper_that_cannot_answer_is_an_environment_error(helpers, config, body, said):
+    from eksinf.publish.registry_auth import registry_credentials
+
+    bin_dir, write_config = helpers
+    if body is not None:
+        _helper(bin_dir, "broken", body)
+    write_config(config)
+    with pytest.raises(EksinfError) as err:
+        registry_credentials("registry.example")
+    assert err.value.exit_code == ENVIRONMENT and said in err.value.message
+    assert "config.json" in err.value.message
+
+
+def test_an_identity_token_is_refused_with_the_way_out(helpers, tmp_path):
+    from eksinf.publish.registry_auth import registry_credentials
+
+    bin_dir, write_config = helpers
+    _helper(bin_dir, "oauth", _answers("<token>", "refresh-token", tmp_path / "asked"))
+    write_config({"credsStore": "oauth"})
+    with pytest.raises(EksinfError) as err:
+        registry_credentials("registry.example")
+    assert err.value.exit_code == ENVIRONMENT and "identity token" in err.value.message
+    assert "EKSINF_REGISTRY_USERNAME" in err.value.hint

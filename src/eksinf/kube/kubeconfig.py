@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..core.proc import Overflow, run_bounded
 from ..errors import ENVIRONMENT, USAGE, EksinfError
 
 KUBECONFIG_ENV = "KUBECONFIG"
@@ -485,19 +486,6 @@ def _exec_info(plugin: ExecPlugin, auth: KubeAuth) -> str:
     return json.dumps({"apiVersion": plugin.api_version, "kind": "ExecCredential", "spec": spec})
 
 
-def _drain(stream: Any, sink: bytearray, overflow: threading.Event, proc: Any) -> None:
-    """Read a pipe to its end, keeping at most EXEC_MAX_OUTPUT bytes; more kills the plugin."""
-    while True:
-        chunk = stream.read(65536)
-        if not chunk:
-            return
-        if len(sink) + len(chunk) > EXEC_MAX_OUTPUT:
-            overflow.set()
-            proc.kill()
-            return
-        sink.extend(chunk)
-
-
 def _plugin_error(
     plugin: ExecPlugin, what: str, stderr: bytes = b"", hint: str = ""
 ) -> EksinfError:
@@ -522,13 +510,16 @@ def _run_plugin(plugin: ExecPlugin, auth: KubeAuth) -> ExecCredential:
         )
     env = {**os.environ, **dict(plugin.env), "KUBERNETES_EXEC_INFO": _exec_info(plugin, auth)}
     try:
-        proc = subprocess.Popen(
+        done = run_bounded(
             [plugin.command, *plugin.args],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            timeout=EXEC_TIMEOUT,
+            max_output=EXEC_MAX_OUTPUT,
             env=env,
         )
+    except subprocess.TimeoutExpired:
+        raise _plugin_error(plugin, f"did not finish within {EXEC_TIMEOUT:.0f} s") from None
+    except Overflow as exc:
+        raise _plugin_error(plugin, f"printed more than {EXEC_MAX_OUTPUT} bytes", exc.err) from None
     except OSError as exc:
         missing = isinstance(exc, FileNotFoundError)
         raise _plugin_error(
@@ -536,30 +527,9 @@ def _run_plugin(plugin: ExecPlugin, auth: KubeAuth) -> ExecCredential:
             "was not found" if missing else f"could not start ({exc.strerror})",
             hint=plugin.install_hint or "Install the plugin, or put it on PATH.",
         ) from exc
-    out, err = bytearray(), bytearray()
-    overflow = threading.Event()
-    readers = [
-        threading.Thread(target=_drain, args=(proc.stdout, out, overflow, proc), daemon=True),
-        threading.Thread(target=_drain, args=(proc.stderr, err, overflow, proc), daemon=True),
-    ]
-    for reader in readers:
-        reader.start()
-    try:
-        code = proc.wait(timeout=EXEC_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        raise _plugin_error(
-            plugin, f"did not finish within {EXEC_TIMEOUT:.0f} s", bytes(err)
-        ) from None
-    finally:
-        for reader in readers:
-            reader.join(timeout=5)
-    if overflow.is_set():
-        raise _plugin_error(plugin, f"printed more than {EXEC_MAX_OUTPUT} bytes", bytes(err[:2000]))
-    if code != 0:
-        raise _plugin_error(plugin, f"exited with {code}", bytes(err))
-    return _parse_credential(plugin, bytes(out), bytes(err))
+    if done.code != 0:
+        raise _plugin_error(plugin, f"exited with {done.code}", done.err)
+    return _parse_credential(plugin, done.out, done.err)
 
 
 def _parse_credential(plugin: ExecPlugin, out: bytes, err: bytes) -> ExecCredential:
