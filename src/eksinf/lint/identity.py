@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eksinf.core import inside
+from eksinf.core.types import Docs
 from eksinf.model import paths
 from eksinf.model.profile import ROLE_NAME, UNIT_FILE
 
@@ -244,7 +245,7 @@ def _check_karpenter_role(resources: list[Resource], wanted: Any) -> Iterator[Fi
             )
 
 
-def _statements(policy: Any) -> list[dict]:
+def _statements(policy: Any) -> Docs:
     statements = policy.get("Statement", []) if isinstance(policy, dict) else []
     return [s for s in (statements if isinstance(statements, list) else [statements]) if s]
 
