@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eksinf.core import inside
-from eksinf.core.types import Docs
 from eksinf.model import paths
 from eksinf.model.profile import ROLE_NAME, UNIT_FILE
 
@@ -245,7 +244,7 @@ def _check_karpenter_role(resources: list[Resource], wanted: Any) -> Iterator[Fi
             )
 
 
-def _statements(policy: Any) -> Docs:
+def _statements(policy: Any) -> list[Any]:  # items as written: not checked to be maps
     statements = policy.get("Statement", []) if isinstance(policy, dict) else []
     return [s for s in (statements if isinstance(statements, list) else [statements]) if s]
 
