@@ -13,7 +13,7 @@ from pathlib import Path
 from eksinf.model.config import CONFIG_FILE, HUB_BACKENDS, read_config
 from eksinf.publish.plugin import under_cub
 
-from ..errors import USAGE, EksinfError
+from ..errors import CONTRACT, USAGE, EksinfError
 from .protocol import Hub
 
 BACKENDS = HUB_BACKENDS
@@ -53,9 +53,22 @@ def hub_exists(root: Path, backend: str) -> bool:
     would create one; ConfigHub is always there."""
     if backend != "local":
         return True
+    return _hub_file(root).exists()
+
+
+def _hub_file(root: Path) -> Path:
+    """The local hub's database file: the config file's `hub_path:` (relative to the stack), else
+    the default."""
     from .local import DEFAULT_PATH
 
-    return (root / read_config(root).get("hub_path", DEFAULT_PATH)).exists()
+    value = read_config(root).get("hub_path", DEFAULT_PATH)
+    if not isinstance(value, str | Path):
+        raise EksinfError(
+            f"{root / CONFIG_FILE}: hub_path is {value!r}, not a file path",
+            "Write `hub_path: FILE` (relative to the stack, or absolute), or remove the key.",
+            CONTRACT,
+        )
+    return root / value
 
 
 def open_hub(root: Path, choice: str | None = None) -> Hub:
@@ -64,6 +77,6 @@ def open_hub(root: Path, choice: str | None = None) -> Hub:
         from .cub import CubHub
 
         return CubHub(root)
-    from .local import DEFAULT_PATH, LocalHub
+    from .local import LocalHub
 
-    return LocalHub(root / read_config(root).get("hub_path", DEFAULT_PATH))
+    return LocalHub(_hub_file(root))

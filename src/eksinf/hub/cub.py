@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eksinf.core.types import Doc, Docs
 from eksinf.core.yamlio import MAX_TEXT
 from eksinf.publish import argo
 
@@ -134,7 +135,7 @@ def _first_line(result: CubResult) -> str:
     return f"exit status {result.code}"
 
 
-def _pick(row: dict, *names: str, default: Any = None) -> Any:
+def _pick(row: Doc, *names: str, default: Any = None) -> Any:
     """The first present field: servers renamed some (ApplyGates -> ValidationErrors)."""
     for name in names:
         if name in row and row[name] is not None:
@@ -190,7 +191,7 @@ class CubHub(Closing):
         except (json.JSONDecodeError, RecursionError) as exc:  # RecursionError: nested too deep
             raise Unavailable(f"cub {' '.join(args[:2])}: output is not JSON ({exc})") from exc
 
-    def _rows(self, args: list[str]) -> list[dict]:
+    def _rows(self, args: list[str]) -> Docs:
         """A list read with every field: without `--select`, cub selects only its table
         columns (cmd/cub/release_list.go, target_list.go build the select from them)."""
         return self._json([*args, "--select", "*"]) or []
@@ -258,7 +259,7 @@ class CubHub(Closing):
             self._target_refs[target_id] = f"{space}/{target['Slug']}"
         return self._target_refs[target_id]
 
-    def _space(self, row: dict) -> Space:
+    def _space(self, row: Doc) -> Space:
         space = row.get("Space", row)
         target_id = space.get("ReleaseTargetID")
         return Space(
@@ -270,7 +271,7 @@ class CubHub(Closing):
         )
 
     @staticmethod
-    def _unit(row: dict) -> Unit:
+    def _unit(row: Doc) -> Unit:
         unit = row.get("Unit", row)
         space = row.get("Space") or {}
         target = row.get("Target") or {}
@@ -507,7 +508,7 @@ class CubHub(Closing):
     # ---- links ------------------------------------------------------------------------------
 
     @staticmethod
-    def _link(row: dict) -> Link:
+    def _link(row: Doc) -> Link:
         link = row.get("Link", row)
         return Link(
             link["LinkID"],
@@ -661,7 +662,7 @@ class CubHub(Closing):
         return self._release(space, self._json(["release", "publish", space]))
 
     @staticmethod
-    def _release(space: str, row: dict) -> Release:
+    def _release(space: str, row: Doc) -> Release:
         release = row.get("Release", row)
         return Release(
             space,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from eksinf.core.types import Doc, Docs
 from eksinf.model import paths
 
 from ..errors import USAGE, EksinfError
@@ -18,7 +19,7 @@ from ..model.resources import WORKLOAD_KINDS, containers, resource_type
 SCALABLE_KINDS = ("Deployment", "ReplicaSet", "StatefulSet")
 
 
-def _containers(doc: dict, name: str) -> list[dict]:
+def _containers(doc: Doc, name: str) -> Docs:
     if doc.get("kind") not in WORKLOAD_KINDS:
         return []
     return [container for _, _, container in containers(doc, name)]
@@ -32,7 +33,7 @@ def _want(args: list[str], count: int, usage: str, *, at_least: bool = False) ->
         raise EksinfError(f"wrong arguments {args!r}: expected {usage}", exit_code=USAGE)
 
 
-def set_replicas(docs: list[dict], args: list[str]) -> bool:
+def set_replicas(docs: Docs, args: list[str]) -> bool:
     _want(args, 1, "REPLICAS")
     if not args[0].isdigit():
         raise EksinfError(f"set-replicas: {args[0]!r} is not an integer >= 0", exit_code=USAGE)
@@ -47,7 +48,7 @@ def set_replicas(docs: list[dict], args: list[str]) -> bool:
     return changed
 
 
-def _upsert_env(container: dict, name: str, value: str, *, create: bool) -> bool:
+def _upsert_env(container: Doc, name: str, value: str, *, create: bool) -> bool:
     env = container.setdefault("env", []) if create else container.get("env") or []
     for entry in env:
         if entry.get("name") == name:
@@ -62,7 +63,7 @@ def _upsert_env(container: dict, name: str, value: str, *, create: bool) -> bool
     return True
 
 
-def set_env_var(docs: list[dict], args: list[str]) -> bool:
+def set_env_var(docs: Docs, args: list[str]) -> bool:
     """Change an EXISTING env var by name in the named container ('*' = any container)."""
     _want(args, 3, "CONTAINER NAME VALUE")
     container_name, name, value = args
@@ -73,7 +74,7 @@ def set_env_var(docs: list[dict], args: list[str]) -> bool:
     return changed
 
 
-def set_env(docs: list[dict], args: list[str]) -> bool:
+def set_env(docs: Docs, args: list[str]) -> bool:
     """Upsert env vars `KEY=VALUE` in the named container; an empty value removes the var."""
     _want(args, 2, "CONTAINER KEY=VALUE...", at_least=True)
     container_name, pairs = args[0], args[1:]
@@ -96,7 +97,7 @@ def set_env(docs: list[dict], args: list[str]) -> bool:
     return changed
 
 
-def set_annotation(docs: list[dict], args: list[str]) -> bool:
+def set_annotation(docs: Docs, args: list[str]) -> bool:
     _want(args, 2, "KEY VALUE")
     key, value = args
     changed = False
@@ -128,7 +129,7 @@ def set_path(doc: Any, path: str, value: Any) -> bool:
     return paths.set_existing(node, paths.format_path([last]), value)
 
 
-def set_bool_path(docs: list[dict], args: list[str]) -> bool:
+def set_bool_path(docs: Docs, args: list[str]) -> bool:
     _want(args, 3, "RESOURCE-TYPE PATH true|false")
     rtype, path, raw = args
     if raw not in ("true", "false"):
@@ -140,7 +141,7 @@ def set_bool_path(docs: list[dict], args: list[str]) -> bool:
     return changed
 
 
-def set_string_path(docs: list[dict], args: list[str]) -> bool:
+def set_string_path(docs: Docs, args: list[str]) -> bool:
     """ConfigHub's set-string-path: a string at a path of every resource of one type
     (teardown zeroes NodePool limits with it)."""
     _want(args, 3, "RESOURCE-TYPE PATH VALUE")
@@ -152,7 +153,7 @@ def set_string_path(docs: list[dict], args: list[str]) -> bool:
     return changed
 
 
-def set_image(docs: list[dict], args: list[str]) -> bool:
+def set_image(docs: Docs, args: list[str]) -> bool:
     _want(args, 2, "CONTAINER IMAGE")
     container_name, image = args
     changed = False
@@ -164,7 +165,7 @@ def set_image(docs: list[dict], args: list[str]) -> bool:
     return changed
 
 
-MUTATING: dict[str, Callable[[list[dict], list[str]], bool]] = {
+MUTATING: dict[str, Callable[[Docs, list[str]], bool]] = {
     "set-replicas": set_replicas,
     "set-env": set_env,
     "set-env-var": set_env_var,
@@ -175,7 +176,7 @@ MUTATING: dict[str, Callable[[list[dict], list[str]], bool]] = {
 }
 
 
-def function_for(name: str) -> Callable[[list[dict], list[str]], bool]:
+def function_for(name: str) -> Callable[[Docs, list[str]], bool]:
     try:
         return MUTATING[name]
     except KeyError:

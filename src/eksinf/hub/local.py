@@ -118,7 +118,7 @@ class LocalHub(Variants):
                 for link, (what, body) in zip(links, bodies, strict=True)
             ]
 
-            def resolve_all(docs: list) -> bool:
+            def resolve_all(docs: list[Any]) -> bool:
                 changed = False
                 for (what, body), values in zip(bodies, params, strict=True):
                     changed |= engine.apply_link(docs, body, values, what)

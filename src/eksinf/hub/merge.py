@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from eksinf.core.types import Doc
 from eksinf.core.yamldump import dump_docs
 from eksinf.core.yamlio import load_docs
 from eksinf.model import paths
@@ -31,7 +32,7 @@ def _doc_key(doc: Any, index: int) -> str:
     return f"{doc.get('apiVersion')}/{doc.get('kind')}/{meta.get('namespace') or ''}/{meta.get('name')}"
 
 
-def _named(items: list) -> dict[str, Any] | None:
+def _named(items: list[Any]) -> dict[str, Any] | None:
     """A list of maps with unique `name` keys is merged by name (containers, env, ports)."""
     if not all(isinstance(i, dict) and isinstance(i.get("name"), str) for i in items):
         return None
@@ -45,7 +46,7 @@ def _merge(base: Any, theirs: Any, ours: Any, where: str, conflicts: list[str]) 
     if theirs in (base, ours):
         return ours
     if isinstance(base, dict) and isinstance(theirs, dict) and isinstance(ours, dict):
-        out: dict = {}
+        out: Doc = {}
         for key in list(theirs) + [k for k in ours if k not in theirs]:
             merged = _merge(
                 base.get(key, _MISSING),

@@ -20,7 +20,7 @@ import sqlite3
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from eksinf.core.faults import checkpoint
 from eksinf.core.yamlio import load_docs
@@ -199,14 +199,16 @@ class Store(Closing):
         )
 
     def _space_row(self, slug: str) -> sqlite3.Row:
-        row = self._db.execute("SELECT * FROM spaces WHERE slug=?", (slug,)).fetchone()
+        row: sqlite3.Row | None = self._db.execute(
+            "SELECT * FROM spaces WHERE slug=?", (slug,)
+        ).fetchone()
         if row is None:
             raise NotFound(f"space {slug} not found", "List spaces with `eksinf hub spaces`.")
         return row
 
     def _unit_row(self, space: str, slug: str) -> sqlite3.Row:
         sid = self._space_row(space)["id"]
-        row = self._db.execute(
+        row: sqlite3.Row | None = self._db.execute(
             "SELECT * FROM units WHERE space_id=? AND slug=?", (sid, slug)
         ).fetchone()
         if row is None:
@@ -222,7 +224,7 @@ class Store(Closing):
             raise EksinfError(
                 f"target {ref!r} is not SPACE/TARGET", "Name a target as <space>/<target>.", USAGE
             )
-        row = self._db.execute(
+        row: sqlite3.Row | None = self._db.execute(
             "SELECT t.* FROM targets t JOIN spaces s ON s.id=t.space_id WHERE s.slug=? AND t.slug=?",
             (space, slug),
         ).fetchone()
@@ -235,12 +237,12 @@ class Store(Closing):
     def _target_ref(self, target_id: str | None) -> str | None:
         if target_id is None:
             return None
-        row = self._db.execute(
+        row: sqlite3.Row = self._db.execute(
             "SELECT s.slug || '/' || t.slug FROM targets t JOIN spaces s ON s.id=t.space_id "
             "WHERE t.id=?",
             (target_id,),
         ).fetchone()
-        return row[0]
+        return cast(str, row[0])  # the concatenation of two NOT NULL slugs
 
     def _space(self, row: sqlite3.Row) -> Space:
         return Space(
@@ -354,7 +356,8 @@ class Store(Closing):
         return True
 
     def _refresh_row(self, unit_id: str) -> sqlite3.Row:
-        return self._db.execute("SELECT * FROM units WHERE id=?", (unit_id,)).fetchone()
+        row: sqlite3.Row = self._db.execute("SELECT * FROM units WHERE id=?", (unit_id,)).fetchone()
+        return row
 
     # ---- spaces -----------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ import sqlite3
 from dataclasses import dataclass, field
 
 from eksinf.core.faults import checkpoint
+from eksinf.core.types import Docs
 from eksinf.core.yamlio import load_input_docs
 from eksinf.publish import argo
 
@@ -108,7 +109,7 @@ class Variants(Store):
         component: str,
         variant: str,
         planned: dict[str, str],
-        record: list[dict],
+        record: Docs,
         labels: dict[str, str] | None,
         prune: bool,
     ) -> UploadReport:
@@ -148,7 +149,7 @@ class Variants(Store):
         space: str,
         space_labels: dict[str, str],
         planned: dict[str, str],
-        record: list[dict],
+        record: Docs,
         description: str,
     ) -> UploadReport:
         """A first upload: create the space, record the source, insert every unit."""

@@ -22,6 +22,7 @@ from eksinf import links
 from eksinf.build.inputs import inputs_digest
 from eksinf.build.units import PROVENANCE_FILE, source_files
 from eksinf.core import inside
+from eksinf.core.types import Doc, Docs
 from eksinf.core.yamlio import load_docs, read_source_text
 from eksinf.model.profile import load_profile
 from eksinf.model.stack import Stack
@@ -39,7 +40,7 @@ from .rules import CHECKS, markdown, table
 __all__ = ["CHECKS", "Finding", "Report", "check_links", "lint_stack", "markdown", "table"]
 
 
-def check_fresh(report: Report, stack: Stack) -> dict[str, tuple[str, list[dict]]]:
+def check_fresh(report: Report, stack: Stack) -> dict[str, tuple[str, Docs]]:
     """Flag configs/ rendered from other sources; return the handwritten units whose source differs.
 
     Handwritten units are copied byte for byte, so a differing source means configs/ is stale.
@@ -47,7 +48,7 @@ def check_fresh(report: Report, stack: Stack) -> dict[str, tuple[str, list[dict]
     Returns `component/unit` -> (source file, documents).
     """
     report.checks.append("fresh")
-    sources: dict[str, tuple[str, list[dict]]] = {}
+    sources: dict[str, tuple[str, Docs]] = {}
     stale = False
     for comp in stack.components:
         for path in source_files(stack, comp):
@@ -92,8 +93,8 @@ def check_fresh(report: Report, stack: Stack) -> dict[str, tuple[str, list[dict]
 def _lint_units(
     report: Report,
     stack: Stack,
-    units: dict[str, list[dict]],
-    spec: dict | None,
+    units: dict[str, Docs],
+    spec: Doc | None,
     bindings: list[links.Binding],
     shipped: tuple[AwsObject, ...] | None,
 ) -> None:
@@ -108,7 +109,7 @@ def _lint_units(
 
 def lint_stack(stack: Stack) -> Report:
     report = Report()
-    spec: dict | None = None
+    spec: Doc | None = None
     try:
         spec = load_profile(stack).spec
     except EksinfError as exc:

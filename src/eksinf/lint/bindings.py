@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from eksinf import links
+from eksinf.core.types import Doc, Docs
 from eksinf.model import paths
 
 from ..model import placeholder
@@ -13,7 +14,7 @@ from .core import Report
 
 
 def check_links(
-    report: Report, units: dict[str, list[dict]], spec: dict | None, bindings: list[links.Binding]
+    report: Report, units: dict[str, Docs], spec: Doc | None, bindings: list[links.Binding]
 ) -> list[links.Binding]:
     """Validate every binding against the rendered units; return the ones that can resolve."""
     report.checks.append("links")
@@ -30,8 +31,8 @@ def check_links(
 
 def _check_binding(
     report: Report,
-    units: dict[str, list[dict]],
-    spec: dict | None,
+    units: dict[str, Docs],
+    spec: Doc | None,
     b: links.Binding,
     covered: dict[tuple[str, int, str], links.Binding],
 ) -> bool:
@@ -71,8 +72,8 @@ def _check_binding(
 
 
 def _binding_target(
-    report: Report, units: dict[str, list[dict]], b: links.Binding, where: str
-) -> tuple[dict, str] | None:
+    report: Report, units: dict[str, Docs], b: links.Binding, where: str
+) -> tuple[Doc, str] | None:
     """The resource and path a binding writes, or None (reported) when its unit, resource,
     setter or field is not there."""
     docs = units.get(b.unit_key)
@@ -127,7 +128,7 @@ def _binding_target(
     return doc, target
 
 
-def _binding_source(report: Report, spec: dict, b: links.Binding, where: str) -> bool:
+def _binding_source(report: Report, spec: Doc, b: links.Binding, where: str) -> bool:
     """Whether the binding's source is a scalar in the profile (reported when not)."""
     if not paths.exists(spec, b.source):
         report.add(
@@ -152,7 +153,7 @@ def _binding_source(report: Report, spec: dict, b: links.Binding, where: str) ->
 
 def _check_placeholders(
     report: Report,
-    units: dict[str, list[dict]],
+    units: dict[str, Docs],
     covered: dict[tuple[str, int, str], links.Binding],
 ) -> None:
     """Every placeholder in the units is written by a binding."""
@@ -177,7 +178,7 @@ def _check_placeholders(
 WHOLE_LISTS = {"hyperpod.fallbackInstanceTypes": "hyperpod-inference"}
 
 
-def _whole_lists(report: Report, spec: dict, bound: list[links.Binding]) -> None:
+def _whole_lists(report: Report, spec: Doc, bound: list[links.Binding]) -> None:
     """Each item of a WHOLE_LISTS profile list is carried by a binding."""
     for prefix, component in WHOLE_LISTS.items():
         items = paths.get(spec, prefix) if paths.exists(spec, prefix) else None

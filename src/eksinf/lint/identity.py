@@ -244,7 +244,7 @@ def _check_karpenter_role(resources: list[Resource], wanted: Any) -> Iterator[Fi
             )
 
 
-def _statements(policy: Any) -> list[dict]:
+def _statements(policy: Any) -> list[Any]:  # items as written: not checked to be maps
     statements = policy.get("Statement", []) if isinstance(policy, dict) else []
     return [s for s in (statements if isinstance(statements, list) else [statements]) if s]
 

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from eksinf.build.validate import ids
+from eksinf.core.types import Doc
 from eksinf.model.profile import ROLE_NAME
 
 from ..model.checks import Finding
@@ -54,7 +55,7 @@ def _cluster_name_places(resources: list[Resource]) -> Iterator[tuple[str, Any]]
                     yield r.at(path), value
 
 
-def _env_values(doc: dict, env: str) -> Iterator[tuple[str, Any]]:
+def _env_values(doc: Doc, env: str) -> Iterator[tuple[str, Any]]:
     spec = pod_spec(doc)
     if spec is None:
         return

@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from eksinf.core.types import Doc
 from eksinf.model import paths
 from eksinf.model.profile import STACK_TAG_KEY
 
@@ -137,7 +138,7 @@ REF_KINDS = {
 }
 
 
-def _refs(node: Any, prefix: str = "") -> Iterator[tuple[str, str, dict]]:
+def _refs(node: Any, prefix: str = "") -> Iterator[tuple[str, str, Doc]]:
     """(path, field stem, from-block) of every ACK `*Ref`/`*Refs` in a spec."""
     if isinstance(node, dict):
         for key, value in node.items():
@@ -206,7 +207,7 @@ def _near_cluster_sg(key: str) -> bool:
     return key != CLUSTER_SG_KEY and "eksclustername" in _squash(key)
 
 
-def _tag_items(spec: dict) -> Iterator[tuple[str, Any, str, str]]:
+def _tag_items(spec: Doc) -> Iterator[tuple[str, Any, str, str]]:
     """(key, value, key path, value path) of each tag, list- or map-shaped."""
     tags = spec.get("tags")
     if isinstance(tags, list):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from eksinf.core.types import Doc, Docs
 from eksinf.model import paths
 
 from ..model.checks import Finding
@@ -70,7 +71,7 @@ class Pool:
     res: Resource | None  # None for the system nodegroup pseudo-pool
     labels: dict[str, str]
     requirements: dict[str, tuple[str, list[str]]]  # key -> (operator, values)
-    taints: tuple[dict, ...]
+    taints: tuple[Doc, ...]
     node_class: str | None
     gpu: bool
     root_gib: int | None
@@ -161,7 +162,7 @@ def _selects(pool: Pool, key: str, op: str, values: list[str]) -> bool:
     return True
 
 
-def _candidates(spec: dict, pools: list[Pool]) -> list[Pool]:
+def _candidates(spec: Doc, pools: list[Pool]) -> list[Pool]:
     exprs = [(k, "In", [str(v)]) for k, v in (spec.get("nodeSelector") or {}).items()]
     terms = (
         ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
@@ -187,7 +188,7 @@ def _candidates(spec: dict, pools: list[Pool]) -> list[Pool]:
     return out
 
 
-def _tolerates(tolerations: list[dict], taint: dict) -> bool:
+def _tolerates(tolerations: Docs, taint: Doc) -> bool:
     for tol in tolerations:
         if tol.get("effect") and tol.get("effect") != taint.get("effect"):
             continue
@@ -202,7 +203,7 @@ def _tolerates(tolerations: list[dict], taint: dict) -> bool:
     return False
 
 
-def _wants_gpu(spec: dict) -> bool:
+def _wants_gpu(spec: Doc) -> bool:
     for container in spec.get("containers") or []:
         resources = container.get("resources") or {}
         for part in ("limits", "requests"):
@@ -211,7 +212,7 @@ def _wants_gpu(spec: dict) -> bool:
     return False
 
 
-def _taint_str(taint: dict) -> str:
+def _taint_str(taint: Doc) -> str:
     return f"{taint.get('key')}={taint.get('value', '')}:{taint.get('effect')}"
 
 
@@ -254,7 +255,7 @@ def check_scheduling(ctx: Context) -> Iterator[Finding]:
 
 
 def _check_gpu_tolerations(
-    r: Resource, base: str, tolerations: list[dict], candidates: list[Pool]
+    r: Resource, base: str, tolerations: Docs, candidates: list[Pool]
 ) -> Iterator[Finding]:
     if not candidates:
         yield coded(
@@ -264,7 +265,7 @@ def _check_gpu_tolerations(
         )
         return
 
-    def untolerated(pool: Pool) -> list[tuple[int, dict]]:
+    def untolerated(pool: Pool) -> list[tuple[int, Doc]]:
         return [(i, t) for i, t in enumerate(pool.taints) if not _tolerates(tolerations, t)]
 
     # A DaemonSet must run on every GPU node it selects; a Deployment needs one pool it fits.
@@ -282,7 +283,7 @@ def _check_gpu_tolerations(
         )
 
 
-def _check_storage(r: Resource, base: str, spec: dict, candidates: list[Pool]) -> Iterator[Finding]:
+def _check_storage(r: Resource, base: str, spec: Doc, candidates: list[Pool]) -> Iterator[Finding]:
     need, need_place = 0, ""
     for ci, container in enumerate(spec.get("containers") or []):
         request = ((container.get("resources") or {}).get("requests") or {}).get(
@@ -316,7 +317,7 @@ def _check_storage(r: Resource, base: str, spec: dict, candidates: list[Pool]) -
 
 
 def _gpu_names(
-    r: Resource, reqs: list[dict], index: dict, families: list[str], fam_place: str
+    r: Resource, reqs: Docs, index: dict[str, int], families: list[str], fam_place: str
 ) -> Iterator[Finding]:
     """The pool's instance-gpu-name requirement agrees with its instance families."""
     if GPU_NAME_KEY not in index:

@@ -91,7 +91,7 @@ def same_values(a: str | None, b: str | None) -> bool:
         value = parse_values(text, "configurationValues")
         return None if value in (None, {}) else value
 
-    return norm(a) == norm(b)
+    return bool(norm(a) == norm(b))
 
 
 def value_errors(schema_text: str, values: Any) -> list[str]:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import cast
 
+from eksinf.core.types import Doc
 from eksinf.core.yamlio import load_mapping_docs
 from eksinf.errors import CONTRACT, EksinfError
 
@@ -26,7 +28,7 @@ DEFAULT_MIRROR = Path("..") / "shared" / "charts"  # relative to the stack
 MIRROR_ENV = "EKSINF_CHART_MIRROR"
 
 
-def read_config(root: Path) -> dict:
+def read_config(root: Path) -> Doc:
     """The stack's config file as a mapping ({} when there is none); unknown keys refused."""
     path = root / CONFIG_FILE
     if not path.is_file():
@@ -55,7 +57,7 @@ def stack_mirror(root: Path) -> Path | None:
     `../shared/charts` beside the stack when it exists, else None."""
     mirror = read_config(root).get("mirror")
     if mirror is not None:
-        return root / mirror
+        return root / cast(str, mirror)  # read_config refused any other type
     default = root / DEFAULT_MIRROR
     return default if default.is_dir() else None
 

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, cast
 
 
 @dataclass(frozen=True)
@@ -31,10 +31,13 @@ class PriceTable:
         return replace(self, regions={**self.regions, region: here}, source=source)
 
     def instance_rate(self, region: str, instance_type: str) -> float | None:
-        return self.regions.get(region, {}).get("instances", {}).get(instance_type)
+        # the shipped table and with_rates hold numbers only
+        return cast(
+            float | None, self.regions.get(region, {}).get("instances", {}).get(instance_type)
+        )
 
     def fixed_rate(self, region: str, key: str) -> float | None:
-        return self.regions.get(region, {}).get(key)
+        return cast(float | None, self.regions.get(region, {}).get(key))
 
 
 @cache

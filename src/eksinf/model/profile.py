@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eksinf.core import cache as derived
+from eksinf.core.types import Doc
 from eksinf.core.yamlio import load_mapping_docs
 from eksinf.errors import CONTRACT, EksinfError
 from eksinf.model.names import DISCOVERY_KEY, RULES_VERSION, name_rule, schema_validator
@@ -94,7 +95,7 @@ class Profile:
     private_subnet_cidrs: tuple[str, ...]
     node_role_name: str
     gpu_ami_alias: str
-    spec: dict  # the raw spec, for fields not modelled above
+    spec: Doc  # the raw spec, for fields not modelled above
     hyperpod: HyperPodProfile | None = None  # only a hyperpod-eks target needs it
 
     @property
@@ -122,7 +123,7 @@ def _fail(label: str, field: str, why: str, hint: str) -> EksinfError:
     return EksinfError(f"{label}: {field}: {why}", hint=hint, exit_code=CONTRACT)
 
 
-def _check_shape(label: str, doc: dict) -> None:
+def _check_shape(label: str, doc: Doc) -> None:
     """The JSON Schema, on the first problem. A pass is recorded for the exact document (its
     repr names types and key order), so a later run skips jsonschema and its import."""
     schema = _schema_text().encode()
@@ -174,7 +175,7 @@ def check_profile(doc: Any, label: str) -> Profile:
     )
 
 
-def _check_names(label: str, name: str, spec: dict) -> None:
+def _check_names(label: str, name: str, spec: Doc) -> None:
     if not _STACK_NAME.match(name):
         raise _fail(
             label,
@@ -241,7 +242,7 @@ def _check_names(label: str, name: str, spec: dict) -> None:
         )
 
 
-def _check_region(label: str, spec: dict) -> None:
+def _check_region(label: str, spec: Doc) -> None:
     region = spec["region"]
     if not _REGION.match(region):
         raise _fail(
@@ -283,7 +284,7 @@ def _network(label: str, field: str, text: str) -> ipaddress.IPv4Network:
     return net
 
 
-def _check_address_plan(label: str, spec: dict) -> None:
+def _check_address_plan(label: str, spec: Doc) -> None:
     zones = spec["availabilityZones"]
     public = spec["publicSubnetCIDRs"]
     private = spec["privateSubnetCIDRs"]
@@ -326,7 +327,7 @@ def _check_address_plan(label: str, spec: dict) -> None:
             seen.append((field, net))
 
 
-def _check_sizes(label: str, spec: dict) -> None:
+def _check_sizes(label: str, spec: Doc) -> None:
     sizes = {}
     for key in ("gpuRootVolumeSize", "modelCacheSize"):
         size = whole_gib(spec[key])
@@ -349,7 +350,7 @@ def _check_sizes(label: str, spec: dict) -> None:
         )
 
 
-def _check_hyperpod(label: str, block: dict) -> HyperPodProfile:
+def _check_hyperpod(label: str, block: Doc) -> HyperPodProfile:
     name = block["clusterName"]
     if not _HYPERPOD_CLUSTER.match(name):
         raise _fail(

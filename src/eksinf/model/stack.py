@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from eksinf.core import cache
+from eksinf.core.types import Doc
 from eksinf.core.yamlio import load_source, read_source_text
 from eksinf.errors import CONTRACT, USAGE, EksinfError
 from eksinf.model import shipped
@@ -290,7 +291,7 @@ def _component_lines(text: str) -> dict[str, int]:
     return out
 
 
-def _component(item: dict, versions: dict[str, str], line: int) -> Component:
+def _component(item: Doc, versions: dict[str, str], line: int) -> Component:
     where = f"components.yaml:{line}" if line else "components.yaml"
     charts = []
     for chart in item.get("charts", []):
@@ -332,7 +333,7 @@ def _component(item: dict, versions: dict[str, str], line: int) -> Component:
     )
 
 
-def _manifest(item: dict, versions: dict[str, str], where: str, component: str) -> ManifestSpec:
+def _manifest(item: Doc, versions: dict[str, str], where: str, component: str) -> ManifestSpec:
     key = item["version"]
     if key not in versions:
         raise EksinfError(

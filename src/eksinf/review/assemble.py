@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from eksinf.core.types import Doc
 from eksinf.model.prices import PriceTable, load_catalogue, load_prices
 from eksinf.model.stack import PLANES
 
@@ -216,7 +217,7 @@ WORKLOAD_KINDS = {
 }
 
 
-def _pod_gpus(pod: dict) -> int:
+def _pod_gpus(pod: Doc) -> int:
     """GPUs one pod asks for: extended resources are never overcommitted, so the limit (or the
     request, which must then equal it) is what the scheduler reserves."""
     total = 0

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from eksinf.core.types import Doc
 from eksinf.model.prices import InstanceType, PriceTable
 
 from ..model.names import FAMILY_KEY, GPU_RESOURCE
@@ -79,7 +80,7 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
-def _matches(t: InstanceType, req: dict) -> bool:
+def _matches(t: InstanceType, req: Doc) -> bool:
     read = _LABELS.get(req.get("key", ""))
     if read is None:
         return True
@@ -103,7 +104,7 @@ def _matches(t: InstanceType, req: dict) -> bool:
 
 
 def candidates(
-    spec: dict, catalogue: dict[str, tuple[InstanceType, ...]]
+    spec: Doc, catalogue: dict[str, tuple[InstanceType, ...]]
 ) -> tuple[list[InstanceType], str | None]:
     """The catalogued types a pool may launch, or the reason they cannot be known."""
     reqs = ((spec.get("template") or {}).get("spec") or {}).get("requirements") or []
@@ -125,7 +126,7 @@ def candidates(
 
 
 def max_hourly(
-    spec: dict, region: str, prices: PriceTable, catalogue: dict[str, tuple[InstanceType, ...]]
+    spec: Doc, region: str, prices: PriceTable, catalogue: dict[str, tuple[InstanceType, ...]]
 ) -> PoolCost:
     limits = {k: _number(v) for k, v in (spec.get("limits") or {}).items() if k in _PER_TYPE}
     if not limits or any(v is None for v in limits.values()):
@@ -191,7 +192,7 @@ def max_hourly(
 NODEGROUP_DEFAULT_TYPE = "t3.medium"
 
 
-def nodegroup_max_hourly(spec: dict, region: str, prices: PriceTable) -> PoolCost:
+def nodegroup_max_hourly(spec: Doc, region: str, prices: PriceTable) -> PoolCost:
     """The most an EKS managed node group can cost per hour: `scalingConfig.maxSize` nodes of
     its dearest instance type (a launch template's type is not read here: unknown)."""
     max_size = (spec.get("scalingConfig") or {}).get("maxSize")

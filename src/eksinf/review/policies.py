@@ -8,6 +8,8 @@ import json
 import re
 from typing import Any
 
+from eksinf.core.types import Doc, Docs
+
 from ..model.checks import Finding
 from .snapshot import POLICY_FILE_KIND, Resource
 from .structural import join
@@ -16,11 +18,11 @@ IAM_GROUP = "iam.services.k8s.aws"
 _PASSROLE = re.compile(r"^(\*|iam:\*|iam:pass\*|iam:passrole)$", re.IGNORECASE)
 
 
-def as_list(value: Any) -> list:
+def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [] if value is None else [value]
 
 
-def _parse_policy(value: Any) -> dict | None:
+def _parse_policy(value: Any) -> Doc | None:
     if isinstance(value, dict):
         return value
     if isinstance(value, str):
@@ -32,7 +34,7 @@ def _parse_policy(value: Any) -> dict | None:
     return None
 
 
-def policies(resource: Resource | None) -> dict[str, tuple[str, dict]]:
+def policies(resource: Resource | None) -> dict[str, tuple[str, Doc]]:
     """Policy documents a resource holds: path -> (trust | permissions, document)."""
     if resource is None:
         return {}
@@ -56,7 +58,7 @@ def policies(resource: Resource | None) -> dict[str, tuple[str, dict]]:
     return out
 
 
-def allow_statements(doc: dict) -> list[dict]:
+def allow_statements(doc: Doc) -> Docs:
     return [
         s
         for s in as_list(doc.get("Statement"))
@@ -64,8 +66,9 @@ def allow_statements(doc: dict) -> list[dict]:
     ]
 
 
-def grants(docs: dict[str, tuple[str, dict]]) -> dict[str, set]:
-    out: dict[str, set] = {
+def grants(docs: dict[str, tuple[str, Doc]]) -> dict[str, set[Any]]:
+    # str items, but (policy path, action) pairs under "passrole"
+    out: dict[str, set[Any]] = {
         "actions": set(),
         "any-resource": set(),
         "passrole": set(),
@@ -92,12 +95,12 @@ def grants(docs: dict[str, tuple[str, dict]]) -> dict[str, set]:
     return out
 
 
-def _statement_path(path: str, index: int, statement: dict) -> str:
+def _statement_path(path: str, index: int, statement: Doc) -> str:
     sid = statement.get("Sid")
     return f"{path}(json).Statement[{f'Sid={sid}' if sid else index}]"
 
 
-def in_context(path: str, index: int, statement: dict, actions: list[str]) -> Finding:
+def in_context(path: str, index: int, statement: Doc, actions: list[str]) -> Finding:
     """A new-actions finding with the statement's Resource and Condition, and whether the actions
     can take effect there: an action none of whose resource ARNs the statement's Resource can
     match does nothing (flagged as a no-op, never hidden)."""

@@ -13,6 +13,8 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from eksinf.core.types import Doc
+
 from ..model import checks
 from ..model.awsobjects import aws_name
 from ..model.checks import Finding, Rule, RuleFn
@@ -214,7 +216,7 @@ _SCHEME_KEYS = (
 )
 
 
-def _open_rules(doc: dict) -> set[str]:
+def _open_rules(doc: Doc) -> set[str]:
     """A SecurityGroup's ingress rules open to every address, each as its JSON."""
     rules = as_list((doc.get("spec") or {}).get("ingressRules"))
     out = set()

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import yaml
 
+from eksinf.core.types import Doc
 from eksinf.model.stack import PLANES, parse_versions
 
 from ..errors import CONTRACT, EksinfError
@@ -34,7 +35,7 @@ STACK_GROUP = "(stack)"  # the component of inputs that belong to the whole stac
 class Resource:
     component: str
     unit: str  # the file it lives in, relative to the stack
-    doc: dict
+    doc: Doc
 
     @property
     def api_version(self) -> str:
@@ -77,7 +78,7 @@ class Snapshot:
         return {r.key: r for r in self.resources}
 
 
-def _input(component: str, unit: str, kind: str, name: str, body: dict) -> Resource:
+def _input(component: str, unit: str, kind: str, name: str, body: Doc) -> Resource:
     doc = {"apiVersion": INPUT_API, "kind": kind, "metadata": {"name": name}, **body}
     return Resource(component, unit, doc)
 

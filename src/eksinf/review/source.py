@@ -234,7 +234,7 @@ def is_stale(files: dict[str, bytes]) -> bool:
         recorded = json.loads(raw).get("inputsSha256")
     except (ValueError, AttributeError):
         return True
-    return recorded != digest_inputs({p: d for p, d in files.items() if is_render_input(p)})
+    return bool(recorded != digest_inputs({p: d for p, d in files.items() if is_render_input(p)}))
 
 
 def _texts(files: dict[str, bytes]) -> dict[str, str]:

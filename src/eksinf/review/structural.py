@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from eksinf.core.types import Doc
+
 # Keys that name the items of a list, tried in order; the first one every item has, with
 # unique values, identifies them.
 NAME_KEYS = ("name", "key", "Sid", "type")
@@ -49,7 +51,7 @@ def join(path: str, key: Any) -> str:
     return seg[1:] if not path and seg.startswith(".") else path + seg
 
 
-def list_key(items: list) -> str | None:
+def list_key(items: list[Any]) -> str | None:
     """The key that names every item of `items` uniquely, or None (compare by index)."""
     if not items or not all(isinstance(i, dict) for i in items):
         return None
@@ -107,7 +109,9 @@ def _diff(old: Any, new: Any, path: str, depth: int, out: list[FieldChange]) -> 
     out.append(FieldChange(path, "changed", old, new))
 
 
-def _diff_lists(old: list, new: list, path: str, depth: int, out: list[FieldChange]) -> None:
+def _diff_lists(
+    old: list[Any], new: list[Any], path: str, depth: int, out: list[FieldChange]
+) -> None:
     key = list_key(old)
     if key is not None and key == list_key(new):
         old_by = {item[key]: item for item in old}
@@ -171,7 +175,7 @@ class CrdSummary:
         }
 
 
-def _versions(doc: dict) -> dict[str, dict]:
+def _versions(doc: Doc) -> dict[str, Doc]:
     versions = (doc.get("spec") or {}).get("versions") or []
     return {v["name"]: v for v in versions if isinstance(v, dict) and "name" in v}
 
@@ -200,7 +204,7 @@ def schema_fields(schema: Any) -> dict[str, Any]:
 _NESTED = ("properties", "items", "additionalProperties")
 
 
-def crd_summary(old: dict, new: dict) -> CrdSummary:
+def crd_summary(old: Doc, new: Doc) -> CrdSummary:
     before, after = _versions(old), _versions(new)
     served = tuple(
         f"{name}: served {bool(before[name].get('served'))} -> {bool(after[name].get('served'))}"
@@ -228,7 +232,7 @@ def crd_summary(old: dict, new: dict) -> CrdSummary:
     )
 
 
-def crd_outline(doc: dict) -> list[str]:
+def crd_outline(doc: Doc) -> list[str]:
     """One line per version of an added or removed CRD: `v1: served, storage, 212 fields`."""
     out = []
     for name, version in _versions(doc).items():
@@ -238,11 +242,11 @@ def crd_outline(doc: dict) -> list[str]:
     return out
 
 
-def _schema_of(version: dict) -> Any:
+def _schema_of(version: Doc) -> Any:
     return (version.get("schema") or {}).get("openAPIV3Schema")
 
 
-def without_schemas(doc: dict) -> dict:
+def without_schemas(doc: Doc) -> Doc:
     """A CRD with its per-version schemas left out: the rest is diffed field by field."""
     spec = dict(doc.get("spec") or {})
     spec["versions"] = [
