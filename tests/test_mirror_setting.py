@@ -96,3 +96,14 @@ def test_validate_reads_the_mirror_from_config_yaml(tmp_path, stack_dir):
     )
     assert done.returncode == 0, done.stderr
     assert "0 invalid" in done.stderr
+
+
+def test_a_hub_path_that_is_not_a_path_is_named_not_a_crash(eksinf, stack_dir):
+    """The config file's other keys are read as strictly: `hub_path: 5` names the file and key."""
+    (stack_dir / ".eksinf").mkdir(exist_ok=True)
+    (stack_dir / ".eksinf" / "config.yaml").write_text("hub_path: 5\n")
+    result = eksinf("hub", "spaces", cwd=stack_dir)
+    assert result.code == 3, result.err
+    assert "config.yaml: hub_path is 5, not a file path" in result.err
+    (stack_dir / ".eksinf" / "config.yaml").write_text("hub_path: other.db\n")
+    assert eksinf("hub", "spaces", cwd=stack_dir).code == 0
