@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from importlib import metadata
+from types import ModuleType
 from typing import Any, cast
 
 import celpy
@@ -74,7 +75,7 @@ class Quantity(celtypes.StringType):
         return out
 
 
-def _re2():
+def _re2() -> ModuleType:
     import re2  # celpy's own regex engine (RE2 syntax, as the API server's)
 
     return re2
