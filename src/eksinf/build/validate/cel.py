@@ -33,7 +33,6 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from importlib import metadata
-from types import ModuleType
 from typing import Any, cast
 
 import celpy
@@ -75,7 +74,7 @@ class Quantity(celtypes.StringType):
         return out
 
 
-def _re2() -> ModuleType:
+def _re2() -> Any:  # re2 ships no type information
     import re2  # celpy's own regex engine (RE2 syntax, as the API server's)
 
     return re2
