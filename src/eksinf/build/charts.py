@@ -14,11 +14,13 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 from urllib.parse import urljoin, urlparse
 
 from eksinf.core import cache
 from eksinf.core.atomic import write_file
 from eksinf.core.net import Deadline, is_loopback, read_body
+from eksinf.core.types import Doc, Docs
 from eksinf.core.yamldump import dump_docs
 from eksinf.core.yamlio import MAX_TEXT, load_docs, load_source
 from eksinf.errors import CONTRACT, ENVIRONMENT, EksinfError
@@ -42,7 +44,7 @@ class LockEntry:
     sha256: str
     pinned_from: str  # which source produced the pinned archive ("mirror" or the repo)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, str]:
         return {
             "chart": self.chart,
             "version": self.version,
@@ -76,7 +78,7 @@ def mirror_dir(explicit: Path | None = None, root: Path | None = None) -> Path |
     return explicit if explicit is not None else config.mirror(root)
 
 
-def _lock_body(stack: Stack) -> dict:
+def _lock_body(stack: Stack) -> Doc:
     path = stack.lock_path
     if not path.is_file():
         return {}
@@ -85,7 +87,7 @@ def _lock_body(stack: Stack) -> dict:
     return body if isinstance(body, dict) else {}
 
 
-def read_lock_section(stack: Stack, section: str) -> list:
+def read_lock_section(stack: Stack, section: str) -> list[Any]:
     """One section of charts.lock (`charts`, `manifests`): its list of entries."""
     items = _lock_body(stack).get(section) or []
     if not isinstance(items, list):
@@ -97,7 +99,7 @@ def read_lock_section(stack: Stack, section: str) -> list:
     return items
 
 
-def write_lock_sections(stack: Stack, sections: dict[str, list[dict]]) -> None:
+def write_lock_sections(stack: Stack, sections: dict[str, Docs]) -> None:
     """Replace the given sections of charts.lock in one atomic write, keeping the others."""
     body = {**_lock_body(stack), **sections}
     ordered = {k: body[k] for k in sorted(body)}
@@ -125,7 +127,7 @@ def read_lock(stack: Stack) -> dict[tuple[str, str, str], LockEntry]:
     return entries
 
 
-def lock_items(entries: list[LockEntry]) -> list[dict]:
+def lock_items(entries: list[LockEntry]) -> Docs:
     """charts.lock's `charts` section for these pins."""
     return [e.as_dict() for e in sorted(entries, key=lambda e: (e.chart, e.version))]
 
@@ -135,7 +137,10 @@ def _lock_key(spec: ChartSpec) -> tuple[str, str, str]:
 
 
 def resolve(
-    stack: Stack, spec: ChartSpec, mirror: Path | None, lock: dict | None = None
+    stack: Stack,
+    spec: ChartSpec,
+    mirror: Path | None,
+    lock: dict[tuple[str, str, str], LockEntry] | None = None,
 ) -> ResolvedChart:
     """Return the archive for `spec`, verified against the lock."""
     lock = read_lock(stack) if lock is None else lock

@@ -25,6 +25,7 @@ from eksinf.build.units import (
     stamp_wave,
 )
 from eksinf.core import cache, inside
+from eksinf.core.types import Doc, Docs
 from eksinf.core.yamldump import dump_docs
 from eksinf.core.yamlio import load_docs, load_mapping_docs, read_source_text
 from eksinf.errors import CONTRACT, FAILURE, EksinfError
@@ -32,7 +33,7 @@ from eksinf.model.digest import sha256_hex
 from eksinf.model.stack import ChartSpec, Component, Stack
 
 
-def merge_values(base: dict, override: dict) -> dict:
+def merge_values(base: Doc, override: Doc) -> Doc:
     """Helm's rule: maps merge key by key, everything else is replaced."""
     out = dict(base)
     for key, value in override.items():
@@ -43,11 +44,11 @@ def merge_values(base: dict, override: dict) -> dict:
     return out
 
 
-def chart_values(stack: Stack, comp: Component, spec: ChartSpec, *, helm: bool = True) -> dict:
+def chart_values(stack: Stack, comp: Component, spec: ChartSpec, *, helm: bool = True) -> Doc:
     """The chart's values, files merged in order. With `helm` (for rendering), each file as the
     Helm engine reads it; without (the guard, which looks only at strings), as eksinf's reader
     does, which takes plain scalars as Helm does and skips loading the engine."""
-    values: dict = {}
+    values: Doc = {}
     folder = source_dir(stack, comp)
     for rel in spec.values:
         # inside its component folder, no link on the way: `../../etc/passwd` is refused
@@ -100,7 +101,7 @@ def _install_rank(doc: Any) -> tuple[int, str]:
 
 def _parse_output(
     comp: Component, spec: ChartSpec, rendered: RenderedChart
-) -> list[tuple[str, bool, list]]:
+) -> list[tuple[str, bool, list[Any]]]:
     """Parse each file the engine produced once: (origin, is a crds/ file, documents)."""
     crd_files = {path for path, _ in rendered.crds}
     parsed = []
@@ -119,16 +120,16 @@ def _parse_output(
 
 
 def _split_chart(
-    comp: Component, spec: ChartSpec, parsed: list[tuple[str, bool, list]]
-) -> tuple[list, list, list]:
+    comp: Component, spec: ChartSpec, parsed: list[tuple[str, bool, list[Any]]]
+) -> tuple[Docs, Docs, list[str]]:
     """Split one chart's output into (controller docs, CRD docs, CRD stubs), stamping waves.
 
     A CRD stub is a file under crds/ that holds a bare string instead of a CRD: a symlink that
     the chart's packaging turned into a file. It is not a document we can ship, so it is returned
     separately and the guard reports it (hazard `crd-stub`) rather than it vanishing silently.
     """
-    controllers: list[dict] = []
-    crds: list[dict] = []
+    controllers: Docs = []
+    crds: Docs = []
     stubs: list[str] = []
     for origin, from_crds_dir, docs in parsed:
         for doc in docs:
@@ -154,7 +155,7 @@ def _split_chart(
 class _CrdSource:
     chart: str
     origin: str  # the chart file that emitted it
-    doc: dict
+    doc: Doc
 
     @property
     def unit(self) -> str:
@@ -164,10 +165,10 @@ class _CrdSource:
 def _dedupe_crds(
     comp: Component,
     spec: ChartSpec,
-    parsed: list[tuple[str, bool, list]],
-    crds: list[dict],
+    parsed: list[tuple[str, bool, list[Any]]],
+    crds: Docs,
     owners: dict[str, _CrdSource],
-) -> tuple[list[dict], dict[str, str]]:
+) -> tuple[Docs, dict[str, str]]:
     """Keep each CRD once per component: in the unit of the first chart (components.yaml order)
     that emits it. ACK's controller charts each ship the runtime's shared CRDs (fieldexports,
     iamroleselectors); applying one object from three units makes Flux's kustomization refuse
@@ -183,7 +184,7 @@ def _dedupe_crds(
         for doc in docs
         if isinstance(doc, dict) and kind_of(doc) == "CustomResourceDefinition"
     }
-    kept: list[dict] = []
+    kept: Docs = []
     shared: dict[str, str] = {}
     for doc in crds:
         name = str((doc.get("metadata") or {}).get("name"))
@@ -216,7 +217,7 @@ REFERENCES = "render-references"  # the cache space of determinism references
 def _reference_digests(
     engine: HelmEngine,
     chart: ResolvedChart,
-    values: dict,
+    values: Doc,
     opts: RenderOptions,
     first: dict[str, str],
 ) -> tuple[dict[str, str], str]:
@@ -253,7 +254,7 @@ def _reference_digests(
     return second, "second render"
 
 
-def _render_key(engine: HelmEngine, chart: ResolvedChart, values: dict, opts: RenderOptions) -> str:
+def _render_key(engine: HelmEngine, chart: ResolvedChart, values: Doc, opts: RenderOptions) -> str:
     return cache.key(
         b"render-1",
         engine.identity.encode(),

@@ -41,7 +41,7 @@ class ManifestLock:
     sha256: str
     pinned_from: str  # "mirror" or the URL
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, str]:
         return {
             "name": self.name,
             "version": self.version,
@@ -87,7 +87,10 @@ def read_lock(stack: Stack) -> dict[tuple[str, str], ManifestLock]:
 
 
 def resolve(
-    stack: Stack, spec: ManifestSpec, mirror: Path | None, lock: dict | None = None
+    stack: Stack,
+    spec: ManifestSpec,
+    mirror: Path | None,
+    lock: dict[tuple[str, str], ManifestLock] | None = None,
 ) -> ResolvedManifest:
     """The manifest's text, verified against the lock."""
     lock = read_lock(stack) if lock is None else lock

@@ -30,6 +30,7 @@ from eksinf.build.units import (
     with_handwritten,
 )
 from eksinf.core import cache
+from eksinf.core.types import Doc
 from eksinf.core.yamlio import load_docs
 from eksinf.errors import EksinfError
 from eksinf.model.stack import Component, Stack
@@ -236,7 +237,7 @@ def _cached_result(stack: Stack, key: str) -> RenderResult | None:
         return None  # unreadable or from another stack shape: render afresh
 
 
-def _cached_output(stack: Stack, raw: dict) -> ComponentOutput:
+def _cached_output(stack: Stack, raw: Doc) -> ComponentOutput:
     comp = stack.component(raw["component"])
     charts = {s.name: s for s in comp.charts}
     specs = {s.name: s for s in comp.manifests}

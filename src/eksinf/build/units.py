@@ -10,6 +10,7 @@ from typing import Any
 
 from eksinf.build.helm import RenderedChart
 from eksinf.core import inside
+from eksinf.core.types import Doc
 from eksinf.core.yamlio import load_mapping_docs, read_source_text
 from eksinf.errors import CONTRACT, EksinfError
 from eksinf.model.configs import SYNC_WAVE
@@ -28,7 +29,7 @@ class Unit:
     component: str
     filename: str
     text: str
-    docs: tuple[dict, ...]
+    docs: tuple[Doc, ...]
 
     @property
     def slug(self) -> str:
@@ -93,7 +94,7 @@ def kind_of(doc: Any) -> str | None:
     return doc.get("kind") if isinstance(doc, dict) else None
 
 
-def resource_id(doc: dict) -> str:
+def resource_id(doc: Doc) -> str:
     """`Kind/namespace/name`, or `Kind/name` for cluster-scoped objects."""
     meta = doc.get("metadata") or {}
     ns = meta.get("namespace")
@@ -101,7 +102,7 @@ def resource_id(doc: dict) -> str:
     return f"{doc.get('kind')}/{ns}/{name}" if ns else f"{doc.get('kind')}/{name}"
 
 
-def stamp_wave(doc: dict, wave: str) -> dict:
+def stamp_wave(doc: Doc, wave: str) -> Doc:
     meta = doc.setdefault("metadata", {})
     annotations = meta.get("annotations") or {}
     annotations[SYNC_WAVE] = wave

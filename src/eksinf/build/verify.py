@@ -22,7 +22,7 @@ class Drift:
     def clean(self) -> bool:
         return not (self.added or self.removed or self.changed)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, bool | int | list[str]]:
         return {
             "clean": self.clean,
             "added": list(self.added),

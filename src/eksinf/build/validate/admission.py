@@ -38,6 +38,7 @@ from eksinf import links
 from eksinf.build.validate import core, meta, semantic, structural
 from eksinf.build.validate.structural import INVALID, NOT_EVALUATED, UNRESOLVED
 from eksinf.core import cache
+from eksinf.core.types import Doc, Docs
 from eksinf.model import configs, paths, placeholder
 from eksinf.model.resources import find_resource
 
@@ -104,11 +105,11 @@ class Report:
 
 @dataclass(frozen=True)
 class Crd:
-    schema: dict
+    schema: Doc
     source: str  # the unit holding the CRD
 
 
-def _version_schema(version: dict) -> dict | None:
+def _version_schema(version: Any) -> Any:  # the caller checks the schema is a mapping
     return (
         ((version.get("schema") or {}).get("openAPIV3Schema"))
         if isinstance(version, dict)
@@ -116,7 +117,7 @@ def _version_schema(version: dict) -> dict | None:
     )
 
 
-def crds_of(units: dict[str, list[dict]]) -> dict[tuple[str, str], Crd]:
+def crds_of(units: dict[str, Docs]) -> dict[tuple[str, str], Crd]:
     """(apiVersion, kind) -> the served version's schema, for every CRD among `units`."""
     out: dict[tuple[str, str], Crd] = {}
     for key, docs in units.items():
@@ -154,7 +155,7 @@ def cel_rules(crds: Iterable[Crd]) -> list[str]:
     return found
 
 
-def _resource(doc: dict) -> str:
+def _resource(doc: Doc) -> str:
     m = doc.get("metadata")
     m = m if isinstance(m, dict) else {}
     ns = m.get("namespace")
@@ -266,7 +267,7 @@ class Admission:
         self.crds = crds
         self.builtin_dir = core.schema_dir(kube_version)
         self._cel: Any = None
-        self._memo: dict[int, tuple] = {}
+        self._memo: dict[int, tuple[Doc, Verdict]] = {}
         self._counted: set[str] = set()  # distinct CEL rules run to a pass or a failure
         self._schema_keys: dict[tuple[str, str], bytes] = {}
         self._fresh: dict[str, bytes] = {}  # verdicts checked this run, written by `save`
@@ -304,13 +305,13 @@ class Admission:
             self._schema_keys[(api, kind)] = found
         return found
 
-    def _verdict_key(self, doc: dict, bound: frozenset[str], raw: bool) -> str:
+    def _verdict_key(self, doc: Doc, bound: frozenset[str], raw: bool) -> str:
         schema = self._schema_key(str(doc.get("apiVersion")), str(doc.get("kind")))
         return verdict_key(schema, digest(doc), bound, raw)
 
     def check_units(
         self,
-        units: dict[str, list[dict]],
+        units: dict[str, Docs],
         label: Callable[[str], str],
         bound: dict[tuple[str, int], frozenset[str]] | None = None,
     ) -> Report:
@@ -333,7 +334,7 @@ class Admission:
         self.save()
         return report
 
-    def _prefetch(self, docs: list[tuple[dict, frozenset[str], bool]]) -> None:
+    def _prefetch(self, docs: list[tuple[Doc, frozenset[str], bool]]) -> None:
         """The cached verdicts of `docs`, read in one pass over the cache (not the memo's)."""
         if not cache.enabled():
             return
@@ -351,7 +352,7 @@ class Admission:
             self._fresh = {}
 
     def check_doc(
-        self, report: Report, unit: str, doc: dict, bound: frozenset[str], raw: bool
+        self, report: Report, unit: str, doc: Doc, bound: frozenset[str], raw: bool
     ) -> None:
         """Check one document, or take its verdict from the cache. A document without
         placeholders gets the same findings whether raw or resolved; resolving shares the
@@ -371,7 +372,7 @@ class Admission:
         report.transition_rules += verdict.transitions
         self._counted |= verdict.counted
 
-    def _verdict(self, doc: dict, bound: frozenset[str], raw: bool) -> Verdict:
+    def _verdict(self, doc: Doc, bound: frozenset[str], raw: bool) -> Verdict:
         entry = None
         if cache.enabled():
             entry = self._keys.get((id(doc), bound, raw))
@@ -401,10 +402,10 @@ class Admission:
         self,
         report: Report,
         unit: str,
-        doc: dict,
+        doc: Doc,
         bound: frozenset[str],
         raw: bool,
-        held: set,
+        held: set[str],
         counted: set[str],
     ) -> None:
         resource = _resource(doc)
@@ -468,7 +469,7 @@ class Admission:
 
 
 def bound_paths(
-    units: dict[str, list[dict]], bindings: list[links.Binding]
+    units: dict[str, Docs], bindings: list[links.Binding]
 ) -> dict[tuple[str, int], frozenset[str]]:
     """(unit key, document index) -> the paths profile links write there (canonical form)."""
     out: dict[tuple[str, int], set[str]] = {}
@@ -533,8 +534,8 @@ def validate_stack(stack: Any) -> StackReport:
 
 
 def published_units(
-    stack: Any, units: dict[str, list[dict]], bindings: list[links.Binding]
-) -> tuple[str, dict[str, list[dict]]]:
+    stack: Any, units: dict[str, Docs], bindings: list[links.Binding]
+) -> tuple[str, dict[str, Docs]]:
     """(profile name, the units as the hub publishes them): the profile's values written in
     through the bindings, the hub plane left out (it is never published)."""
     from eksinf.model.profile import load_profile

@@ -74,7 +74,7 @@ class Quantity(celtypes.StringType):
         return out
 
 
-def _re2():
+def _re2() -> Any:  # re2 ships no type information
     import re2  # celpy's own regex engine (RE2 syntax, as the API server's)
 
     return re2

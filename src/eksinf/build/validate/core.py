@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from eksinf.build.validate.structural import UNKNOWN
+from eksinf.core.types import Doc
 from eksinf.model.quantity import parse as parse_quantity
 
 QUANTITY_DEF = "io.k8s.apimachinery.pkg.api.resource.Quantity"
@@ -169,7 +170,7 @@ def libraries() -> tuple[str, ...]:
     return tuple(_installed(LIBRARIES))
 
 
-def errors(validator: Any, doc: dict) -> Iterator[tuple[list, str, Any, str]]:
+def errors(validator: Any, doc: Doc) -> Iterator[tuple[list[str | int], str, Any, str]]:
     """(path parts, rule, value, message) per schema error, deepest first within a oneOf."""
     for error in validator.iter_errors(doc):
         rule = str(error.validator)

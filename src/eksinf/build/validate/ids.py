@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from eksinf.core.types import Doc
 from eksinf.model.resources import api_group
 
 
@@ -40,7 +41,7 @@ class Duplicate:
         )
 
 
-def resource_id(doc: dict) -> ResourceId:
+def resource_id(doc: Doc) -> ResourceId:
     api = str(doc.get("apiVersion") or "")
     meta = doc.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
@@ -52,7 +53,7 @@ def resource_id(doc: dict) -> ResourceId:
     )
 
 
-def duplicates(resources: Iterable[tuple[str, str, dict]]) -> list[Duplicate]:
+def duplicates(resources: Iterable[tuple[str, str, Doc]]) -> list[Duplicate]:
     """(plane, place, document) triples -> every id held more than once within a plane."""
     seen: dict[tuple[str, ResourceId], list[str]] = {}
     for plane, where, doc in resources:

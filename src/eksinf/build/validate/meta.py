@@ -10,9 +10,10 @@ custom resources included, are DNS-1123 subdomains).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from eksinf.core.types import Doc
 from eksinf.model.names import name_rule
 
 _LABEL = name_rule(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -71,7 +72,7 @@ def qualified_name(key: str) -> str | None:
     return None
 
 
-def _name_rule(doc: dict):
+def _name_rule(doc: Doc) -> Callable[[str], str | None]:
     kind = doc.get("kind")
     if kind == "Namespace":
         return dns1123_label
@@ -84,7 +85,7 @@ def _name_rule(doc: dict):
     return dns1123_subdomain
 
 
-def problems(doc: dict) -> Iterator[tuple[tuple, str, Any, str]]:
+def problems(doc: Doc) -> Iterator[tuple[tuple[str, ...], str, Any, str]]:
     """(field path parts, rule, value, message) for each metadata field the server would refuse."""
     meta = doc.get("metadata")
     if not isinstance(meta, dict):

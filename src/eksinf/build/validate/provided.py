@@ -15,9 +15,10 @@ import json
 from typing import Any
 
 from eksinf.core import cache
+from eksinf.core.types import Docs
 
 
-def _docs(stack: Any, spec: Any, mirror: Any, lock: dict) -> list[dict]:
+def _docs(stack: Any, spec: Any, mirror: Any, lock: dict[tuple[str, str], Any]) -> Docs:
     from eksinf.build import manifests
     from eksinf.core.yamlio import load_docs
 
@@ -41,7 +42,7 @@ def _key(sha256: str) -> str:
     return cache.key(b"cluster-crds-1", sha256.encode())
 
 
-def cluster_crd_units(stack: Any) -> dict[str, list[dict]]:
+def cluster_crd_units(stack: Any) -> dict[str, Docs]:
     """The documents of every CRD a component says the cluster provides, keyed like units
     (admission.crds_of reads their served schemas)."""
     specs = [(c.name, s) for c in stack.components for s in c.cluster_crds]

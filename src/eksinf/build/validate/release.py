@@ -30,6 +30,7 @@ from eksinf.build.validate.admission import (
 )
 from eksinf.build.validate.provided import cluster_crd_units
 from eksinf.core import cache
+from eksinf.core.types import Docs
 from eksinf.model import configs
 
 # A unit text's index: what the admission of its documents needs to find their cached verdicts
@@ -53,7 +54,7 @@ def _index_key(text: str) -> str:
     )
 
 
-def _index(docs: list) -> bytes:
+def _index(docs: list[Any]) -> bytes:
     """The index of one unit's documents, as parsed."""
     plain = {
         "docs": [
@@ -92,7 +93,7 @@ class ReleaseGate:
     def __init__(self, stack: Any) -> None:
         self.stack = stack
         self._committed: dict[tuple[str, str], Crd] | None = None
-        self._admissions: dict[tuple, Admission] = {}
+        self._admissions: dict[tuple[tuple[tuple[str, str], int], ...], Admission] = {}
         self._committed_index: dict[tuple[str, str], str] | None = None
 
     def _committed_digests(self) -> dict[tuple[str, str], str] | None:
@@ -116,7 +117,7 @@ class ReleaseGate:
             self._committed_index = found
         return self._committed_index
 
-    def remember(self, texts: dict[str, str], units: dict[str, list[dict]]) -> None:
+    def remember(self, texts: dict[str, str], units: dict[str, Docs]) -> None:
         """Index the texts of a release whose documents `check` is given, so that the next
         admission of the same texts can take every verdict from the cache (`check_texts`)."""
         if cache.enabled():
@@ -167,7 +168,7 @@ class ReleaseGate:
             report.transition_rules += verdict.transitions
         return report
 
-    def check(self, space: str, units: dict[str, list[dict]]) -> Report:
+    def check(self, space: str, units: dict[str, Docs]) -> Report:
         """`units`: slug -> documents, as the space would publish them."""
         if self._committed is None:
             self._committed = crds_of(configs.read_units(self.stack.configs_dir))

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from eksinf.build.validate.meta import dns1123_label
+from eksinf.core.types import Doc
 from eksinf.model import quantity
 from eksinf.model.resources import POD_SPEC_KEYS
 
-Problem = tuple[list, Any, str]  # path parts, value, message
-Check = Callable[[dict], Iterator[Problem]]
+Problem = tuple[list[str | int], Any, str]  # path parts, value, message
+Check = Callable[[Doc], Iterator[Problem]]
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ def rule(name: str, *kinds: tuple[str, str]) -> Callable[[Check], Check]:
     return register
 
 
-def problems(doc: dict) -> Iterator[tuple[list, str, Any, str]]:
+def problems(doc: Doc) -> Iterator[tuple[list[str | int], str, Any, str]]:
     """(path parts, rule, value, message) per semantic refusal of a built-in document."""
     key = (str(doc.get("apiVersion")), str(doc.get("kind")))
     for registered in RULES:
@@ -61,15 +62,15 @@ def problems(doc: dict) -> Iterator[tuple[list, str, Any, str]]:
                 yield parts, registered.name, value, message
 
 
-def _dict(node: Any) -> dict:
+def _dict(node: Any) -> Doc:
     return node if isinstance(node, dict) else {}
 
 
-def _list(node: Any) -> list:
+def _list(node: Any) -> list[Any]:
     return node if isinstance(node, list) else []
 
 
-def _pod(doc: dict) -> tuple[list, dict]:
+def _pod(doc: Doc) -> tuple[list[str], Doc]:
     keys = list(POD_SPEC_KEYS.get(str(doc.get("kind")), ()))
     node: Any = doc
     for key in keys:
@@ -77,7 +78,7 @@ def _pod(doc: dict) -> tuple[list, dict]:
     return keys, _dict(node)
 
 
-def _containers(doc: dict) -> Iterator[tuple[list, dict]]:
+def _containers(doc: Doc) -> Iterator[tuple[list[str | int], Doc]]:
     base, spec = _pod(doc)
     for group in ("initContainers", "containers", "ephemeralContainers"):
         for index, item in enumerate(_list(spec.get(group))):
@@ -86,7 +87,7 @@ def _containers(doc: dict) -> Iterator[tuple[list, dict]]:
 
 
 @rule("requests within limits", *POD_KINDS)
-def requests_within_limits(doc: dict) -> Iterator[Problem]:
+def requests_within_limits(doc: Doc) -> Iterator[Problem]:
     for at, container in _containers(doc):
         resources = _dict(container.get("resources"))
         limits = _dict(resources.get("limits"))
@@ -115,7 +116,7 @@ def _label(value: str) -> str | None:
 
 
 @rule("container name", *POD_KINDS)
-def container_name(doc: dict) -> Iterator[Problem]:
+def container_name(doc: Doc) -> Iterator[Problem]:
     for at, container in _containers(doc):
         name = container.get("name")
         problem = _label(name) if isinstance(name, str) else None
@@ -127,7 +128,7 @@ _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 
 
 @rule("env var name", *POD_KINDS)
-def env_var_name(doc: dict) -> Iterator[Problem]:
+def env_var_name(doc: Doc) -> Iterator[Problem]:
     for at, container in _containers(doc):
         for index, env in enumerate(_list(container.get("env"))):
             name = _dict(env).get("name")
@@ -162,7 +163,7 @@ def _port_range(value: Any) -> str | None:
 
 
 @rule("container port", *POD_KINDS)
-def container_port(doc: dict) -> Iterator[Problem]:
+def container_port(doc: Doc) -> Iterator[Problem]:
     for at, container in _containers(doc):
         for index, port in enumerate(_list(container.get("ports"))):
             port = _dict(port)
@@ -182,14 +183,15 @@ def container_port(doc: dict) -> Iterator[Problem]:
 
 
 @rule("restart policy", *SELECTOR_KINDS)
-def restart_policy(doc: dict) -> Iterator[Problem]:
+def restart_policy(doc: Doc) -> Iterator[Problem]:
     base, spec = _pod(doc)
     policy = spec.get("restartPolicy")
     if policy is not None and policy != "Always":
         yield [*base, "restartPolicy"], policy, 'supported values: "Always"'
 
 
-def _selects(selector: dict, labels: dict) -> bool:
+def _selects(selector: Doc, labels: Doc) -> bool:
+    key: Any  # a matchLabels key, then a matchExpressions one as the document gives it
     for key, value in _dict(selector.get("matchLabels")).items():
         if labels.get(key) != value:
             return False
@@ -208,7 +210,7 @@ def _selects(selector: dict, labels: dict) -> bool:
 
 
 @rule("selector matches template", *SELECTOR_KINDS)
-def selector_matches(doc: dict) -> Iterator[Problem]:
+def selector_matches(doc: Doc) -> Iterator[Problem]:
     spec = _dict(doc.get("spec"))
     selector = spec.get("selector")
     labels = _dict(_dict(_dict(spec.get("template")).get("metadata")).get("labels"))
@@ -221,12 +223,12 @@ def selector_matches(doc: dict) -> Iterator[Problem]:
 
 
 @rule("service ports", ("v1", "Service"))
-def service_ports(doc: dict) -> Iterator[Problem]:
+def service_ports(doc: Doc) -> Iterator[Problem]:
     spec = _dict(doc.get("spec"))
     kind = spec.get("type") or "ClusterIP"
     for index, port in enumerate(_list(spec.get("ports"))):
         port = _dict(port)
-        at = ["spec", "ports", index]
+        at: list[str | int] = ["spec", "ports", index]
         name = port.get("name")
         problem = _label(name) if isinstance(name, str) and name else None
         if problem:
@@ -253,7 +255,7 @@ def service_ports(doc: dict) -> Iterator[Problem]:
 
 
 @rule("disruption budget", ("policy/v1", "PodDisruptionBudget"))
-def disruption_budget(doc: dict) -> Iterator[Problem]:
+def disruption_budget(doc: Doc) -> Iterator[Problem]:
     spec = _dict(doc.get("spec"))
     if spec.get("minAvailable") is not None and spec.get("maxUnavailable") is not None:
         yield ["spec"], spec, "minAvailable and maxUnavailable cannot be both set"
@@ -264,7 +266,7 @@ def _zero(value: Any) -> bool:
 
 
 @rule("rolling update", ("apps/v1", "DaemonSet"), ("apps/v1", "Deployment"))
-def rolling_update(doc: dict) -> Iterator[Problem]:
+def rolling_update(doc: Doc) -> Iterator[Problem]:
     spec = _dict(doc.get("spec"))
     key = "updateStrategy" if doc.get("kind") == "DaemonSet" else "strategy"
     strategy = _dict(spec.get(key))

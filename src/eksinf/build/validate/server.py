@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eksinf.core.types import Doc, Docs
 from eksinf.errors import ENVIRONMENT, USAGE, EksinfError
 from eksinf.kube.client import KubeClient, ResourceRef, object_ref
 from eksinf.model import configs
@@ -107,7 +108,7 @@ class ServerReport:
         }
 
 
-def _resource(doc: dict) -> str:
+def _resource(doc: Doc) -> str:
     return f"{doc.get('apiVersion')} {resource_label(doc)}"
 
 
@@ -138,7 +139,7 @@ def _missing_namespace(status: int, body: dict[str, Any]) -> str | None:
 
 
 def admit(
-    client: KubeClient, plane: str, unit: str, doc: dict, dry_run: bool, local: bool
+    client: KubeClient, plane: str, unit: str, doc: Doc, dry_run: bool, local: bool
 ) -> list[ServerFinding]:
     """Apply one document; what the server refused (or could not judge). [] when admitted."""
     status, body = client.admit(doc, dry_run)
@@ -172,7 +173,7 @@ def admit(
     ]
 
 
-def _established(crd: dict) -> tuple[bool, str]:
+def _established(crd: Doc) -> tuple[bool, str]:
     conditions = (crd.get("status") or {}).get("conditions") or []
     for condition in conditions:
         if condition.get("type") == "NamesAccepted" and condition.get("status") == "False":
@@ -181,7 +182,7 @@ def _established(crd: dict) -> tuple[bool, str]:
     return ok, ""
 
 
-def _without_webhook(crd: dict) -> dict:
+def _without_webhook(crd: Doc) -> Doc:
     """The CRD with no conversion webhook: nothing runs on a bare control plane to answer one,
     and the server then refuses every object of the kind ("error resolving resource"). Objects
     are created in a served version and validated against its schema either way."""
@@ -191,10 +192,10 @@ def _without_webhook(crd: dict) -> dict:
     return {**crd, "spec": {**crd["spec"], "conversion": {"strategy": "None"}}}
 
 
-def install_crds(client: KubeClient, plane: str, crds: list[tuple[str, dict]]) -> PlaneReport:
+def install_crds(client: KubeClient, plane: str, crds: list[tuple[str, Doc]]) -> PlaneReport:
     """Create CRDs (unit label, document) and wait until each is Established (bounded)."""
     report = PlaneReport(plane)
-    waiting: dict[str, tuple[str, dict]] = {}
+    waiting: dict[str, tuple[str, Doc]] = {}
     for unit, doc in crds:
         found = admit(client, plane, unit, _without_webhook(doc), dry_run=False, local=True)
         report.findings += found
@@ -231,13 +232,13 @@ class Placed:
     """One document of a plane, with what orders it: Argo CD applies Namespaces first, then
     by sync wave; within a wave, components in their plane order."""
 
-    rank: tuple
+    rank: tuple[bool, int, int, str, int]  # not a Namespace, sync wave, plane order, unit, index
     unit: str
-    doc: dict
+    doc: Doc
 
 
 def plane_docs(
-    units: dict[str, list[dict]], order: dict[str, int], label: Callable[[str], str]
+    units: dict[str, Docs], order: dict[str, int], label: Callable[[str], str]
 ) -> list[Placed]:
     out = []
     for key, docs in units.items():
@@ -269,8 +270,8 @@ def _namespaces_needed(client: KubeClient, docs: Iterable[Placed]) -> Iterator[s
 def admit_plane(
     client: KubeClient,
     plane: str,
-    units: dict[str, list[dict]],
-    provided: list[tuple[str, dict]],
+    units: dict[str, Docs],
+    provided: list[tuple[str, Doc]],
     order: dict[str, int],
     dry_run: bool,
 ) -> PlaneReport:
@@ -308,7 +309,7 @@ def admit_plane(
 
 def _stack_planes(
     stack: Any, planes: Iterable[str]
-) -> tuple[str, dict[str, dict[str, list[dict]]], dict[str, list[tuple[str, dict]]]]:
+) -> tuple[str, dict[str, dict[str, Docs]], dict[str, list[tuple[str, Doc]]]]:
     """(profile, plane -> its resolved units, plane -> its cluster-provided CRDs)."""
     from eksinf import links
     from eksinf.build.validate.admission import published_units
@@ -317,12 +318,12 @@ def _stack_planes(
     units = configs.read_units(stack.configs_dir)
     profile, published = published_units(stack, units, links.load_bindings(stack))
     plane_of = {c.name: c.plane for c in stack.components}
-    by_plane: dict[str, dict[str, list[dict]]] = {p: {} for p in planes}
+    by_plane: dict[str, dict[str, Docs]] = {p: {} for p in planes}
     for key, docs in published.items():
         plane = plane_of.get(key.split("/")[0])
         if plane in by_plane:
             by_plane[plane][key] = docs
-    provided: dict[str, list[tuple[str, dict]]] = {p: [] for p in planes}
+    provided: dict[str, list[tuple[str, Doc]]] = {p: [] for p in planes}
     if any(c.cluster_crds for c in stack.components if c.plane in by_plane):
         for label, docs in cluster_crd_units(stack).items():
             plane = plane_of.get(label.split(" ")[0])

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from eksinf.core.types import Doc
 from eksinf.model import paths
 from eksinf.model.names import name_rule, schema_pattern
 from eksinf.model.placeholder import is_placeholder, scan
@@ -33,6 +34,7 @@ UNKNOWN = (
 
 INVALID, UNRESOLVED, NOT_EVALUATED = "invalid", "unresolved", "not-evaluated"
 MAX_DEPTH = 64  # bound every walk: no Kubernetes object in the stack nests half as deep
+FieldPath = tuple[paths.Segment, ...]  # a field's path parts, as paths.format_path joins them
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,7 @@ _FORMATS: dict[str, Callable[[Any], bool]] = {
 }
 
 
-def _key(path: tuple) -> str:
+def _key(path: FieldPath) -> str:
     return paths.format_path(list(path))
 
 
@@ -119,12 +121,12 @@ class _Checker:
         self.evaluate = evaluate
         self.result = Result()
 
-    def add(self, status: str, path: tuple, rule: str, value: Any, message: str = "") -> None:
+    def add(self, status: str, path: FieldPath, rule: str, value: Any, message: str = "") -> None:
         self.result.violations.append(Violation(status, _key(path), rule, value, message))
 
     # -- defaulting and pruning -------------------------------------------------------------
 
-    def prepare(self, schema: dict, value: Any, depth: int = 0) -> Any:
+    def prepare(self, schema: Doc, value: Any, depth: int = 0) -> Any:
         """Drop nulls of non-nullable fields and apply defaults, depth first (server order)."""
         if depth > MAX_DEPTH:
             return value  # check() reports the nesting
@@ -155,7 +157,7 @@ class _Checker:
 
     # -- validation -------------------------------------------------------------------------
 
-    def check(self, schema: dict, value: Any, path: tuple) -> None:
+    def check(self, schema: Doc, value: Any, path: FieldPath) -> None:
         if is_placeholder(value):
             return  # the caller reports every placeholder (unresolved, or invalid where unbound)
         if len(path) > MAX_DEPTH:
@@ -187,7 +189,7 @@ class _Checker:
             self.array(schema, value, path)
         self.cel(schema, value, path)
 
-    def values(self, schema: dict, value: Any, path: tuple) -> None:
+    def values(self, schema: Doc, value: Any, path: FieldPath) -> None:
         def bad(rule: str, message: str) -> None:
             self.add(INVALID, path, rule, value, message)
 
@@ -227,8 +229,8 @@ class _Checker:
             if keyword in schema:
                 self.combinator(keyword, schema[keyword], value, path)
 
-    def combinator(self, keyword: str, subs: Any, value: Any, path: tuple) -> None:
-        def passes(sub: dict) -> bool:
+    def combinator(self, keyword: str, subs: Any, value: Any, path: FieldPath) -> None:
+        def passes(sub: Doc) -> bool:
             probe = _Checker(lambda _r, _v: ("pass", ""))
             probe.values(sub, value, path)
             if "type" in sub and not _TYPES.get(sub["type"], lambda _v: True)(value):
@@ -251,7 +253,7 @@ class _Checker:
         elif keyword == "oneOf" and matched != 1:
             self.add(INVALID, path, "oneOf", value, f"matches {matched} schemas of oneOf, not one")
 
-    def object(self, schema: dict, value: dict, path: tuple) -> None:
+    def object(self, schema: Doc, value: Doc, path: FieldPath) -> None:
         for key in schema.get("required") or []:
             if key not in value:
                 self.add(INVALID, (*path, key), "required", None, "required field is missing")
@@ -286,7 +288,7 @@ class _Checker:
                     UNKNOWN,
                 )
 
-    def array(self, schema: dict, value: list, path: tuple) -> None:
+    def array(self, schema: Doc, value: list[Any], path: FieldPath) -> None:
         if "maxItems" in schema and len(value) > schema["maxItems"]:
             self.add(INVALID, path, f"maxItems: {schema['maxItems']}", len(value), "too many items")
         if "minItems" in schema and len(value) < schema["minItems"]:
@@ -310,7 +312,7 @@ class _Checker:
                 seen.append(item)
         elif list_type == "map":
             keys = schema.get("x-kubernetes-list-map-keys") or []
-            seen_keys: list[tuple] = []
+            seen_keys: list[tuple[Any, ...]] = []
             for index, item in enumerate(value):
                 if not isinstance(item, dict):
                     continue
@@ -325,7 +327,7 @@ class _Checker:
                     )
                 seen_keys.append(ident)
 
-    def cel(self, schema: dict, value: Any, path: tuple) -> None:
+    def cel(self, schema: Doc, value: Any, path: FieldPath) -> None:
         for entry in schema.get("x-kubernetes-validations") or []:
             rule = entry.get("rule", "")
             status, detail = self.evaluate(rule, value)
@@ -348,7 +350,7 @@ class _Checker:
             self.add(state, where, f"x-kubernetes-validations: {rule}", value, message)
 
 
-def check(schema: dict, doc: dict, evaluate: Evaluate) -> Result:
+def check(schema: Doc, doc: Doc, evaluate: Evaluate) -> Result:
     """Validate a custom resource (apiVersion, kind and metadata are the server's, not the
     schema's: they are checked by validate.meta). Placeholder values are skipped: the caller
     reports them."""
