@@ -34,7 +34,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -69,8 +69,8 @@ class MemoResolver:
 
     def resolve(self, kind: type, value: Any, implicit: Any) -> str:
         if kind is not yaml.ScalarNode or len(value) > 64:
-            resolved: str = super().resolve(kind, value, implicit)  # type: ignore[misc]
-            return resolved
+            # PyYAML's resolver answers a tag
+            return cast(str, super().resolve(kind, value, implicit))  # type: ignore[misc]
         key = (value, implicit)
         tag = self._resolved.get(key)
         if tag is None:
