@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eksinf.core.types import Docs
 from eksinf.core.yamlio import load_docs
 
 from ..errors import CONTRACT, ENVIRONMENT, EksinfError, shell_command
@@ -158,7 +159,7 @@ def why_not_available(kube: KubeClient, namespace: str) -> str:
     pod (a bare API server, a cluster whose nodes are all gone), no pod at all (nothing runs the
     Deployment controller), or pods that are not ready (their phase and waiting reason)."""
     try:
-        nodes: list | None = kube.items(resource_path("v1", "Node"))
+        nodes: Docs | None = kube.items(resource_path("v1", "Node"))
     except KubeError:  # an identity that may not list nodes: say nothing about them
         nodes = None
     try:

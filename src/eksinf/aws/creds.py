@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import botocore.exceptions as bce
 
@@ -338,7 +338,8 @@ def default_user_name(scope: StackScope) -> str:
 
 def _get_user(iam: Any, name: str) -> dict[str, Any] | None:
     try:
-        return iam.get_user(UserName=name)["User"]
+        # botocore parses GetUser into its output shape: User is a structure (a dict)
+        return cast(dict[str, Any], iam.get_user(UserName=name)["User"])
     except bce.ClientError as exc:
         if error_code(exc) == "NoSuchEntity":
             return None

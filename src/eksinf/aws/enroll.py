@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from eksinf.core.yamlio import load_docs
 from eksinf.publish.argo import application_schema
@@ -44,7 +44,8 @@ def repo_creds_name(name: str) -> str:
 
 def root_application(name: str, registry: str, namespace: str) -> dict[str, Any]:
     """The hub's root Application for the apps space, placed in Argo CD's namespace."""
-    doc = load_docs(hub_root(apps_space(name), registry))[0]
+    # the one Application publish/argo renders: a mapping
+    doc = cast(dict[str, Any], load_docs(hub_root(apps_space(name), registry))[0])
     doc["metadata"]["namespace"] = namespace
     return doc
 

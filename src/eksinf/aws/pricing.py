@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from eksinf.core.atomic import write_file
+from eksinf.core.types import Docs
 
 from .session import AWS_FAILURES, AwsSession, translate
 
@@ -168,7 +169,7 @@ def _trusted(
     if entry is None:
         return None
     problem = entry_problem(entry, now)
-    if problem is None:
+    if problem is None and isinstance(entry, dict):  # no problem: it is an object
         return entry
     del cache[key]
     out.refused.append(f"price cache {path}: {key} refused ({problem}); read again")
@@ -255,9 +256,9 @@ def _get_products(session: AwsSession, region: str, instance_type: str) -> float
     return parse_on_demand(items, instance_type)
 
 
-def _spot_history(session: AwsSession, types: list[str], now: datetime) -> list[dict]:
+def _spot_history(session: AwsSession, types: list[str], now: datetime) -> Docs:
     ec2 = session.client("ec2")
-    history: list[dict] = []
+    history: Docs = []
     pages = ec2.get_paginator("describe_spot_price_history").paginate(
         InstanceTypes=types,
         ProductDescriptions=["Linux/UNIX", "Linux/UNIX (Amazon VPC)"],

@@ -37,7 +37,7 @@ COMPLETE = "DeploymentComplete"  # the CRD's status.state enum (and the deployme
 
 def _condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
     for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
-        if cond.get("type") == kind:
+        if isinstance(cond, dict) and cond.get("type") == kind:
             return cond
     return None
 
@@ -88,7 +88,9 @@ def ack_row(label: str, obj: dict[str, Any] | None, error: str = "") -> dict[str
     }
 
 
-def karpenter_rows(pools: list[dict[str, Any]], claims: list[dict[str, Any]]) -> list[dict]:
+def karpenter_rows(
+    pools: list[dict[str, Any]], claims: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     rows = []
     for pool in sorted(pools, key=lambda p: p["metadata"]["name"]):
         name = pool["metadata"]["name"]
@@ -154,13 +156,15 @@ def deployment_row(
     }
 
 
-def models_check(kube: KubeClient, namespace: str, service: str, port: int, model: str) -> dict:
+def models_check(
+    kube: KubeClient, namespace: str, service: str, port: int, model: str
+) -> dict[str, Any]:
     """GET /v1/models through the API server's service proxy; healthy when it lists `model`."""
     path = f"/api/v1/namespaces/{namespace}/services/{service}:{port}/proxy/v1/models"
     return _models(kube, path, model)
 
 
-def _models(kube: KubeClient, path: str, model: str) -> dict:
+def _models(kube: KubeClient, path: str, model: str) -> dict[str, Any]:
     try:
         answer = kube.get_path(path)
     except KubeAccessError:
@@ -199,7 +203,7 @@ def registration_of(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def endpoint_config_row(
-    label: str, obj: dict[str, Any] | None, pods: list[dict[str, Any]], check: dict | None
+    label: str, obj: dict[str, Any] | None, pods: list[dict[str, Any]], check: dict[str, Any] | None
 ) -> dict[str, Any]:
     """An InferenceEndpointConfig: serving from its ready pods and the deployment state the CR
     reports, then `/v1/models` of a ready pod; registration is reported beside, never in the
@@ -255,8 +259,8 @@ class Plan:
     applications: tuple[str, ...]  # Application names: the variant spaces bound to the target
     ack: tuple[tuple[str, ResourceRef], ...]  # (label, object)
     # (label, object, namespace, template labels)
-    deployments: tuple[tuple[str, ResourceRef, str, dict], ...]
-    services: tuple[tuple[str, str, int, dict], ...]  # (namespace, name, port, selector)
+    deployments: tuple[tuple[str, ResourceRef, str, dict[str, Any]], ...]
+    services: tuple[tuple[str, str, int, dict[str, Any]], ...]  # (namespace, name, port, selector)
     endpoint_configs: tuple[
         tuple[str, ResourceRef, str, int], ...
     ] = ()  # (label, object, ns, port)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
+from eksinf.core.types import Doc, Docs
 from eksinf.model.prices import PriceTable
 
 from ..errors import EksinfError
@@ -113,10 +114,12 @@ class RawStatus:
     hyperpod_nodes: tuple[dict[str, Any], ...] = ()
 
 
-def stack_instances(session: AwsSession, scope: StackScope, states=BILLING_STATES) -> list[dict]:
+def stack_instances(
+    session: AwsSession, scope: StackScope, states: tuple[str, ...] = BILLING_STATES
+) -> Docs:
     """Instances carrying the stack tag or this cluster's tags, each once, sorted by id."""
     ec2 = session.client("ec2")
-    found: dict[str, dict] = {}
+    found: dict[str, Doc] = {}
     with aws_errors("listing the stack's EC2 instances (ec2 describe-instances)"):
         for filters in scope.instance_filter_sets():
             reservations = paginate(
@@ -154,11 +157,11 @@ def stack_vpc_ids(session: AwsSession, scope: StackScope) -> list[str]:
     return sorted(found)
 
 
-def stack_nat_gateways(session: AwsSession, scope: StackScope) -> list[dict]:
+def stack_nat_gateways(session: AwsSession, scope: StackScope) -> Docs:
     """NAT gateways tagged with the stack, or living in the stack's VPC."""
     ec2 = session.client("ec2")
     state = {"Name": "state", "Values": ["pending", "available"]}
-    found: dict[str, dict] = {}
+    found: dict[str, Doc] = {}
     with aws_errors("listing the stack's NAT gateways (ec2 describe-nat-gateways)"):
         queries = scope.stack_filter_sets()
         vpcs = stack_vpc_ids(session, scope)
@@ -172,7 +175,7 @@ def stack_nat_gateways(session: AwsSession, scope: StackScope) -> list[dict]:
     return [found[k] for k in sorted(found)]
 
 
-def describe_cluster(session: AwsSession, name: str) -> dict | None:
+def describe_cluster(session: AwsSession, name: str) -> Doc | None:
     """The EKS cluster, or None when it does not exist (any other failure raises)."""
     try:
         cluster = session.client("eks").describe_cluster(name=name).get("cluster")
@@ -180,11 +183,11 @@ def describe_cluster(session: AwsSession, name: str) -> dict | None:
         if error_code(exc) == "ResourceNotFoundException":
             return None
         raise translate(exc, f"describing EKS cluster {name} (eks describe-cluster)") from exc
-    answer_field(cluster, "name", "eks describe-cluster")
-    return cluster
+    answer_field(cluster, "name", "eks describe-cluster")  # refuses all but a mapping with a name
+    return cast(Doc, cluster)
 
 
-def hyperpod_nodes(session: AwsSession, cluster: str) -> list[dict]:
+def hyperpod_nodes(session: AwsSession, cluster: str) -> Docs:
     """Every instance of a HyperPod cluster (name or ARN), by instance group."""
     with aws_errors(
         f"listing HyperPod cluster {cluster}'s instances (sagemaker list-cluster-nodes)"

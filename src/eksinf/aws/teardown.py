@@ -448,7 +448,15 @@ def run(
     return outcomes
 
 
-def _drain(plan, session, scope, config, timing, out: Outcome, say: Say) -> None:
+def _drain(
+    plan: TeardownPlan,
+    session: AwsSession,
+    scope: StackScope,
+    config: ConfigPlane | None,
+    timing: Timing,
+    out: Outcome,
+    say: Say,
+) -> None:
     if config is None:
         out.record(
             "drain",
@@ -479,7 +487,16 @@ def _drain(plan, session, scope, config, timing, out: Outcome, say: Say) -> None
     out.record("instances", "done", "EC2 shows no instance of the stack", say)
 
 
-def _mgmt(plan, session, scope, kube, config, timing, out: Outcome, say: Say) -> None:
+def _mgmt(
+    plan: TeardownPlan,
+    session: AwsSession,
+    scope: StackScope,
+    kube: KubeClient | None,
+    config: ConfigPlane | None,
+    timing: Timing,
+    out: Outcome,
+    say: Say,
+) -> None:
     if kube is None:
         out.record(
             "ack-objects",
@@ -502,7 +519,16 @@ def _mgmt(plan, session, scope, kube, config, timing, out: Outcome, say: Say) ->
     out.final = leftovers(session, scope)
 
 
-def _delete_through_ack(plan, session, scope, kube, config, timing, out: Outcome, say: Say) -> None:
+def _delete_through_ack(
+    plan: TeardownPlan,
+    session: AwsSession,
+    scope: StackScope,
+    kube: KubeClient,
+    config: ConfigPlane | None,
+    timing: Timing,
+    out: Outcome,
+    say: Say,
+) -> None:
     if config is not None:
         done, _ = config.through(
             list(plan.spaces["mgmt"]), "set-annotation", [DELETION_POLICY, "delete"]

@@ -29,7 +29,16 @@ WHERE_OPTION = typer.Option(
 )
 
 
-def _fn(ctx, hub_choice, function, args, space, unit, where, json_out) -> None:
+def _fn(
+    ctx: typer.Context,
+    hub_choice: str | None,
+    function: str,
+    args: list[str],
+    space: str,
+    unit: str | None,
+    where: str | None,
+    json_out: bool,
+) -> None:
     if unit and where:  # before the stack is read
         raise EksinfError("--unit and --where exclude each other", exit_code=USAGE)
     from ..flows import hubview

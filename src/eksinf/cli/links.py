@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -21,7 +22,7 @@ def register(app: typer.Typer) -> None:
     app.command("lint")(lint_cmd)
 
 
-def binding_rows(bindings: list[links_mod.Binding]) -> list[dict]:
+def binding_rows(bindings: list[links_mod.Binding]) -> list[dict[str, Any]]:
     return [b.as_dict() for b in bindings]
 
 

@@ -4,6 +4,7 @@ management cluster on kind). Parse, call flows/targets.py, format."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -11,6 +12,9 @@ from ..errors import shell_command
 from ..model.targets import DEFAULT_KIND, KIND_HELP, KINDS, TARGET_PLANES
 from .aws import ARGOCD_TIMEOUT_OPTION, YES_OPTION, nothing_changed
 from .common import HUB_OPTION, JSON_OPTION, emit_json, one_of, stack_context
+
+if TYPE_CHECKING:
+    from ..flows.targets import TargetInfo
 
 ARGOCD_NS_OPTION = typer.Option("argocd", "--argocd-namespace", help="Argo CD's namespace.")
 KIND_OPTION = typer.Option(DEFAULT_KIND, "--kind", metavar=one_of(KINDS), help=KIND_HELP)
@@ -78,7 +82,7 @@ def target_add_cmd(
     _print_target(info)
 
 
-def _print_target(info) -> None:
+def _print_target(info: TargetInfo) -> None:
     argo = info.argocd or {}
     typer.echo(f"target {info.target} ({info.plane}, {info.kind}); kubeconfig {info.kubeconfig}")
     typer.echo(

@@ -8,7 +8,7 @@ through the content-addressed cache, keyed by the documents' repr (yamlio's cach
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -119,4 +119,5 @@ DUMP_OPTIONS: dict[str, Any] = {
 
 def _dump_docs(docs: list[Any]) -> str:
     with gc_paused():
-        return yaml.dump_all(docs, Dumper=_Dumper, **DUMP_OPTIONS)
+        # no stream given: PyYAML returns the text
+        return cast(str, yaml.dump_all(docs, Dumper=_Dumper, **DUMP_OPTIONS))

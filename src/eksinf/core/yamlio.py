@@ -34,11 +34,12 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
 from eksinf.core import cache, inside, kubeyaml
+from eksinf.core.types import Docs
 from eksinf.errors import CONTRACT, EksinfError
 
 _TAB_INDENT = re.compile(r"^[ ]*\t", re.MULTILINE)
@@ -68,7 +69,8 @@ class MemoResolver:
 
     def resolve(self, kind: type, value: Any, implicit: Any) -> str:
         if kind is not yaml.ScalarNode or len(value) > 64:
-            return super().resolve(kind, value, implicit)  # type: ignore[misc]
+            # PyYAML's resolver answers a tag
+            return cast(str, super().resolve(kind, value, implicit))  # type: ignore[misc]
         key = (value, implicit)
         tag = self._resolved.get(key)
         if tag is None:
@@ -133,7 +135,7 @@ class _DuplicateKey(yaml.MarkedYAMLError):
 class _StrictLoader(_Loader):
     """Refuses duplicate keys, which YAML parsers otherwise resolve silently (last one wins)."""
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         # Keys are compared as Kubernetes and Helm keep them, JSON object keys: `on` and `true`,
         # or `0x10` and `16`, are one key there (and in a Python dict), and only one survives.
         seen: dict[str, yaml.Node] = {}
@@ -424,7 +426,7 @@ def load_mapping_docs(
     label: str | None = None,
     aliases: bool = True,
     ambiguous: bool = True,
-) -> list[dict]:
+) -> Docs:
     """Like `load_source`, but every document must be a mapping (a Kubernetes-style object)."""
     name = label or str(path)
     if text is None:
@@ -475,7 +477,7 @@ def load_docs(
     return _through_cache(kind, text, lambda: _load_docs(text, label, unique_keys))
 
 
-def load_objects(text: str, label: str, hint: str = "Fix the YAML at that position.") -> list[dict]:
+def load_objects(text: str, label: str, hint: str = "Fix the YAML at that position.") -> Docs:
     """`load_docs` for units (a bundle's, a hub upload's, configs/): every document must be a
     mapping, a Kubernetes object. A list or a bare scalar is refused (exit 3) naming
     `label:line:col`, never dropped: a dropped document is content that silently vanishes."""
@@ -582,7 +584,7 @@ def _build(node: yaml.Node, loader: _Loader, built: dict[int, Any], unique: str 
     if id(node) in built:  # an alias: the same object, as the standard constructor gives
         return built[id(node)]
     if isinstance(node, yaml.MappingNode):
-        mapping: dict = {}
+        mapping: dict[Any, Any] = {}
         built[id(node)] = mapping
         plain = True
         for key, value in node.value:
@@ -595,7 +597,7 @@ def _build(node: yaml.Node, loader: _Loader, built: dict[int, Any], unique: str 
         if unique is not None and (len(mapping) != len(node.value) or not plain):
             _refuse_colliding_keys(node, loader, unique)
         return mapping
-    sequence: list = []
+    sequence: list[Any] = []
     built[id(node)] = sequence
     sequence.extend(_build(item, loader, built, unique) for item in node.value)
     return sequence
@@ -615,7 +617,7 @@ def _refuse_colliding_keys(node: yaml.MappingNode, loader: _Loader, label: str) 
             )
 
 
-def load_input_docs(data: bytes, label: str) -> list[dict]:
+def load_input_docs(data: bytes, label: str) -> Docs:
     """`load_objects` of a file handed to eksinf (a bundle's, a pull's or a folder's unit): text
     that is not UTF-8, not valid YAML (an unknown tag included) or not Kubernetes objects is an
     input error naming `label:line:col`, never a traceback."""

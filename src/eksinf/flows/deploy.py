@@ -17,6 +17,7 @@ from eksinf import links
 from eksinf.core import inside
 from eksinf.core.faults import checkpoint
 from eksinf.core.outdir import MARKER
+from eksinf.core.types import Doc
 from eksinf.core.yamldump import dump_docs
 from eksinf.core.yamlio import load_docs, load_input_docs
 from eksinf.model.stack import Stack
@@ -218,7 +219,8 @@ class LinkResult:
         return camel_fields(self.__dict__)
 
 
-_BINDINGS_CACHE: dict[tuple, list[Binding]] = {}
+# key: (path, mtime ns, size) of each binding file that exists
+_BINDINGS_CACHE: dict[tuple[tuple[str, int, int], ...], list[Binding]] = {}
 
 
 def load_bindings(stack: Stack) -> list[Binding]:
@@ -235,7 +237,7 @@ def load_bindings(stack: Stack) -> list[Binding]:
     return _BINDINGS_CACHE[key]
 
 
-def _checked_profile(doc: dict, where: str) -> dict:
+def _checked_profile(doc: Doc, where: str) -> Doc:
     """The profile document, after the same checks lint runs (exit 3 naming field and fix)."""
     from eksinf.model.profile import (
         check_profile,  # jsonschema: loaded only by the flows reading a profile
@@ -253,7 +255,7 @@ def _check_profile_source(src: UploadSource) -> None:
                 _checked_profile(doc, f"{src.ref}/{name}")
 
 
-def checked_profile_doc(hub: Hub, variant: str) -> dict:
+def checked_profile_doc(hub: Hub, variant: str) -> Doc:
     space = profile_space(variant)
     if not hub.space_exists(space):
         raise NotFound(
@@ -272,7 +274,7 @@ def checked_profile_doc(hub: Hub, variant: str) -> dict:
 
 
 def link_unit(
-    hub: Hub, space: str, unit: str, bindings: list[Binding], profile_doc: dict, variant: str
+    hub: Hub, space: str, unit: str, bindings: list[Binding], profile_doc: Doc, variant: str
 ) -> LinkResult:
     """Link one unit to the profile variant (one TransformPaths link, built by the link engine)
     and let the hub resolve it."""
@@ -533,7 +535,7 @@ def _bind_link_publish(
     variant: str,
     target: str,
     kind: TargetKind,
-    profile: dict,
+    profile: Doc,
     report: DeployReport,
     gate: ReleaseGate | None,
     say: Say,

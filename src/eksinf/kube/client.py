@@ -274,6 +274,19 @@ class KubeClient:
                 exit_code=ENVIRONMENT,
             ) from exc
 
+    def _object(self, resp: requests.Response) -> dict[str, Any]:
+        """`_json` of an answer that must be one JSON object (an object, a list or a Status)."""
+        body = self._json(resp)
+        if not isinstance(body, dict):
+            raise KubeError(
+                f"cluster {self.server}: answered {resp.request.method} {resp.url} with JSON "
+                f"that is not an object (a {type(body).__name__})",
+                resp.status_code,
+                hint="Is the kubeconfig's server a Kubernetes API server?",
+                exit_code=ENVIRONMENT,
+            )
+        return body
+
     def resources(self, api_version: str) -> dict[str, ApiResource] | None:
         """Discovery of one group/version: kind -> plural and scope; None when not served."""
         if api_version not in self._discovered:
@@ -326,7 +339,7 @@ class KubeClient:
         resp = self._call("GET", "/version")
         if resp.status_code != 200:
             self._raise(resp, "reading the cluster version")
-        return self._json(resp)
+        return self._object(resp)
 
     def get(self, ref: ResourceRef) -> dict[str, Any] | None:
         """The object (or list) `ref` names; None when it (or its kind) does not exist."""
@@ -338,7 +351,7 @@ class KubeClient:
             return None
         if resp.status_code != 200:
             self._raise(resp, f"GET {path}")
-        return self._json(resp)
+        return self._object(resp)
 
     def get_path(self, path: str) -> dict[str, Any] | None:
         """GET a path that names no resource (a service proxy, /healthz); None on 404."""
@@ -347,7 +360,7 @@ class KubeClient:
             return None
         if resp.status_code != 200:
             self._raise(resp, f"GET {path}")
-        return self._json(resp)
+        return self._object(resp)
 
     def items(self, ref: ResourceRef, label_selector: str = "") -> list[dict[str, Any]]:
         """The objects of a collection (those matching `label_selector`, when given)."""
@@ -374,7 +387,7 @@ class KubeClient:
         resp = self._apply_patch(path, doc, force=force, dry_run=dry_run)
         if resp.status_code not in (200, 201):
             self._raise(resp, f"applying {doc['kind']} {doc['metadata'].get('name')}")
-        return self._json(resp)
+        return self._object(resp)
 
     def _apply_patch(
         self, path: str, doc: dict[str, Any], *, force: bool, dry_run: bool
@@ -418,7 +431,7 @@ class KubeClient:
             return None
         if resp.status_code != 200:
             self._raise(resp, f"patching {path}")
-        return self._json(resp)
+        return self._object(resp)
 
     def delete(self, ref: ResourceRef, propagation: str | None = None) -> bool:
         """Delete; False when it was already gone. `propagation="Orphan"` keeps dependents."""

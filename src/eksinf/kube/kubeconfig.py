@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.proc import Overflow, run_bounded
+from ..core.types import Doc
 from ..errors import ENVIRONMENT, USAGE, EksinfError
 
 KUBECONFIG_ENV = "KUBECONFIG"
@@ -219,7 +220,7 @@ def load(explicit: Path | None = None) -> tuple[dict[str, Any], str]:
     return merged, read[0] if len(read) == 1 else f"KUBECONFIG ({os.pathsep.join(read)})"
 
 
-def choose(config: dict[str, Any], context: str | None, label: str) -> tuple[str, dict, dict]:
+def choose(config: dict[str, Any], context: str | None, label: str) -> tuple[str, Doc, Doc]:
     """The chosen context's name, its cluster and its user (empty when it names none).
 
     A context, cluster or user that is named but absent is a usage error (exit 2), as kubectl
@@ -438,11 +439,11 @@ class ExecCredential:
     expires: float | None  # epoch seconds; None: valid for the whole process
 
 
-_credentials: dict[tuple, ExecCredential] = {}
+_credentials: dict[tuple[ExecPlugin, str], ExecCredential] = {}
 _credentials_lock = threading.Lock()
 
 
-def _cache_key(plugin: ExecPlugin, auth: KubeAuth) -> tuple:
+def _cache_key(plugin: ExecPlugin, auth: KubeAuth) -> tuple[ExecPlugin, str]:
     return (plugin, auth.server if plugin.provide_cluster_info else "")
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from eksinf.core import cache
 from eksinf.core.atomic import write_file
+from eksinf.core.types import Doc
 from eksinf.model import config
 
 from ..errors import ENVIRONMENT, EksinfError
@@ -157,7 +158,7 @@ class LocalPlane:
             )  # fmt: skip
         return cert, key
 
-    def kubeconfig(self, token: str | None = None, name: str = "local") -> dict:
+    def kubeconfig(self, token: str | None = None, name: str = "local") -> Doc:
         """A kubeconfig (as a dict) for this server, as the admin unless `token` is given."""
         return {
             "apiVersion": "v1",
@@ -178,7 +179,7 @@ def _openssl(*args: str) -> bytes:
     return subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60).stdout
 
 
-def _wait_ready(plane: LocalPlane, procs: list[subprocess.Popen], logs: list[Path]) -> None:
+def _wait_ready(plane: LocalPlane, procs: list[subprocess.Popen[bytes]], logs: list[Path]) -> None:
     import requests
 
     direct = requests.Session()
@@ -216,7 +217,7 @@ def running(mirror: Path | None = None) -> Iterator[LocalPlane]:
     binary = apiserver_binary(mirror)
     etcd, openssl = _plane_tools()
     folder = Path(tempfile.mkdtemp(prefix="eksinf-plane-"))
-    procs: list[subprocess.Popen] = []
+    procs: list[subprocess.Popen[bytes]] = []
     try:
         admin, nobody = _credentials(folder, openssl)
         client, peer, secure = _free_port(), _free_port(), _free_port()
@@ -317,7 +318,7 @@ def _server_args(binary: Path, folder: Path, client: int, secure: int) -> list[s
     ]  # fmt: skip
 
 
-def _stop(procs: list[subprocess.Popen]) -> None:
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
     """Terminate every process, newest first; kill one that does not stop within 10 seconds."""
     for proc in reversed(procs):
         proc.terminate()

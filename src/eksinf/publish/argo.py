@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib import resources
+from typing import cast
 
+from eksinf.core.types import Doc
 from eksinf.core.yamldump import dump_docs
 
 ARGOCD_MIN_VERSION = "3.1"
@@ -20,11 +22,11 @@ LAYOUT_HOST = "oci-layout.invalid"  # stand-in targets: releases live in a local
 
 
 @cache
-def application_schema() -> dict:
+def application_schema() -> Doc:
     """The one JSON Schema for the Applications below: enroll checks each one it applies
     against it, and the tests check what this module generates."""
     text = resources.files("eksinf").joinpath("schemas/argocd-application.schema.json").read_text()
-    return json.loads(text)
+    return cast(Doc, json.loads(text))  # the package's own schema file: one JSON object
 
 
 def repo_url(registry: str, space: str) -> str:
@@ -35,8 +37,8 @@ def repo_url(registry: str, space: str) -> str:
 
 
 def _application(
-    name: str, url: str, namespace: str, sync_options: list[str], automated: dict
-) -> dict:
+    name: str, url: str, namespace: str, sync_options: list[str], automated: Doc
+) -> Doc:
     return {
         "apiVersion": "argoproj.io/v1alpha1",
         "kind": "Application",

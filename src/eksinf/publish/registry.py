@@ -136,7 +136,13 @@ class RegistryStore:
         )
 
     def _send(
-        self, method: str, url: str, *, headers: dict | None = None, retry: bool = True, **kw: Any
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: dict[str, str] | None = None,
+        retry: bool = True,
+        **kw: Any,
     ) -> requests.Response:
         """One request, streamed: the caller reads the body through `_read` or closes it."""
         sent = dict(headers or {})

@@ -15,6 +15,7 @@ from urllib.parse import urlparse
 
 from eksinf.core.net import is_loopback
 from eksinf.core.proc import Overflow, run_bounded
+from eksinf.core.types import Doc
 from eksinf.errors import ENVIRONMENT, EksinfError
 
 MAX_DOCKER_CONFIG = 1 << 20
@@ -56,7 +57,7 @@ def _docker_config_auth(host: str) -> tuple[str, str] | None:
     return _auths_entry(path, config, host)
 
 
-def _read_config(path: Path) -> dict:
+def _read_config(path: Path) -> Doc:
     def bad(why: str) -> EksinfError:
         return _bad(path, why)
 
@@ -122,7 +123,7 @@ def _helper_credentials(path: Path, field: str, name: object, host: str) -> tupl
     return user, secret
 
 
-def _auths_entry(path: Path, config: dict, host: str) -> tuple[str, str] | None:
+def _auths_entry(path: Path, config: Doc, host: str) -> tuple[str, str] | None:
     def bad(why: str) -> EksinfError:
         return _bad(path, why)
 

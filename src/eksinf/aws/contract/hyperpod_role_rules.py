@@ -3,6 +3,7 @@ enablement, and the trust and policies of the roles it runs as (listed in rules.
 
 from __future__ import annotations
 
+from ...core.types import Doc
 from ...model import iam
 from ...model.checks import Finding
 from .context import Context, check, rule
@@ -24,7 +25,7 @@ from .hyperpod_rules import HP_ANCHOR, HYPERPOD, hyperpod_of, role_missing
 from .rules_identity import irsa_refusal
 
 
-def _env(deploy: dict, name: str) -> str | None:
+def _env(deploy: Doc, name: str) -> str | None:
     for container in (deploy.get("spec", {}).get("template", {}).get("spec") or {}).get(
         "containers"
     ) or []:
@@ -34,10 +35,11 @@ def _env(deploy: dict, name: str) -> str | None:
     return None
 
 
-def _available(deploy: dict) -> bool:
+def _available(deploy: Doc) -> bool:
     for cond in (deploy.get("status") or {}).get("conditions") or []:
         if cond.get("type") == "Available":
-            return cond.get("status") == "True"
+            status: object = cond.get("status")
+            return status == "True"
     return False
 
 

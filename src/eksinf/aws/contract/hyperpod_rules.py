@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from eksinf.core.types import Doc
 from eksinf.model.prices import load_catalogue
 
 from ...errors import shell_command
@@ -305,7 +306,7 @@ def inference_addon(ctx: Context) -> list[Finding]:
     ]
 
 
-Judge = Callable[[HyperPodFacts, dict], tuple[str, str]]  # -> (problem, detail)
+Judge = Callable[[HyperPodFacts, Doc], tuple[str, str]]  # -> (problem, detail)
 
 
 def _config_check(ctx: Context, element: str, setting: str, judge: Judge) -> list[Finding]:
@@ -345,7 +346,7 @@ def _config_check(ctx: Context, element: str, setting: str, judge: Judge) -> lis
 def addon_cluster_arn(ctx: Context) -> list[Finding]:
     """The add-on's hyperpodClusterArn is this cluster's ARN (not empty, not stale)."""
 
-    def judge(hp: HyperPodFacts, config: dict) -> tuple[str, str]:
+    def judge(hp: HyperPodFacts, config: Doc) -> tuple[str, str]:
         found = str(config.get("hyperpodClusterArn") or "")
         if not found:
             return "hyperpodClusterArn is empty or absent: the controller crash-loops", ""
@@ -379,7 +380,7 @@ def addon_cluster_arn(ctx: Context) -> list[Finding]:
 def addon_execution_role(ctx: Context) -> list[Finding]:
     """The add-on's executionRoleArn is the profile's execution role."""
 
-    def judge(hp: HyperPodFacts, config: dict) -> tuple[str, str]:
+    def judge(hp: HyperPodFacts, config: Doc) -> tuple[str, str]:
         found = str(config.get("executionRoleArn") or "")
         if not found:
             return "executionRoleArn is empty or absent", ""
@@ -409,7 +410,7 @@ def addon_execution_role(ctx: Context) -> list[Finding]:
 def addon_tls_bucket(ctx: Context) -> list[Finding]:
     """The add-on's TLS bucket is the profile's."""
 
-    def judge(hp: HyperPodFacts, config: dict) -> tuple[str, str]:
+    def judge(hp: HyperPodFacts, config: Doc) -> tuple[str, str]:
         found = str(config.get("tlsCertificateS3Bucket") or "")
         bucket = found.removeprefix("s3://").split("/", 1)[0]  # either spelling is accepted
         if not bucket:
@@ -440,7 +441,7 @@ def addon_tls_bucket(ctx: Context) -> list[Finding]:
 def addon_gateway(ctx: Context) -> list[Finding]:
     """The add-on sets inferenceGateway.enabled explicitly."""
 
-    def judge(hp: HyperPodFacts, config: dict) -> tuple[str, str]:
+    def judge(hp: HyperPodFacts, config: Doc) -> tuple[str, str]:
         block = config.get("inferenceGateway")
         value = block.get("enabled") if isinstance(block, dict) else None
         if not isinstance(value, bool):
