@@ -115,3 +115,40 @@ def test_a_field_another_manager_owns_is_a_conflict_unless_forced(kube_plane, tm
     (taken,) = apply_all(kube, [mine], force=True)
     assert taken.action == "configured"
     assert kube.get(ref)["data"] == {"mode": "ours"}
+
+
+# ---- an endpoint that answers JSON that is not an object -------------------------------------
+# The real kube-apiserver never answers a list at /version; a stand-in HTTP server on 127.0.0.1
+# does, to show what eksinf does with an endpoint that is not a Kubernetes API server.
+
+
+def test_an_answer_that_is_json_but_not_an_object_is_an_environment_error():
+    import http.server
+    import threading
+
+    from eksinf.errors import ENVIRONMENT
+    from eksinf.kube.client import KubeClient, KubeError
+    from eksinf.kube.kubeconfig import KubeAuth
+
+    class ListAnswers(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (the handler's protocol)
+            body = b'["not", "an", "object"]'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), ListAnswers)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        kube = KubeClient(KubeAuth(server=f"http://127.0.0.1:{server.server_port}", token="t"))
+        with pytest.raises(KubeError) as err:
+            kube.version()
+        assert err.value.exit_code == ENVIRONMENT
+        assert "JSON that is not an object (a list)" in err.value.message
+    finally:
+        server.shutdown()
