@@ -14,6 +14,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -127,12 +128,10 @@ def moto_endpoint():
     server.stop()
 
 
-@pytest.fixture(scope="session")
-def kube_plane():
-    """A real Kubernetes control plane (etcd + kube-apiserver) on 127.0.0.1, one per session.
-
-    In CI (EKSINF_REQUIRE_KUBE=1, set by .ci/run) a missing binary or etcd fails the test;
-    elsewhere it is a named skip."""
+def control_plane():
+    """A real Kubernetes control plane (etcd + kube-apiserver) on 127.0.0.1, for a fixture to
+    yield from. In CI (EKSINF_REQUIRE_KUBE=1, set by .ci/run) a missing binary or etcd fails the
+    test; elsewhere it is a named skip."""
     from eksinf.errors import EksinfError
     from eksinf.kube import localplane
 
@@ -143,6 +142,34 @@ def kube_plane():
         if os.environ.get("EKSINF_REQUIRE_KUBE") == "1":
             pytest.fail(f"the local control plane did not start: {exc} ({exc.hint})")
         pytest.skip(f"no local control plane: {exc}")
+
+
+@pytest.fixture(scope="session")
+def kube_plane():
+    """One control plane shared by the whole session."""
+    yield from control_plane()
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A wheel of this checkout, built once per session: offline (setuptools from the dev extra,
+    no build isolation) and from a copy, so the build's own build/ folder stays out of the repo."""
+    work = tmp_path_factory.mktemp("wheel")
+    source = work / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "setup.py", "README.md", "LICENSE", *STACK_FILES):
+        shutil.copy2(REPO / name, source / name)
+    skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    for name in ("src", *STACK_DIRS):
+        shutil.copytree(REPO / name, source / name, ignore=skip)
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+         "-w", str(work / "dist"), str(source)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    (found,) = (work / "dist").glob("eksinf-*.whl")
+    return found
 
 
 @pytest.fixture

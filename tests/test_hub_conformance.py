@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from fakecub import FakeCub
+from test_hub_local import DEPLOY, NAMESPACE, with_target
 
 from eksinf.core.yamldump import dump_docs
 from eksinf.core.yamlio import load_docs
@@ -27,27 +28,6 @@ from eksinf.hub.protocol import (
     NotFound,
     UploadSource,
 )
-
-DEPLOY = {
-    "apiVersion": "apps/v1",
-    "kind": "Deployment",
-    "metadata": {"name": "web", "namespace": "app"},
-    "spec": {
-        "replicas": 1,
-        "template": {
-            "spec": {
-                "containers": [
-                    {
-                        "name": "web",
-                        "image": "nginx:1",
-                        "env": [{"name": "REGION", "value": "confighubplaceholder"}],
-                    }
-                ]
-            }
-        },
-    },
-}
-NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "app"}}
 
 
 @pytest.fixture(params=["local", "cub"])
@@ -81,13 +61,6 @@ def files(replicas: int = 1) -> dict[str, bytes]:
 
 def upload(hub: Hub, content: dict[str, bytes]):
     return hub.variant_upload("app", "base", UploadSource("test", content))
-
-
-def with_target(hub: Hub, tmp_path: Path) -> str:
-    hub.create_space("cluster")
-    hub.create_target("cluster", "target", f"oci-layout:{tmp_path / 'oci'}")
-    hub.create_trigger("cluster", "no-placeholders", "vet-placeholders", "gate")
-    return "cluster/target"
 
 
 def replicas_of(hub: Hub, space: str) -> int:

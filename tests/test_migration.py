@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import REPO, TOOL_MIRROR
+from conftest import REPO, control_plane
 
 from eksinf.links import load_bindings, resolve_units
 from eksinf.model.awsobjects import read_lock
@@ -192,16 +192,7 @@ def own_plane():
     """A control plane of this module's own: the original's objects have fixed names (the vllm
     Service among them) that other tests create too, and a bare kube-apiserver has no namespace
     controller to clear them after, so they are kept off the session's shared server."""
-    from eksinf.errors import EksinfError
-    from eksinf.kube import localplane
-
-    try:
-        with localplane.running(TOOL_MIRROR) as plane:
-            yield plane
-    except EksinfError as exc:
-        if os.environ.get("EKSINF_REQUIRE_KUBE") == "1":
-            pytest.fail(f"the local control plane did not start: {exc} ({exc.hint})")
-        pytest.skip(f"no local control plane: {exc}")
+    yield from control_plane()
 
 
 @pytest.fixture(scope="module")

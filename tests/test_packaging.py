@@ -5,14 +5,13 @@ dependency; every package src/ imports declared; licence metadata in the wheel."
 from __future__ import annotations
 
 import ast
-import shutil
 import subprocess
 import sys
 import tomllib
 import zipfile
 from importlib import metadata
 
-from conftest import REPO, STACK_DIRS, STACK_FILES
+from conftest import REPO
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -106,23 +105,8 @@ def test_every_module_imports_with_the_test_tools_absent():
     assert int(done.stdout) > 100
 
 
-def test_the_wheel_carries_the_licence_and_ranges(tmp_path):
-    """Built (offline, setuptools from the dev extra) from a copy of the checkout, so the build's
-    own build/ folder stays out of the repository."""
-    source = tmp_path / "source"
-    source.mkdir()
-    for name in ("pyproject.toml", "setup.py", "README.md", "LICENSE", *STACK_FILES):
-        shutil.copy2(REPO / name, source / name)
-    skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
-    for name in ("src", *STACK_DIRS):
-        shutil.copytree(REPO / name, source / name, ignore=skip)
-    built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-         "-w", str(tmp_path), str(source)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert built.returncode == 0, built.stderr
-    (wheel,) = tmp_path.glob("eksinf-*.whl")
+def test_the_wheel_carries_the_licence_and_ranges(wheel):
+    """The wheel of this checkout (conftest's `wheel`, built offline from a copy)."""
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         info = next(n for n in names if n.endswith(".dist-info/METADATA"))

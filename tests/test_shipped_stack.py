@@ -141,26 +141,11 @@ def test_a_copy_of_the_shipped_stack_is_the_user_s_own(package, tmp_path, eksinf
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`eksinf` from a wheel of this checkout, in a fresh venv. No network here: the wheel is
-    built without build isolation (setuptools from the dev extra), installed without its
-    dependencies, which the venv reads from this test's own environment (a .pth line): the
-    package under test is the wheel's, not the checkout's."""
-    work = tmp_path_factory.mktemp("wheel")
-    source = work / "source"  # a copy, so the build's own build/ folder stays out of the repo
-    source.mkdir()
-    for name in ("pyproject.toml", "setup.py", "README.md", "LICENSE", *STACK_FILES):
-        shutil.copy2(REPO / name, source / name)
-    skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
-    for name in ("src", *STACK_DIRS):
-        shutil.copytree(REPO / name, source / name, ignore=skip)
-    build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(work / "dist"), str(source)],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    assert build.returncode == 0, build.stderr
-    (wheel,) = (work / "dist").glob("eksinf-*.whl")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`eksinf` from a wheel of this checkout (conftest's `wheel`), in a fresh venv. No network
+    here: it is installed without its dependencies, which the venv reads from this test's own
+    environment (a .pth line): the package under test is the wheel's, not the checkout's."""
+    work = tmp_path_factory.mktemp("venv")
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
