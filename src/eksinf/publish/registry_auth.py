@@ -23,9 +23,11 @@ MAX_HELPER_OUTPUT = 1 << 20
 HELPER_TIMEOUT = 60  # seconds; a helper may ask a cloud API (ECR's) for a fresh token
 # A helper is the program `docker-credential-<name>` on PATH; a name is never a path.
 HELPER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-# What every docker-credential-helpers program prints when it holds nothing for the server.
+# The helpers' protocol is docker/docker-credential-helpers' (credentials/credentials.go): a
+# helper holding nothing for the server prints errCredentialsNotFoundMessage and exits 1, and a
+# Username of "<token>" means Secret is an identity (OAuth2 refresh) token, not a password.
 NOT_FOUND = "credentials not found in native keychain"
-IDENTITY_TOKEN_USER = "<token>"  # Secret is an OAuth2 refresh token, not a password
+IDENTITY_TOKEN_USER = "<token>"
 
 
 def _bad(path: Path, why: str) -> EksinfError:
@@ -38,7 +40,8 @@ def _bad(path: Path, why: str) -> EksinfError:
 
 
 def _docker_config_auth(host: str) -> tuple[str, str] | None:
-    """docker's order: the host's `credHelpers` entry, else `credsStore`, else `auths`."""
+    """docker's order (docker/cli, cli/config/configfile/file.go, GetCredentialsStore): the
+    host's `credHelpers` entry, else `credsStore`, else `auths`."""
     config_dir = Path(os.environ.get("DOCKER_CONFIG") or Path.home() / ".docker")
     path = config_dir / "config.json"
     if not path.is_file():
