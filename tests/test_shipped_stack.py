@@ -203,3 +203,18 @@ def test_the_installed_wheel_works_in_an_empty_folder(installed, tmp_path):
     assert (state / ".eksinf" / "hub.db").is_file()
     render = run("render")
     assert render.returncode == USAGE and "shipped with eksinf" in render.stderr
+
+
+def test_a_folder_eksinf_did_not_make_is_never_overwritten(package, tmp_path, eksinf):
+    """The copy's place already holds a stack of someone else's (no marker): refused, untouched."""
+    root = tmp_path / "state" / "stack"
+    (root / "configs").mkdir(parents=True)
+    (root / "configs" / "mine.yaml").write_text("kind: Mine\n")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = eksinf("components", cwd=empty)
+    assert result.code == 3, result.err
+    assert "holds configs that eksinf did not put there" in result.err
+    assert shipped.STATE_ENV in result.err  # the hint: another state folder
+    assert (root / "configs" / "mine.yaml").read_text() == "kind: Mine\n"
+    assert not (root / "components.yaml").exists()

@@ -21,6 +21,8 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
+from ..errors import CONTRACT, EksinfError
+
 # The stack, as the package carries it: every file and folder eksinf reads from a stack root.
 STACK_FILES = ("components.yaml", "versions.env", "charts.lock", "aws-objects.lock")
 STACK_DIRS = ("render", "configs", "iam")
@@ -67,8 +69,23 @@ def shipped_root(package: Path | None = None) -> Path | None:
     marker = root / MARKER
     if marker.is_file() and marker.read_text().strip() == digest:
         return root
+    if not marker.is_file():
+        _refuse_foreign(root)
     _refresh(package, root, digest)
     return root
+
+
+def _refuse_foreign(root: Path) -> None:
+    """A folder at the copy's place without the marker was not made by eksinf: its stack files
+    would be replaced, so nothing is touched and the user decides."""
+    held = [name for name in (*STACK_FILES, *STACK_DIRS) if (root / name).exists()]
+    if held:
+        raise EksinfError(
+            f"{root} holds {', '.join(held)} that eksinf did not put there (no {MARKER}); the "
+            "shipped stack is copied to that folder",
+            hint=f"Move that folder away, or set {STATE_ENV} to another folder.",
+            exit_code=CONTRACT,
+        )
 
 
 def _refresh(package: Path, root: Path, digest: str) -> None:
