@@ -687,3 +687,17 @@ def test_after_an_unchanged_rerun_changes_are_still_resolved_published_and_check
     assert "spec.limits.cpu" in refused.err
     with open_hub(stack_dir) as hub:
         assert [r.release_num for r in hub.list_releases("karpenter-sandbox")] == [1]
+
+
+def test_an_unchanged_sandbox_up_writes_nothing_to_the_hub(eksinf, stack_dir):
+    """A rerun with nothing changed changes no row of the hub (labels, annotations and release
+    targets equal to the stored ones are not written again); a real change still is."""
+    from eksinf.flows.sandbox import sandbox_up
+
+    assert eksinf("sandbox", "up", cwd=stack_dir).code == 0
+    with open_hub(stack_dir) as hub:
+        before = hub._db.total_changes
+        assert not sandbox_up(hub, load_stack(stack_dir)).changed
+        assert hub._db.total_changes == before
+        hub.label_space("sandbox-mgmt", {"team": "ml"})
+        assert hub._db.total_changes == before + 1
