@@ -20,13 +20,11 @@ import sys
 import tarfile
 import zlib
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from eksinf import __version__
-from eksinf.build.units import PROVENANCE_FILE, ComponentOutput, RenderResult, Unit
 from eksinf.core import cache, inside
 from eksinf.core.atomic import write_file
 from eksinf.core.gitinfo import commit_of
@@ -38,6 +36,7 @@ from eksinf.model.placeholder import scan, text_may_hold
 from eksinf.model.stack import Stack
 
 if TYPE_CHECKING:
+    from eksinf.build.units import Unit
     from eksinf.publish.oci import PushResult
 
 BUNDLE_SUFFIX = ".tar.gz"
@@ -180,6 +179,8 @@ def component_files(stack: Stack, component: str) -> dict[str, bytes]:
 
 
 def _committed_units(stack: Stack, component: str, files: dict[str, bytes]) -> list[Unit]:
+    from eksinf.build.units import Unit
+
     units = []
     for name, data in files.items():
         unit = parse_unit(component, name, data.decode("utf-8"))
@@ -194,7 +195,10 @@ def guard_committed(stack: Stack, components: dict[str, dict[str, bytes]]) -> No
     charts or Helm engine, and `eksinf verify` (which CI runs first) already proves configs/
     equals a fresh render and covers the template-level hazards only a render can see.
     """
-    from eksinf.build.guard import check  # guard imports render; keep bundle importable on its own
+    # guard imports render, and the render's units load only to guard: keep bundle importable
+    # on its own, and light for the commands that only digest or unpack bundles (sandbox up)
+    from eksinf.build.guard import check
+    from eksinf.build.units import ComponentOutput, RenderResult
 
     outputs = tuple(
         ComponentOutput(stack.component(name), tuple(_committed_units(stack, name, files)))
@@ -214,6 +218,8 @@ def guard_committed(stack: Stack, components: dict[str, dict[str, bytes]]) -> No
 
 def chart_provenance(stack: Stack, component: str) -> list[dict[str, Any]]:
     """The pinned charts a component was rendered from, as recorded in configs/provenance.json."""
+    from eksinf.build.units import PROVENANCE_FILE
+
     path = stack.configs_dir / PROVENANCE_FILE
     if not path.is_file():
         return []
@@ -589,6 +595,8 @@ def publish(
 
     # Components are independent repositories: push them concurrently (the registry
     # round trips dominate), and report in stack order.
+    from concurrent.futures import ThreadPoolExecutor  # loaded only to push
+
     done = []
     with ThreadPoolExecutor(max_workers=PUSH_WORKERS) as pool:
         for published in pool.map(push_one, bundles):
