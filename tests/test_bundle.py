@@ -256,3 +256,29 @@ def test_a_crash_during_pull_leaves_the_output_whole(tmp_path):
     assert after.returncode == 0, after.stderr
     assert tree(out) == {"new.yaml": b"n: 1\n"}
     assert sorted(p.name for p in out.parent.iterdir()) == ["out"]  # staging leftover cleared
+
+
+def test_bundle_digest_is_the_bundles_and_built_again_for_any_other_files(tmp_path, monkeypatch):
+    """The digest of the files' bundle; the bundle is built once per exact file set (names and
+    bytes), and any other set is built and digested afresh."""
+    from eksinf.core import cache
+    from eksinf.model.digest import oci_digest
+    from eksinf.publish import bundle
+
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.delenv(cache.NO_CACHE_ENV, raising=False)
+    built: list[dict[str, bytes]] = []
+    monkeypatch.setattr(bundle, "bundle_bytes", lambda f: built.append(f) or bundle_bytes(f))
+    files = {"a.yaml": b"kind: A\n", "b.yaml": b"kind: B\n"}
+    assert bundle.bundle_digest(files) == oci_digest(bundle_bytes(files))
+    assert bundle.bundle_digest(dict(reversed(files.items()))) == oci_digest(bundle_bytes(files))
+    assert len(built) == 1
+    for other in (
+        {**files, "b.yaml": b"kind: C\n"},
+        {"a.yaml": files["a.yaml"], "c.yaml": files["b.yaml"]},
+        {"a.yaml": files["a.yaml"]},
+    ):
+        assert bundle.bundle_digest(other) == oci_digest(bundle_bytes(other))
+    assert len(built) == 4
+    monkeypatch.setenv(cache.NO_CACHE_ENV, "1")
+    assert bundle.bundle_digest(files) == oci_digest(bundle_bytes(files)) and len(built) == 5

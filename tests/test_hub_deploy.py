@@ -647,3 +647,57 @@ def test_hub_diff_upstream_shows_only_the_field_a_function_changed(eksinf, stack
     ]
     assert raw == ["-  replicas: 0", "+  replicas: 3"]
     assert "# The model server" in shown.out
+
+
+def test_after_an_unchanged_rerun_changes_are_still_resolved_published_and_checked(
+    eksinf, stack_dir
+):
+    """A rerun with nothing changed publishes nothing, and "nothing changed" is decided by
+    content (a unit file rewritten with the same bytes is no change). What changes after such a
+    rerun goes the whole way: a profile value is resolved into the units linked to it and
+    published, and a committed unit the API server would not admit stops its release (exit 3)."""
+    assert eksinf("sandbox", "up", cwd=stack_dir).code == 0
+    nodepools = stack_dir / "configs" / "karpenter" / "nodepools.yaml"
+    nodepools.write_bytes(nodepools.read_bytes())  # a new mtime, the same content
+    again = eksinf("sandbox", "up", "--json", cwd=stack_dir)
+    assert again.code == 0, again.err
+    assert json.loads(again.out)["changed"] is False
+
+    with open_hub(stack_dir) as hub:
+        profile = hub.unit_data("platform-profile-sandbox", "profile")
+        assert "modelId: Qwen/Qwen2.5-7B-Instruct-AWQ" in profile
+        moved = profile.replace("Qwen2.5-7B-Instruct-AWQ", "Qwen2.5-3B-Instruct-AWQ")
+        hub.update_unit("platform-profile-sandbox", "profile", moved, "smaller model")
+    up = eksinf("sandbox", "up", "--json", cwd=stack_dir)
+    assert up.code == 0, up.err
+    published = sorted(s for p in json.loads(up.out)["planes"] for s in p["published"])
+    assert published == ["inference-workloads-sandbox"]
+    with open_hub(stack_dir) as hub:
+        assert "Qwen2.5-3B-Instruct-AWQ" in hub.unit_data("inference-workloads-sandbox", "vllm")
+        assert [r.release_num for r in hub.list_releases("inference-workloads-sandbox")] == [1, 2]
+
+    docs = list(yaml.safe_load_all(nodepools.read_text()))
+    for doc in docs:
+        if doc and doc["kind"] == "NodePool" and doc["metadata"]["name"] == "general":
+            doc["spec"]["limits"]["cpu"] = "lots"
+    nodepools.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    refused = eksinf("sandbox", "up", cwd=stack_dir)
+    assert refused.code == 3
+    assert "release of karpenter-sandbox refused" in refused.err
+    assert "spec.limits.cpu" in refused.err
+    with open_hub(stack_dir) as hub:
+        assert [r.release_num for r in hub.list_releases("karpenter-sandbox")] == [1]
+
+
+def test_an_unchanged_sandbox_up_writes_nothing_to_the_hub(eksinf, stack_dir):
+    """A rerun with nothing changed changes no row of the hub (labels, annotations and release
+    targets equal to the stored ones are not written again); a real change still is."""
+    from eksinf.flows.sandbox import sandbox_up
+
+    assert eksinf("sandbox", "up", cwd=stack_dir).code == 0
+    with open_hub(stack_dir) as hub:
+        before = hub._db.total_changes
+        assert not sandbox_up(hub, load_stack(stack_dir)).changed
+        assert hub._db.total_changes == before
+        hub.label_space("sandbox-mgmt", {"team": "ml"})
+        assert hub._db.total_changes == before + 1

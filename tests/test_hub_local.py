@@ -483,3 +483,30 @@ def test_a_unit_changed_during_the_push_stays_unreleased(local_hub, tmp_path, mo
     second = local_hub.publish("app-dev")
     assert second.release_num == 2 and second.digest != first.digest
     assert local_hub.get_unit("app-dev", "web").last_released_revision == web.head_revision
+
+
+def test_an_upload_file_is_parsed_until_it_passed_and_a_secret_or_bad_file_every_time(
+    tmp_path, monkeypatch
+):
+    """A rerun uploads the same files: one that read as objects with no Secret before is not
+    parsed again; a Secret, an unreadable file and any changed byte are parsed every time."""
+    from eksinf.core import cache
+    from eksinf.hub import variants
+
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.delenv(cache.NO_CACHE_ENV, raising=False)
+    parsed: list[str] = []
+    real = variants.load_input_docs
+    monkeypatch.setattr(variants, "load_input_docs", lambda d, lb: parsed.append(lb) or real(d, lb))
+    config = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n"
+    secret = b"apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n"
+    for _ in range(2):
+        assert variants.holds_secret(config, "config.yaml") is False
+        assert variants.holds_secret(secret, "secret.yaml") is True
+        with pytest.raises(EksinfError, match=r"list\.yaml"):
+            variants.holds_secret(b"- a list\n", "list.yaml")
+    assert parsed == ["config.yaml", "secret.yaml", "list.yaml", "secret.yaml", "list.yaml"]
+    assert variants.holds_secret(config + b"data: {}\n", "changed.yaml") is False
+    monkeypatch.setenv(cache.NO_CACHE_ENV, "1")
+    assert variants.holds_secret(config, "config.yaml") is False
+    assert parsed[-2:] == ["changed.yaml", "config.yaml"]

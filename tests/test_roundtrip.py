@@ -75,3 +75,19 @@ def test_where_the_readers_disagree_the_meaning_wins_over_the_layout():
     assert "# a comment" not in after
     doc = load_docs(after)[0]
     assert doc["spec"] == {"paused": True, "replicas": 2}
+
+
+def test_an_edit_that_changes_nothing_needs_no_round_trip(monkeypatch):
+    """A rerun's edits mostly change nothing: that is known from yamlio's documents alone, so
+    ruamel never parses the unit; an edit that does change it still keeps its layout."""
+    import eksinf.core.roundtrip as roundtrip
+
+    text = (REPO / "configs" / "inference-workloads" / "vllm.yaml").read_text()
+    real = roundtrip._yaml
+    parses: list[str] = []
+    monkeypatch.setattr(roundtrip, "_yaml", lambda t: parses.append(t) or real(t))
+    assert edit_text(text, lambda docs: set_replicas(docs, ["0"])) is None
+    assert parses == []
+    after = edit_text(text, lambda docs: set_replicas(docs, ["3"]))
+    assert after is not None and parses == [text]
+    assert _changed(text, after) == ["-  replicas: 0", "+  replicas: 3"]

@@ -229,17 +229,22 @@ def test_a_warm_validate_loads_no_checking_library(stack_dir, eksinf, verdicts):
 
 def test_sandbox_sources_unpacked_once_per_bundle(stack_dir, verdicts, monkeypatch):
     """sandbox up reads each component's bundle back through the safe unpack; a bundle made of
-    the same files and unpacked to them before is taken as its files, in the unpack's order."""
+    the same files and unpacked to them before is taken as its files, in the unpack's order,
+    and is not even built again (its digest is known by the files)."""
     from eksinf.flows import sandbox
     from eksinf.model.stack import load_stack
+    from eksinf.publish import bundle
 
     stack = load_stack(stack_dir)
     first = sandbox.bundled_sources(stack)
     unpacks: list[bytes] = []
     real = sandbox.unpacked_files
     monkeypatch.setattr(sandbox, "unpacked_files", lambda blob: unpacks.append(blob) or real(blob))
+    built: list[dict[str, bytes]] = []
+    real_build = bundle.bundle_bytes
+    monkeypatch.setattr(bundle, "bundle_bytes", lambda f: built.append(f) or real_build(f))
     again = sandbox.bundled_sources(stack)
-    assert unpacks == []
+    assert (unpacks, built) == ([], [])
     assert {k: (list(v.files.items()), v.digest) for k, v in again.items()} == {
         k: (list(v.files.items()), v.digest) for k, v in first.items()
     }

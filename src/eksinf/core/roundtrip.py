@@ -85,9 +85,15 @@ def _plain_docs(docs: list[Any]) -> list[Any]:
 
 def edit_text(text: str, edit: Edit, label: str = "unit") -> str | None:
     """Run `edit` on the documents of `text`; the new text, or None when it changed nothing."""
-    from ruamel.yaml import YAMLError
-
     plain = load_docs(text, label)  # bounded and checked, as every read
+    # The edit decides "changed" by value, which both readers agree on (checked below before a
+    # round-trip answer is trusted): an edit that changes nothing, the usual case of a rerun,
+    # costs one libyaml read and no ruamel parse. Its documents were edited, so read afresh.
+    if not edit(plain):
+        return None
+    plain = load_docs(text, label)
+    from ruamel.yaml import YAMLError  # loaded only for an edit that writes
+
     head_match = _HEAD.match(text)
     head = head_match.group(0) if head_match else ""
     try:

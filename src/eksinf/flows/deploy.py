@@ -35,6 +35,7 @@ from ..hub.protocol import (
     UploadReport,
     UploadSource,
 )
+from ..hub.variants import holds_secret
 from ..links import Binding, engine
 from ..model.digest import oci_digest
 from ..model.jsonkeys import camel_fields
@@ -183,7 +184,7 @@ def install(
     for src in chosen.values():  # a unit that does not parse stops the install before any upload
         for name, data in sorted(src.files.items()):
             if name.endswith((".yaml", ".yml")):
-                load_input_docs(data, f"{src.ref}/{name}")
+                holds_secret(data, f"{src.ref}/{name}")
     if PROFILE_COMPONENT in chosen:
         _check_profile_source(chosen[PROFILE_COMPONENT])
     for comp in stack.components:

@@ -53,25 +53,26 @@ UNPACKED = "a bundle unpacks to exactly the files it was made of"  # a cache.pas
 def bundled_sources(stack: Stack) -> dict[str, UploadSource]:
     """Each component's committed units, bundled exactly as `eksinf bundle` would, then read
     back through the same safe unpack an installed bundle goes through. A bundle whose exact
-    bytes were made from exactly these files and unpacked back to them before (recorded in the
-    derived-data cache's `checks`, HMAC-checked) is not unpacked again: the unpack is a pure
-    function of the bytes."""
+    bytes (named by their digest) were made from exactly these files and unpacked back to them
+    before (recorded in the derived-data cache's `checks`, HMAC-checked) is neither built nor
+    unpacked again: the unpack is a pure function of the bytes."""
     sources = {}
     for comp in stack.components:
         files = bundle.component_files(stack, comp.name)
         if not files:
             continue
-        blob = bundle.bundle_bytes(files)
-        digest = oci_digest(blob)
-        inputs = [blob, *(part for name in sorted(files) for part in (name.encode(), files[name]))]
-        if cache.passed(UNPACKED, *inputs):  # in the unpack's order (sorted paths)
+        digest = bundle.bundle_digest(files)
+        names = [part for name in sorted(files) for part in (name.encode(), files[name])]
+        if cache.passed(UNPACKED, digest.encode(), *names):  # in the unpack's order (sorted paths)
             unpacked = {
                 p.as_posix(): files[p.as_posix()] for p in sorted(map(PurePosixPath, files))
             }
         else:
+            blob = bundle.bundle_bytes(files)
+            digest = oci_digest(blob)
             unpacked = unpacked_files(blob)
             if unpacked == files:
-                cache.record_pass(UNPACKED, *inputs)
+                cache.record_pass(UNPACKED, digest.encode(), *names)
         sources[comp.name] = UploadSource(
             f"bundle {comp.name}{bundle.BUNDLE_SUFFIX}", unpacked, digest
         )

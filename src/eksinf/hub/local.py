@@ -244,13 +244,13 @@ class LocalHub(Variants):
             target, members = self._releasable_units(db, space, row)
             texts = {u["slug"]: self._text(u["data_hash"]) for u in members}
             files = {f"{slug}.yaml": text.encode("utf-8") for slug, text in texts.items() if text}
-            blob = bundle.bundle_bytes(files)
-            digest = oci_digest(blob)
             latest = db.execute(
                 "SELECT * FROM releases WHERE space_id=? ORDER BY num DESC LIMIT 1", (row["id"],)
             ).fetchone()
-            if latest is not None and latest["digest"] == digest:
+            if latest is not None and latest["digest"] == bundle.bundle_digest(files):
                 raise NoChanges(space, self._release(space, latest))
+            blob = bundle.bundle_bytes(files)
+            digest = oci_digest(blob)
             num = (latest["num"] if latest else 0) + 1
             ref = release_ref(target["registry"], space)
             target_ref = self._target_ref(target["id"])

@@ -398,15 +398,20 @@ class Store(Closing):
     def label_space(self, slug: str, labels: dict[str, str]) -> Space:
         with self._tx() as db:
             row = self._space_row(slug)
-            merged = {**json.loads(row["labels"]), **labels}
-            db.execute(
-                "UPDATE spaces SET labels=? WHERE id=?",
-                (json.dumps(merged, sort_keys=True), row["id"]),
-            )
+            current = json.loads(row["labels"])
+            merged = {**current, **labels}
+            if merged != current:  # a rerun's labels are the same: nothing written
+                db.execute(
+                    "UPDATE spaces SET labels=? WHERE id=?",
+                    (json.dumps(merged, sort_keys=True), row["id"]),
+                )
             return self.get_space(slug)
 
     def _set_release_target(self, space_id: str, target_id: str | None) -> None:
-        self._db.execute("UPDATE spaces SET release_target_id=? WHERE id=?", (target_id, space_id))
+        self._db.execute(
+            "UPDATE spaces SET release_target_id=? WHERE id=? AND release_target_id IS NOT ?",
+            (target_id, space_id, target_id),
+        )
 
     def referrers(self, slug: str) -> list[str]:
         """What outside this space points into it: inbound links, release targets and unit
@@ -550,11 +555,13 @@ class Store(Closing):
 
     def _annotate(self, space_id: str, annotations: dict[str, str]) -> None:
         row = self._db.execute("SELECT annotations FROM spaces WHERE id=?", (space_id,)).fetchone()
-        merged = {**json.loads(row[0]), **annotations}
-        self._db.execute(
-            "UPDATE spaces SET annotations=? WHERE id=?",
-            (json.dumps(merged, sort_keys=True), space_id),
-        )
+        current = json.loads(row[0])
+        merged = {**current, **annotations}
+        if merged != current:  # a re-upload of the same source: nothing written
+            self._db.execute(
+                "UPDATE spaces SET annotations=? WHERE id=?",
+                (json.dumps(merged, sort_keys=True), space_id),
+            )
 
     # ---- links ------------------------------------------------------------------------------
 

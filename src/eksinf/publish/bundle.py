@@ -14,28 +14,29 @@ import gzip
 import io
 import json
 import os
+import re
 import shutil
+import sys
 import tarfile
 import zlib
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from eksinf import __version__
-from eksinf.build.units import PROVENANCE_FILE, ComponentOutput, RenderResult, Unit
 from eksinf.core import cache, inside
 from eksinf.core.atomic import write_file
 from eksinf.core.gitinfo import commit_of
 from eksinf.core.outdir import MARKER, MARKER_TEXT, claim, replace_with, staging_for
 from eksinf.errors import CONTRACT, FAILURE, USAGE, EksinfError, write_failure
 from eksinf.model.configs import parse_unit
-from eksinf.model.digest import sha256_hex
+from eksinf.model.digest import oci_digest, sha256_hex
 from eksinf.model.placeholder import scan, text_may_hold
 from eksinf.model.stack import Stack
 
 if TYPE_CHECKING:
+    from eksinf.build.units import Unit
     from eksinf.publish.oci import PushResult
 
 BUNDLE_SUFFIX = ".tar.gz"
@@ -102,6 +103,28 @@ def compress(tar: bytes) -> bytes:
     return data
 
 
+_DIGEST = re.compile(rb"sha256:[0-9a-f]{64}")
+
+
+def bundle_digest(files: dict[str, bytes]) -> str:
+    """`oci_digest(bundle_bytes(files))`, without building the bundle when these exact files
+    were bundled before: a rerun with nothing changed compares releases and bundles by digest
+    alone. The digest depends on the names, the contents and the code that writes the tar and
+    the gzip (eksinf's, Python's, zlib's), so the derived-data cache keeps it under all of them."""
+    entry = cache.key(
+        b"bundle-digest-1",
+        f"Python {sys.version}; zlib {zlib.ZLIB_RUNTIME_VERSION}".encode(),
+        cache.code_digest().encode(),
+        *(part for name in sorted(files) for part in (name.encode(), files[name])),
+    )
+    hit = cache.get("bundle-digest", entry)
+    if hit is not None and _DIGEST.fullmatch(hit):
+        return hit.decode()
+    digest = oci_digest(bundle_bytes(files))
+    cache.put("bundle-digest", entry, digest.encode())
+    return digest
+
+
 def _gunzips_to(data: bytes, tar: bytes) -> bool:
     """A cached archive is used only if it holds exactly these tar bytes (decompressing is
     several times cheaper than compressing)."""
@@ -156,6 +179,8 @@ def component_files(stack: Stack, component: str) -> dict[str, bytes]:
 
 
 def _committed_units(stack: Stack, component: str, files: dict[str, bytes]) -> list[Unit]:
+    from eksinf.build.units import Unit
+
     units = []
     for name, data in files.items():
         unit = parse_unit(component, name, data.decode("utf-8"))
@@ -170,7 +195,10 @@ def guard_committed(stack: Stack, components: dict[str, dict[str, bytes]]) -> No
     charts or Helm engine, and `eksinf verify` (which CI runs first) already proves configs/
     equals a fresh render and covers the template-level hazards only a render can see.
     """
-    from eksinf.build.guard import check  # guard imports render; keep bundle importable on its own
+    # guard imports render, and the render's units load only to guard: keep bundle importable
+    # on its own, and light for the commands that only digest or unpack bundles (sandbox up)
+    from eksinf.build.guard import check
+    from eksinf.build.units import ComponentOutput, RenderResult
 
     outputs = tuple(
         ComponentOutput(stack.component(name), tuple(_committed_units(stack, name, files)))
@@ -190,6 +218,8 @@ def guard_committed(stack: Stack, components: dict[str, dict[str, bytes]]) -> No
 
 def chart_provenance(stack: Stack, component: str) -> list[dict[str, Any]]:
     """The pinned charts a component was rendered from, as recorded in configs/provenance.json."""
+    from eksinf.build.units import PROVENANCE_FILE
+
     path = stack.configs_dir / PROVENANCE_FILE
     if not path.is_file():
         return []
@@ -565,6 +595,8 @@ def publish(
 
     # Components are independent repositories: push them concurrently (the registry
     # round trips dominate), and report in stack order.
+    from concurrent.futures import ThreadPoolExecutor  # loaded only to push
+
     done = []
     with ThreadPoolExecutor(max_workers=PUSH_WORKERS) as pool:
         for published in pool.map(push_one, bundles):
