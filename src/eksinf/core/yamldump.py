@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import yaml
 
-from eksinf.core import cache, kubeyaml
+from eksinf.core import cache, kubeyaml, yamlwrite
 from eksinf.core.yamlio import CACHE_FORMAT, CACHED_TEXT, MemoResolver, gc_paused, load_docs
 
 _STR = "tag:yaml.org,2002:str"
@@ -117,7 +117,26 @@ DUMP_OPTIONS: dict[str, Any] = {
 }
 
 
+class _Tags(MemoResolver, QuoteAmbiguous, yaml.resolver.Resolver):
+    """The dumper's resolver on its own, for the fast path."""
+
+    _resolved = {}
+
+
+_TAGS = _Tags()
+
+
+def _plain_tag(text: str) -> str:
+    return _TAGS.resolve(yaml.ScalarNode, text, (True, False))
+
+
+_FAST = yamlwrite.Writer(_plain_tag)
+
+
 def _dump_docs(docs: list[Any]) -> str:
     with gc_paused():
+        fast = _FAST.dump(docs)
+        if fast is not None:
+            return fast
         # no stream given: PyYAML returns the text
         return cast(str, yaml.dump_all(docs, Dumper=_Dumper, **DUMP_OPTIONS))

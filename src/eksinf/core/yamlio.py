@@ -38,7 +38,7 @@ from typing import Any, cast
 
 import yaml
 
-from eksinf.core import cache, inside, kubeyaml
+from eksinf.core import cache, inside, kubeyaml, yamlfast
 from eksinf.core.types import Docs
 from eksinf.errors import CONTRACT, EksinfError
 
@@ -548,6 +548,10 @@ def _json_exact(docs: list[Any]) -> bool:
 
 def _load_docs(text: str, label: str, unique_keys: bool = False) -> list[Any]:
     with gc_paused():
+        # a large text nothing in which reads differently goes to the fast parser (yamlfast)
+        fast = yamlfast.read(text, MAX_DEPTH, MAX_NODES)
+        if fast is not None:
+            return fast
         return _load_machine_docs(text, label, unique_keys)
 
 
