@@ -23,7 +23,7 @@ def _general(docs: list[Any]) -> str:
 
 
 def _fast(docs: list[Any]) -> str | None:
-    return yamldump._FAST.dump(docs)
+    return yamldump._fast_writer().dump(docs)
 
 
 @pytest.mark.parametrize(

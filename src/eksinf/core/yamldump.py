@@ -8,6 +8,7 @@ through the content-addressed cache, keyed by the documents' repr (yamlio's cach
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import Any, cast
 
 import yaml
@@ -88,6 +89,10 @@ _Dumper.add_representer(str, _represent_str)
 
 def dump_docs(docs: list[Any]) -> str:
     """Serialise documents deterministically: key order kept, no line folding, `---` before each."""
+    with gc_paused():
+        fast = _fast_writer().dump(docs)
+    if fast is not None:  # quicker than the cache's key (the documents' repr)
+        return fast
     shown = repr(docs)
     if len(shown) < CACHED_TEXT:
         return _dump_docs(docs)
@@ -130,13 +135,13 @@ def _plain_tag(text: str) -> str:
     return _TAGS.resolve(yaml.ScalarNode, text, (True, False))
 
 
-_FAST = yamlwrite.Writer(_plain_tag)
+@functools.cache
+def _fast_writer() -> yamlwrite.Writer:
+    return yamlwrite.Writer(_plain_tag)
 
 
 def _dump_docs(docs: list[Any]) -> str:
+    """The general writer (PyYAML's representer, libyaml's emitter)."""
     with gc_paused():
-        fast = _FAST.dump(docs)
-        if fast is not None:
-            return fast
         # no stream given: PyYAML returns the text
         return cast(str, yaml.dump_all(docs, Dumper=_Dumper, **DUMP_OPTIONS))

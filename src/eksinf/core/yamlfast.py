@@ -32,9 +32,6 @@ import yaml_rs
 
 from eksinf.core import kubeyaml
 
-# Below this size the reference reader is as quick, and the gate is not worth its regexes.
-FAST_TEXT = 16 << 10
-
 # Anything whose reading depends on the reader, or that the reference reader bounds or refuses:
 # an anchor or a tag (`&a`, `!!int`, `!foo`) or a flow collection with content (`[a, b]`, whose
 # scalars the token scan below does not cover) where a node starts, a merge key, a directive,
@@ -91,8 +88,9 @@ def _node_lines(text: str) -> str:
 
 def read(text: str, max_depth: int, max_nodes: int) -> list[Any] | None:
     """The non-empty documents of `text`, read as `yamlio` reads them, or None when the text
-    must go to the reference reader (see above)."""
-    if len(text) < FAST_TEXT or not text.endswith("\n") or _REFUSED_CHARS.search(text):
+    must go to the reference reader (see above). Meant for large texts: below yamlio.FAST_TEXT
+    the reference reader is as quick."""
+    if not text.endswith("\n") or _REFUSED_CHARS.search(text):
         return None
     nodes = _node_lines("\n" + text)
     if _REFUSED.search(nodes) or not all(map(_agrees, set(_CANDIDATE.findall(nodes)))):
@@ -134,9 +132,10 @@ _SCALARS = (str, int, bool, float, type(None))
 
 
 def _bounded(docs: list[Any], max_depth: int, max_nodes: int) -> bool:
-    """Whether the documents hold string keys and plain scalars only, nest at most `max_depth`
-    levels and count at most `max_nodes` nodes, as the reference reader requires (its own error
-    is then the answer). Iterative: the depth is not yet known to be bounded."""
+    """Whether the documents hold string keys and finite scalars only (so JSON holds them
+    exactly), nest at most `max_depth` levels and count at most `max_nodes` nodes, as the
+    reference reader requires (its own error is then the answer). Iterative: the depth is not
+    yet known to be bounded."""
     nodes = 0
     stack: list[tuple[Any, int]] = [(doc, 1) for doc in docs]
     while stack:
@@ -155,6 +154,6 @@ def _bounded(docs: list[Any], max_depth: int, max_nodes: int) -> bool:
             if depth >= max_depth:
                 return False
             stack.extend((item, depth + 1) for item in node)
-        elif kind not in _SCALARS or (kind is float and math.isnan(node)):
-            return False
+        elif kind not in _SCALARS or (kind is float and not math.isfinite(node)):
+            return False  # (.inf and .nan read alike, but JSON, the cache's format, lacks them)
     return nodes <= max_nodes

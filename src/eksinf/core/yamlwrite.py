@@ -14,6 +14,7 @@ chosen to reach every rule.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Any
@@ -24,8 +25,21 @@ class General(Exception):
 
 
 # Characters libyaml's emitter does not write as they are (IS_PRINTABLE, with unicode allowed),
-# which force double quotes; and U+2028/9, printable but line breaks to it.
-_SPECIAL = re.compile(r"[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd]")
+# which force double quotes; and U+2028/9, printable but line breaks to it. The class over all of
+# unicode takes milliseconds to compile, so it is compiled only for a string that needs it.
+_SPECIAL_ASCII = re.compile(r"[^\n\x20-\x7e]")
+
+
+@functools.cache
+def _special_unicode() -> re.Pattern[str]:
+    return re.compile(r"[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd]")
+
+
+def _special(value: str) -> bool:
+    pattern = _SPECIAL_ASCII if value.isascii() else _special_unicode()
+    return pattern.search(value) is not None
+
+
 # Line breaks to YAML 1.1 besides `\n` (NEL, LS, PS): the emitter folds and quotes around them
 # by rules the fast path leaves to it.
 _OTHER_BREAK = re.compile("[\x85\u2028\u2029]")
@@ -138,7 +152,7 @@ class Writer:
     def _single_line(self, value: str, key: bool) -> str:
         if not value:
             return "''"  # plain empty text would read as null
-        if _SPECIAL.search(value):
+        if _special(value):
             return _double(value)
         plain = (
             value[0] != " "
@@ -151,9 +165,16 @@ class Writer:
 
 # What double quotes write escaped: what is not printable, a byte-order mark, line breaks, `"`
 # and `\\` (yaml_emitter_write_double_quoted_scalar), each as its short escape if it has one.
-_ESCAPED = re.compile(
-    r"[^\x20-\x21\x23-\x5b\x5d-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd]"
-)
+_ESCAPED_ASCII = re.compile(r"[^\x20-\x21\x23-\x5b\x5d-\x7e]")
+
+
+@functools.cache
+def _escaped_unicode() -> re.Pattern[str]:
+    return re.compile(
+        r"[^\x20-\x21\x23-\x5b\x5d-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd]"
+    )
+
+
 _SHORT = {
     "\0": "0", "\a": "a", "\b": "b", "\t": "t", "\n": "n", "\v": "v", "\f": "f", "\r": "r",
     "\x1b": "e", '"': '"', "\\": "\\", "\x85": "N", "\xa0": "_", "\u2028": "L", "\u2029": "P",
@@ -175,12 +196,13 @@ def _escape(match: re.Match[str]) -> str:
 
 def _double(value: str) -> str:
     """`value` in double quotes, on one line (no folding: the width is unbounded)."""
-    return '"' + _ESCAPED.sub(_escape, value) + '"'
+    pattern = _ESCAPED_ASCII if value.isascii() else _escaped_unicode()
+    return '"' + pattern.sub(_escape, value) + '"'
 
 
 def _literal(value: str, indent: int) -> str:
     """A multi-line string as a literal block (`|`), its lines `indent` deeper."""
-    if _SPECIAL.search(value) or value.endswith(" ") or " \n" in value:
+    if _special(value) or value.endswith(" ") or " \n" in value:
         return _double(value)  # not allowed in a block
     if value.endswith("\n\n") or value == "\n":
         raise General  # `|+`: the emitter may close the stream with `...`
