@@ -278,7 +278,8 @@ def _cached_render(key: str) -> RenderedChart | None:
 
 
 def _store_render(key: str, rendered: RenderedChart) -> None:
-    cache.put("helm", key, json.dumps(dataclasses.asdict(rendered)).encode())
+    if cache.enabled():  # not encoded for a cache that is off
+        cache.put("helm", key, json.dumps(dataclasses.asdict(rendered)).encode())
 
 
 def helm_units(

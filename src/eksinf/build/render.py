@@ -183,6 +183,8 @@ def _result_key(inputs: str, engine: HelmEngine | None) -> str:
 
 
 def _store_result(key: str, result: RenderResult) -> None:
+    if not cache.enabled():
+        return  # the record is megabytes of JSON: not built for a cache that is off
     charts = [r for o in result.outputs for r in o.charts]
     if any(output_digests(r.first) != r.reference for r in charts):
         return  # a non-deterministic chart is rendered (and reported) every time

@@ -32,27 +32,32 @@ import yaml_rs
 
 from eksinf.core import kubeyaml
 
-# Anything whose reading depends on the reader, or that the reference reader bounds or refuses:
-# an anchor or a tag (`&a`, `!!int`, `!foo`) or a flow collection with content (`[a, b]`, whose
-# scalars the token scan below does not cover) where a node starts, a merge key, a directive,
-# and characters YAML 1.1 and 1.2 treat differently (tab, CR, NEL, LS, PS, control characters,
-# lone surrogates, a byte-order mark, U+FFFE/F). An alias needs an anchor, or both readers refuse
-# it.
+# Refused, as its reading depends on the reader or the reference reader bounds or refuses it:
+# where a node starts, an anchor or a tag (`&a`, `!!int`, `!foo`), a flow collection with
+# content (`[a, b]`, whose scalars the token scan does not cover), a complex or merge key; a
+# directive; and anywhere, characters YAML 1.1 and 1.2 treat differently (tab, CR, NEL, LS, PS,
+# control characters, lone surrogates, a byte-order mark, U+FFFE/F). An alias needs an anchor,
+# or both readers refuse it.
 # Where a node starts, in a text whose lines are stripped of their indentation: after a line's
 # `- ` items, or after `: `, `- ` or `? `. Patterns start with a character, not `^` or a long
 # run of spaces, so the regex engine skips ahead quickly.
 _NODE_START = r"(?:\n(?:-+[ ]+)*|[:?-][ ]+)"
-_REFUSED = re.compile(rf"{_NODE_START}(?:[&!]|[\[{{](?![\]}}])|<<[ ]*:|\?[ ])|\n%")
 _REFUSED_CHARS = re.compile(
-    "[\t\r\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]"
+    r"[\t\r\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]"
 )
 _INDENT = re.compile(r"\n[ ]+")
 
-# A token where a plain scalar may start that either reader could read as a number, a null or a
-# boolean (it starts with a digit, a sign, a dot or the first letter of a word they know), with
-# after it the end of the line, a comment or `: ` (a key). Lines of multi-line plain or quoted
-# scalars match too: a word there costs at most a fall-back, never a wrong reading.
-_CANDIDATE = re.compile(rf"{_NODE_START}([-+.0-9~yYnNoOtTfF][^\s#]*?)(?=[ ]*(?:\n|#|:[ \n]))")
+# One pass over the node lines finds both what is refused where a node starts (group 1, or a
+# directive, group 3) and the tokens to check (group 2): a token where a plain scalar may start
+# that either reader could read as a number, a null or a boolean (it starts with a digit, a sign,
+# a dot or the first letter of a word they know), with after it the end of the line, a comment
+# or `: ` (a key). Lines of multi-line plain or quoted scalars match too: a word there costs at
+# most a fall-back, never a wrong reading.
+_SCAN = re.compile(
+    rf"{_NODE_START}(?:([&!]|[\[{{](?![\]}}])|<<[ ]*:|\?[ ])"
+    r"|([-+.0-9~yYnNoOtTfF][^\s#]*?)(?=[ ]*(?:\n|#|:[ \n])))|\n(%)"
+)
+
 
 # A block scalar's header (`key: |`, `- >-`, `--- |`): the lines after it that are indented more
 # than its key or item, or empty, are its text, which the scans above skip. A header inside other
@@ -92,8 +97,13 @@ def read(text: str, max_depth: int, max_nodes: int) -> list[Any] | None:
     the reference reader is as quick."""
     if not text.endswith("\n") or _REFUSED_CHARS.search(text):
         return None
-    nodes = _node_lines("\n" + text)
-    if _REFUSED.search(nodes) or not all(map(_agrees, set(_CANDIDATE.findall(nodes)))):
+    tokens = set()
+    for refused, token, directive in _SCAN.findall(_node_lines("\n" + text)):
+        if refused or directive:
+            return None
+        tokens.add(token)
+    tokens.discard("")
+    if not all(map(_agrees, tokens)):
         return None
     try:
         # A closing document that is not a list makes the answer a list of documents whatever

@@ -49,9 +49,9 @@ MAX_TEXT = inside.MAX_FILE_BYTES
 MAX_DEPTH = 200  # the deepest real unit (a CRD schema) nests ~25 levels
 MAX_NODES = 1_000_000  # the largest real unit file has ~10 000 nodes
 CACHED_TEXT = 2 << 10  # below this a parse or dump costs less than a cache lookup
-# from this size on a machine-written text may go to the fast reader (yamlfast), whose import
-# (~25 ms, a native library) and gate are not worth it below
-FAST_TEXT = 16 << 10
+# from this size on a machine-written text may go to the fast reader (yamlfast): below it, its
+# gate costs about what it saves
+FAST_TEXT = 4 << 10
 # what a cached entry depends on besides its input: this module's output, the YAML library, and
 # the interpreter
 CACHE_FORMAT = f"yamlio-3 json pyyaml-{yaml.__version__} {sys.version}".encode()
