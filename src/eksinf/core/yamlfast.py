@@ -39,12 +39,15 @@ from eksinf.core import kubeyaml
 # control characters, lone surrogates, a byte-order mark, U+FFFE/F). An alias needs an anchor,
 # or both readers refuse it.
 # Where a node starts, in a text whose lines are stripped of their indentation: after a line's
-# `- ` items, or after `: `, `- ` or `? `. Patterns start with a character, not `^` or a long
-# run of spaces, so the regex engine skips ahead quickly.
-_NODE_START = r"(?:\n(?:-+[ ]+)*|[:?-][ ]+)"
+# `- ` items (or `--- `), or after `: `. (A `- ` or `? ` later in a line is not a node's start in
+# block context, which is all the gate lets through.) Patterns start with a character, not `^`
+# or a run of spaces, so the regex engine skips ahead quickly.
+_NODE_START = r"(?:\n(?:-+[ ]+)*|:[ ]+)"
 _REFUSED_CHARS = re.compile(
     r"[\t\r\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]"
 )
+# the ones an ASCII text may hold, found with `in` (memchr) several times quicker than the regex
+_REFUSED_ASCII = "".join(chr(c) for c in [*range(0x20), 0x7F] if c != 0x0A)
 _INDENT = re.compile(r"\n[ ]+")
 
 # One pass over the node lines finds both what is refused where a node starts (group 1, or a
@@ -91,11 +94,17 @@ def _node_lines(text: str) -> str:
     return _INDENT.sub("\n", "".join(kept))
 
 
+def _refused_chars(text: str) -> bool:
+    if text.isascii():
+        return any(char in text for char in _REFUSED_ASCII)
+    return _REFUSED_CHARS.search(text) is not None
+
+
 def read(text: str, max_depth: int, max_nodes: int) -> list[Any] | None:
     """The non-empty documents of `text`, read as `yamlio` reads them, or None when the text
     must go to the reference reader (see above). Meant for large texts: below yamlio.FAST_TEXT
     the reference reader is as quick."""
-    if not text.endswith("\n") or _REFUSED_CHARS.search(text):
+    if not text.endswith("\n") or _refused_chars(text):
         return None
     tokens = set()
     for refused, token, directive in _SCAN.findall(_node_lines("\n" + text)):

@@ -113,7 +113,7 @@ class Writer:
                 raise General
             if "\n" in value:
                 return _literal(value, indent)
-            text = self._single_line(value, key=False)
+            text = self._single_line(value)
             self._values[value] = text
             return text
         if value is None:
@@ -136,11 +136,11 @@ class Writer:
             raise General
         if _OTHER_BREAK.search(key):
             raise General
-        text = "''" if not key else self._single_line(key, key=True)
+        text = "''" if not key else self._single_line(key)
         self._keys[key] = text
         return text
 
-    def _single_line(self, value: str, key: bool) -> str:
+    def _single_line(self, value: str) -> str:
         if not value:
             return "''"  # plain empty text would read as null
         if _SPECIAL.search(value):
