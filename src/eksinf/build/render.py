@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -61,14 +62,19 @@ def render_stack(
     # hand-written units and values are parsed and checked before any chart is fetched, so a
     # refused input leaves the chart cache as it was
     handwritten = {comp.name: copy_units(stack, comp) for comp in chosen}
-    for comp in chosen:
-        for spec in comp.charts:
-            chart_values(stack, comp, spec)
+    values = {
+        comp.name: {spec.name: chart_values(stack, comp, spec) for spec in comp.charts}
+        for comp in chosen
+    }
     lock = read_lock(stack)
-    outputs = []
-    for comp in chosen:
-        output = _render_component(stack, comp, handwritten[comp.name], mirror, engine, lock)
-        outputs.append(output)
+
+    def one(comp: Component) -> ComponentOutput:
+        return _render_component(
+            stack, comp, handwritten[comp.name], values[comp.name], mirror, engine, lock
+        )
+
+    outputs = _render_all(chosen, one)
+    for output in outputs:
         _report(output, progress)
     provenance = _provenance(stack, engine, inputs, outputs)
     result = RenderResult(stack, tuple(outputs), provenance, partial=bool(components))
@@ -77,15 +83,51 @@ def render_stack(
     return result
 
 
+def _render_all(
+    chosen: list[Component], one: Callable[[Component], ComponentOutput]
+) -> list[ComponentOutput]:
+    """`one(comp)` of every component, in order. Chart components are rendered on a second
+    thread while this one splits pinned manifests and copies units: the Helm engine's native
+    calls release the GIL, so on two cores a chart render overlaps another component's YAML
+    work. The engine is called from that one thread only, one chart at a time. A failure is the
+    one a render in order meets first."""
+    done: dict[str, ComponentOutput | BaseException] = {}
+
+    def run(comps: list[Component]) -> None:
+        for comp in comps:
+            try:
+                done[comp.name] = one(comp)
+            except BaseException as exc:  # re-raised below, in component order
+                done[comp.name] = exc
+                return
+
+    charts = [c for c in chosen if c.render == "helm"]
+    worker = threading.Thread(target=run, args=(charts,), name="eksinf-charts", daemon=True)
+    worker.start()
+    try:
+        run([c for c in chosen if c.render != "helm"])
+    finally:
+        worker.join()
+    outputs = []
+    for comp in chosen:
+        output = done[comp.name]
+        if isinstance(output, BaseException):
+            raise output
+        outputs.append(output)
+    return outputs
+
+
 def _render_component(
     stack: Stack,
     comp: Component,
     handwritten: list[Unit],
+    values: dict[str, Doc],
     mirror: Path | None,
     engine: HelmEngine | None,
     lock: dict[tuple[str, str, str], LockEntry],
 ) -> ComponentOutput:
-    """One component's units: copied, split from pinned manifests, or split from its charts."""
+    """One component's units: copied, split from pinned manifests, or split from its charts
+    (`values`: each chart's, read once before any chart is fetched)."""
     if comp.render == "copy":
         return ComponentOutput(comp, tuple(handwritten))
     if comp.render == "manifest":
@@ -99,7 +141,7 @@ def _render_component(
         return ComponentOutput(comp, tuple(units), manifests=tuple(made))
     resolved = {spec.name: resolve(stack, spec, mirror, lock) for spec in comp.charts}
     assert engine is not None  # need_helm: a helm component is being rendered
-    units, renders = helm_units(stack, comp, resolved, engine)
+    units, renders = helm_units(stack, comp, resolved, values, engine)
     units = with_handwritten(comp, units, handwritten, "chart")
     return ComponentOutput(comp, tuple(units), tuple(renders))
 
