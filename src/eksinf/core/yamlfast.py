@@ -8,14 +8,15 @@ from libyaml (YAML 1.1) on line-break characters, tabs and control characters. S
 text only when nothing in it can be read differently, and answers None otherwise, which sends the
 text to the reference reader:
 
-- every token that stands where a plain scalar can stand (after `key: `, `- `, at a line's start,
-  inside `[...]` or `{...}`) and looks like a number, a null or a boolean to either reader must
-  mean the same to both (`_agrees`; a word that only looks like one in prose costs a fall-back,
-  never a wrong reading);
-- no anchor, alias, tag, merge key or directive, no tab, CR, NEL, U+2028/9 or control character;
-- the documents are bounded as the reference reader bounds them (depth, node count) and hold
-  string keys only, and duplicate keys are refused by the parser (the reference reader then
-  decides: last one wins, or the error naming both places).
+- every token that stands where a plain scalar can start (a line's start after its indentation
+  and `- ` items, or after `key: `; the bodies of block scalars are skipped) and looks like a
+  number, a null or a boolean to either reader must mean the same to both (`_agrees`, which asks
+  both; a word that only looks like one in prose costs a fall-back, never a wrong reading);
+- where a node starts, no anchor, tag, flow collection with content, complex or merge key; no
+  directive; anywhere, no tab, CR, NEL, U+2028/9, control character or byte-order mark;
+- the documents are bounded as the reference reader bounds them (depth, node count), hold string
+  keys and finite scalars only, and duplicate keys are refused by the parser (the reference
+  reader then decides: last one wins, or the error naming both places).
 
 tests/test_yamlfast.py proves both readers give equal documents for every chart render and pinned
 manifest of the stack, and for adversarial snippets.
@@ -32,17 +33,8 @@ import yaml_rs
 
 from eksinf.core import kubeyaml
 
-# Refused, as its reading depends on the reader or the reference reader bounds or refuses it:
-# where a node starts, an anchor or a tag (`&a`, `!!int`, `!foo`), a flow collection with
-# content (`[a, b]`, whose scalars the token scan does not cover), a complex or merge key; a
-# directive; and anywhere, characters YAML 1.1 and 1.2 treat differently (tab, CR, NEL, LS, PS,
-# control characters, lone surrogates, a byte-order mark, U+FFFE/F). An alias needs an anchor,
-# or both readers refuse it.
-# Where a node starts, in a text whose lines are stripped of their indentation: after a line's
-# `- ` items (or `--- `), or after `: `. (A `- ` or `? ` later in a line is not a node's start in
-# block context, which is all the gate lets through.) Patterns start with a character, not `^`
-# or a run of spaces, so the regex engine skips ahead quickly.
-_NODE_START = r"(?:\n(?:-+[ ]+)*|:[ ]+)"
+# Characters YAML 1.1 and 1.2 treat differently, or libyaml refuses: tab, CR, NEL, LS, PS,
+# control characters, lone surrogates, a byte-order mark, U+FFFE/F.
 _REFUSED_CHARS = re.compile(
     r"[\t\r\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]"
 )
@@ -50,12 +42,20 @@ _REFUSED_CHARS = re.compile(
 _REFUSED_ASCII = "".join(chr(c) for c in [*range(0x20), 0x7F] if c != 0x0A)
 _INDENT = re.compile(r"\n[ ]+")
 
-# One pass over the node lines finds both what is refused where a node starts (group 1, or a
-# directive, group 3) and the tokens to check (group 2): a token where a plain scalar may start
-# that either reader could read as a number, a null or a boolean (it starts with a digit, a sign,
-# a dot or the first letter of a word they know), with after it the end of the line, a comment
-# or `: ` (a key). Lines of multi-line plain or quoted scalars match too: a word there costs at
-# most a fall-back, never a wrong reading.
+# Where a node starts, in a text whose lines are stripped of their indentation: after a line's
+# `- ` items (or `--- `), or after `: `. (A `- ` or `? ` later in a line is not a node's start in
+# block context, which is all the gate lets through.) Patterns start with a character, not `^`
+# or a run of spaces, so the regex engine skips ahead quickly.
+_NODE_START = r"(?:\n(?:-+[ ]+)*|:[ ]+)"
+
+# One pass over the node lines finds both what is refused where a node starts (group 1: an
+# anchor or a tag, `&a`, `!!int`, `!foo`; a flow collection with content, `[a, b]`, whose
+# scalars this scan does not cover; a merge or complex key), a directive (group 3), and the
+# tokens to check (group 2): a token where a plain scalar may start that either reader could
+# read as a number, a null or a boolean (it starts with a digit, a sign, a dot or the first
+# letter of a word they know), with after it the end of the line, a comment or `: ` (a key).
+# Lines of multi-line plain or quoted scalars match too: a word there costs at most a
+# fall-back, never a wrong reading.
 _SCAN = re.compile(
     rf"{_NODE_START}(?:([&!]|[\[{{](?![\]}}])|<<[ ]*:|\?[ ])"
     r"|([-+.0-9~yYnNoOtTfF][^\s#]*?)(?=[ ]*(?:\n|#|:[ \n])))|\n(%)"
@@ -63,7 +63,7 @@ _SCAN = re.compile(
 
 
 # A block scalar's header (`key: |`, `- >-`, `--- |`): the lines after it that are indented more
-# than its key or item, or empty, are its text, which the scans above skip. A header inside other
+# than its key or item, or empty, are its text, which the scan above skips. A header inside other
 # text (a quoted or plain scalar) only makes them skip lines that are that text's too; a header
 # not found (`key:  |`, two spaces) only makes them read its text.
 _BLOCK_HEADER = re.compile(r"[|>](?<=[:-] [|>])[-+0-9]*[ ]*\n")
