@@ -74,6 +74,18 @@ def test_each_style_rule_gives_the_general_writers_bytes(value):
         assert fast is None or fast == general, doc
 
 
+def test_a_string_of_any_other_first_character_resolves_to_text():
+    """The fast path asks the resolver only about strings whose first character may start
+    something else than text; every resolver of a first character is counted among them."""
+    assert None not in yamldump._Tags.yaml_implicit_resolvers  # none for any first character
+    for first in map(chr, range(0x20, 0x250)):
+        if first not in yamldump._MAYBE_TYPED:
+            for text in (first, first + "1", first + " x", first + "rue"):
+                assert yamldump._TAGS.resolve(yaml.ScalarNode, text, (True, False)) == (
+                    "tag:yaml.org,2002:str"
+                ), text
+
+
 def test_most_strings_are_written_by_the_fast_path():
     written = [v for v in STRINGS if _fast(_shapes(v)[:2]) is not None]
     assert len(written) > len(STRINGS) * 3 // 4

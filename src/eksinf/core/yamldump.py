@@ -131,7 +131,21 @@ class _Tags(MemoResolver, QuoteAmbiguous, yaml.resolver.Resolver):
 _TAGS = _Tags()
 
 
+# First characters of the plain scalars some reader may take for something other than text: the
+# resolver's own (YAML 1.1; it has no resolver for any first character) and those of Kubernetes'
+# and YAML 1.2's readings (kubeyaml). Any other plain string resolves to str without asking,
+# which spares the first sight of each distinct string (a run writes tens of thousands) a
+# dozen regexes.
+_MAYBE_TYPED = frozenset(
+    [k for k in _Tags.yaml_implicit_resolvers if k]
+    + list("~.+-0123456789")
+    + [word[0] for word in kubeyaml.KUBE_WORDS if word]
+)
+
+
 def _plain_tag(text: str) -> str:
+    if text and text[0] not in _MAYBE_TYPED:
+        return _STR
     return _TAGS.resolve(yaml.ScalarNode, text, (True, False))
 
 
