@@ -112,6 +112,8 @@ DECLINED = [
     "a: {b: 0755}\n",
     "a:\n  [0755]\n",
     "base: &b {x: 1}\nc:\n  <<: *b\n",  # merge keys
+    "a: <<\n",  # the merge tag where a value stands: an error to the reference reader
+    "... \n",  # a document end marker (libyaml refuses this one, yaml-rs does not)
     "? complex\n: key\n",
     "%YAML 1.1\n---\na: 1\n",
     "a: b\tc\n",  # tab
@@ -168,6 +170,33 @@ def _walk(node: Any) -> list[Any]:
     if isinstance(node, list):
         return [x for item in node for x in _walk(item)]
     return [node]
+
+
+# Texts on which the readers might differ in what they accept or how they fold and escape: for
+# each, the fast path declines, or both give equal documents, or (when the reference reader
+# refuses the text) the fast path declines too.
+EDGES = [
+    'a: "\\/"\n', 'a: "\\x41\\u00e9\\U0001F600"\n', 'a: "\\N\\_\\L\\P"\n', 'a: "\\q"\n',
+    'a: "x\\\n  y"\n', 'a: "line1\n  line2\n\n  line3"\n', "a: 'it''s\n  folded\n\n  more'\n",
+    "a: plain\n  folded\n\n  more\n", "a: |+\n  keep\n\n\nb: 1\n", "a: |2\n    two\n   one\n",
+    "a: >\n  fold\n  this\n\n  para\n   indented\n", "a: >-\n\n  leading\n", "a: x#y\n",
+    "a: 123456789012345678901234567890\n", "a: 9223372036854775808\nb: 18446744073709551616\n",
+    "a: -9223372036854775809\n", 'a: "unterminated\n', "a: [1, 2\n", "a:\n  b: 1\n c: 2\n",
+    "a: b: c\n", "- a\nb: c\n", "a: @x\n", 'a: "x" y\n', "a: 1\n...\n---\nb: 2\n", "a: 1e\n",
+    'a: "\\ud800"\n', "a: x\n  - y\n", "a: \u00a0x\n", "a: !!binary aGVsbG8=\n", "a: =\n",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("snippet", EDGES)
+def test_the_fast_path_accepts_and_reads_only_what_the_reference_reader_does(snippet):
+    text = _padded(snippet)
+    fast = _fast(text)
+    try:
+        reference = _reference(text)
+    except Exception:  # a syntax error, or eksinf's own refusal (a tag)
+        assert fast is None
+        return
+    assert fast is None or fast == reference
 
 
 def test_bounds_are_the_reference_readers():

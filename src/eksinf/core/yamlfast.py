@@ -12,8 +12,9 @@ text to the reference reader:
   and `- ` items, or after `key: `; the bodies of block scalars are skipped) and looks like a
   number, a null or a boolean to either reader must mean the same to both (`_agrees`, which asks
   both; a word that only looks like one in prose costs a fall-back, never a wrong reading);
-- where a node starts, no anchor, tag, flow collection with content, complex or merge key; no
-  directive; anywhere, no tab, CR, NEL, U+2028/9, control character or byte-order mark;
+- where a node starts, no anchor, tag, flow collection with content, complex key or `<<`; no
+  directive or document end marker; anywhere, no tab, CR, NEL, U+2028/9, control character or
+  byte-order mark;
 - the documents are bounded as the reference reader bounds them (depth, node count), hold string
   keys and finite scalars only, and duplicate keys are refused by the parser (the reference
   reader then decides: last one wins, or the error naming both places).
@@ -48,17 +49,18 @@ _INDENT = re.compile(r"\n[ ]+")
 # or a run of spaces, so the regex engine skips ahead quickly.
 _NODE_START = r"(?:\n(?:-+[ ]+)*|:[ ]+)"
 
-# One pass over the node lines finds both what is refused where a node starts (group 1: an
-# anchor or a tag, `&a`, `!!int`, `!foo`; a flow collection with content, `[a, b]`, whose
-# scalars this scan does not cover; a merge or complex key), a directive (group 3), and the
-# tokens to check (group 2): a token where a plain scalar may start that either reader could
-# read as a number, a null or a boolean (it starts with a digit, a sign, a dot or the first
-# letter of a word they know), with after it the end of the line, a comment or `: ` (a key).
-# Lines of multi-line plain or quoted scalars match too: a word there costs at most a
-# fall-back, never a wrong reading.
+# One pass over the node lines finds a directive or a document end marker (group 1, which the
+# readers bound differently), what is refused where a node starts (group 2: an anchor or a tag,
+# `&a`, `!!int`, `!foo`; a flow collection with content, `[a, b]`, whose scalars this scan does
+# not cover; `<<`, a merge key to Kubernetes; a complex key), and the tokens to check (group
+# 3): a token where a plain scalar may start that either reader could read as a number, a null
+# or a boolean (it starts with a digit, a sign, a dot or the first letter of a word they know),
+# with after it the end of the line, a comment or `: ` (a key). Lines of multi-line plain or
+# quoted scalars match too: a word there costs at most a fall-back, never a wrong reading.
 _SCAN = re.compile(
-    rf"{_NODE_START}(?:([&!]|[\[{{](?![\]}}])|<<[ ]*:|\?[ ])"
-    r"|([-+.0-9~yYnNoOtTfF][^\s#]*?)(?=[ ]*(?:\n|#|:[ \n])))|\n(%)"
+    r"\n(%|\.\.\.)"
+    rf"|{_NODE_START}(?:([&!]|[\[{{](?![\]}}])|<<|\?[ ])"
+    r"|([-+.0-9~yYnNoOtTfF][^\s#]*?)(?=[ ]*(?:\n|#|:[ \n])))"
 )
 
 
@@ -107,8 +109,8 @@ def read(text: str, max_depth: int, max_nodes: int) -> list[Any] | None:
     if not text.endswith("\n") or _refused_chars(text):
         return None
     tokens = set()
-    for refused, token, directive in _SCAN.findall(_node_lines("\n" + text)):
-        if refused or directive:
+    for directive, refused, token in _SCAN.findall(_node_lines("\n" + text)):
+        if directive or refused:
             return None
         tokens.add(token)
     tokens.discard("")
