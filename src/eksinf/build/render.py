@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -67,54 +66,18 @@ def render_stack(
         for comp in chosen
     }
     lock = read_lock(stack)
-
-    def one(comp: Component) -> ComponentOutput:
-        return _render_component(
+    outputs = []
+    for comp in chosen:
+        output = _render_component(
             stack, comp, handwritten[comp.name], values[comp.name], mirror, engine, lock
         )
-
-    outputs = _render_all(chosen, one)
-    for output in outputs:
+        outputs.append(output)
         _report(output, progress)
     provenance = _provenance(stack, engine, inputs, outputs)
     result = RenderResult(stack, tuple(outputs), provenance, partial=bool(components))
     if whole is not None:
         _store_result(whole, result)
     return result
-
-
-def _render_all(
-    chosen: list[Component], one: Callable[[Component], ComponentOutput]
-) -> list[ComponentOutput]:
-    """`one(comp)` of every component, in order. Chart components are rendered on a second
-    thread while this one splits pinned manifests and copies units: the Helm engine's native
-    calls release the GIL, so on two cores a chart render overlaps another component's YAML
-    work. The engine is called from that one thread only, one chart at a time. A failure is the
-    one a render in order meets first."""
-    done: dict[str, ComponentOutput | BaseException] = {}
-
-    def run(comps: list[Component]) -> None:
-        for comp in comps:
-            try:
-                done[comp.name] = one(comp)
-            except BaseException as exc:  # re-raised below, in component order
-                done[comp.name] = exc
-                return
-
-    charts = [c for c in chosen if c.render == "helm"]
-    worker = threading.Thread(target=run, args=(charts,), name="eksinf-charts", daemon=True)
-    worker.start()
-    try:
-        run([c for c in chosen if c.render != "helm"])
-    finally:
-        worker.join()
-    outputs = []
-    for comp in chosen:
-        output = done[comp.name]
-        if isinstance(output, BaseException):
-            raise output
-        outputs.append(output)
-    return outputs
 
 
 def _render_component(
