@@ -72,7 +72,9 @@ def kube_scalar(text: str) -> Any:
         number = _go_int(plain)
         if number is not None:
             return number
-        return _float(plain)
+        value = _float(plain)
+        # not a number: go-yaml keeps the text as written, underscores included
+        return text if isinstance(value, str) else value
     return text
 
 
