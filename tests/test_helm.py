@@ -149,7 +149,7 @@ metadata:
 """
 
 # plain scalars Python's YAML 1.1 reader and Helm's read differently (n, 1e3, 0o17, 1:30) or
-# alike (on, yes, 0755), in two documents as Helm allows
+# alike (on, yes, 0755, 1_a), in two documents as Helm allows
 AMBIGUOUS_VALUES = """\
 create: n
 switch: on
@@ -158,6 +158,7 @@ big: 1e3
 answer: yes
 octal: 0o17
 clock: 1:30
+tag: 1_a
 ---
 later: Y
 """
@@ -197,6 +198,7 @@ def test_values_reach_the_engine_as_helm_reads_them(
         "mode": "float64 493",
         "octal": "float64 15",
         "switch": "bool true",
+        "tag": "string 1_a",  # not a number: the underscore stays
     }
     for engine in (None, helm_binary):
         out = tmp_path / f"out-{bool(engine)}"

@@ -55,6 +55,7 @@ KUBE = {
     "0x10": 16,
     "08": 8.0,
     "1e400": "1e400",
+    "1_a": "1_a",  # not a number: the underscore stays
     "text": "text",
 }
 
@@ -64,6 +65,12 @@ def test_machine_yaml_is_read_as_kubernetes_reads_it():
     (doc,) = load_docs(text)
     assert list(doc.values()) == list(KUBE.values())
     assert [type(v) for v in doc.values()] == [type(v) for v in KUBE.values()]
+
+
+def test_text_that_only_starts_like_a_number_is_no_ambiguity():
+    for plain in ("1_a", "-A-Za-z0-9_.", "0_x"):
+        assert kubeyaml.kube_scalar(plain) == plain
+        assert kubeyaml.ambiguity(plain) is None
 
 
 def test_the_writer_quotes_every_string_another_reader_would_not_read_as_text():

@@ -278,18 +278,25 @@ def _cached_render(key: str) -> RenderedChart | None:
 
 
 def _store_render(key: str, rendered: RenderedChart) -> None:
-    cache.put("helm", key, json.dumps(dataclasses.asdict(rendered)).encode())
+    if cache.enabled():  # not encoded for a cache that is off
+        cache.put("helm", key, json.dumps(dataclasses.asdict(rendered)).encode())
 
 
 def helm_units(
-    stack: Stack, comp: Component, resolved: dict[str, ResolvedChart], engine: HelmEngine
+    stack: Stack,
+    comp: Component,
+    resolved: dict[str, ResolvedChart],
+    values_of: dict[str, Doc],
+    engine: HelmEngine,
 ) -> tuple[list[Unit], list[ChartRender]]:
+    """The component's chart units; `values_of` holds each chart's `chart_values` (read by the
+    caller before any chart was fetched, and not read twice)."""
     units: list[Unit] = []
     renders: list[ChartRender] = []
     crd_owners: dict[str, _CrdSource] = {}
     for spec in comp.charts:
         chart = resolved[spec.name]
-        values = chart_values(stack, comp, spec)
+        values = values_of[spec.name]
         opts = RenderOptions(spec.release, spec.namespace, stack.kube_version, stack.api_versions)
         render_key = _render_key(engine, chart, values, opts)
         first = _cached_render(render_key)

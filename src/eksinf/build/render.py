@@ -61,13 +61,16 @@ def render_stack(
     # hand-written units and values are parsed and checked before any chart is fetched, so a
     # refused input leaves the chart cache as it was
     handwritten = {comp.name: copy_units(stack, comp) for comp in chosen}
-    for comp in chosen:
-        for spec in comp.charts:
-            chart_values(stack, comp, spec)
+    values = {
+        comp.name: {spec.name: chart_values(stack, comp, spec) for spec in comp.charts}
+        for comp in chosen
+    }
     lock = read_lock(stack)
     outputs = []
     for comp in chosen:
-        output = _render_component(stack, comp, handwritten[comp.name], mirror, engine, lock)
+        output = _render_component(
+            stack, comp, handwritten[comp.name], values[comp.name], mirror, engine, lock
+        )
         outputs.append(output)
         _report(output, progress)
     provenance = _provenance(stack, engine, inputs, outputs)
@@ -81,11 +84,13 @@ def _render_component(
     stack: Stack,
     comp: Component,
     handwritten: list[Unit],
+    values: dict[str, Doc],
     mirror: Path | None,
     engine: HelmEngine | None,
     lock: dict[tuple[str, str, str], LockEntry],
 ) -> ComponentOutput:
-    """One component's units: copied, split from pinned manifests, or split from its charts."""
+    """One component's units: copied, split from pinned manifests, or split from its charts
+    (`values`: each chart's, read once before any chart is fetched)."""
     if comp.render == "copy":
         return ComponentOutput(comp, tuple(handwritten))
     if comp.render == "manifest":
@@ -99,7 +104,7 @@ def _render_component(
         return ComponentOutput(comp, tuple(units), manifests=tuple(made))
     resolved = {spec.name: resolve(stack, spec, mirror, lock) for spec in comp.charts}
     assert engine is not None  # need_helm: a helm component is being rendered
-    units, renders = helm_units(stack, comp, resolved, engine)
+    units, renders = helm_units(stack, comp, resolved, values, engine)
     units = with_handwritten(comp, units, handwritten, "chart")
     return ComponentOutput(comp, tuple(units), tuple(renders))
 
@@ -183,6 +188,8 @@ def _result_key(inputs: str, engine: HelmEngine | None) -> str:
 
 
 def _store_result(key: str, result: RenderResult) -> None:
+    if not cache.enabled():
+        return  # the record is megabytes of JSON: not built for a cache that is off
     charts = [r for o in result.outputs for r in o.charts]
     if any(output_digests(r.first) != r.reference for r in charts):
         return  # a non-deterministic chart is rendered (and reported) every time

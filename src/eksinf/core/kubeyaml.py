@@ -25,7 +25,7 @@ from typing import Any
 import yaml
 
 # go-yaml v2's resolveMap: consulted first, whatever the scalar starts with
-_KUBE_WORDS: dict[str, Any] = {
+KUBE_WORDS: dict[str, Any] = {
     **dict.fromkeys(("", "~", "null", "Null", "NULL"), None),
     **dict.fromkeys(("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE"), True),
     **dict.fromkeys(("on", "On", "ON"), True),
@@ -62,8 +62,8 @@ def _go_int(text: str) -> int | None:
 @functools.lru_cache(maxsize=65536)
 def kube_scalar(text: str) -> Any:
     """A plain scalar as Kubernetes and Helm read it: None, bool, int, float or the text."""
-    if text in _KUBE_WORDS:
-        return _KUBE_WORDS[text]
+    if text in KUBE_WORDS:
+        return KUBE_WORDS[text]
     first = text[:1]
     if first == ".":
         return _float(text)
@@ -72,7 +72,9 @@ def kube_scalar(text: str) -> Any:
         number = _go_int(plain)
         if number is not None:
             return number
-        return _float(plain)
+        value = _float(plain)
+        # not a number: go-yaml keeps the text as written, underscores included
+        return text if isinstance(value, str) else value
     return text
 
 
@@ -141,7 +143,8 @@ def yaml11_scalar(text: str) -> Any:
         return text
 
 
-def _same(a: Any, b: Any) -> bool:
+def same(a: Any, b: Any) -> bool:
+    """Whether two readings are one value of one type (NaN included)."""
     if type(a) is not type(b):
         return False
     return a == b or (isinstance(a, float) and math.isnan(a) and math.isnan(b))
@@ -161,12 +164,12 @@ def ambiguity(text: str) -> str | None:
     kube = kube_scalar(text)
     core = core_scalar(text)
     old = yaml11_scalar(text)
-    if _same(kube, core) and _same(kube, old):
+    if same(kube, core) and same(kube, old):
         return None
     parts = [f"Kubernetes and Helm read {shown(kube)}"]
-    if not _same(core, kube):
+    if not same(core, kube):
         parts.append(f"YAML 1.2 readers {shown(core)}")
-    if not _same(old, kube):
+    if not same(old, kube):
         parts.append(f"YAML 1.1 readers {shown(old)}")
     return ", ".join(parts)
 

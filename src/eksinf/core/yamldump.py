@@ -8,11 +8,12 @@ through the content-addressed cache, keyed by the documents' repr (yamlio's cach
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import Any, cast
 
 import yaml
 
-from eksinf.core import cache, kubeyaml
+from eksinf.core import cache, kubeyaml, yamlwrite
 from eksinf.core.yamlio import CACHE_FORMAT, CACHED_TEXT, MemoResolver, gc_paused, load_docs
 
 _STR = "tag:yaml.org,2002:str"
@@ -88,6 +89,10 @@ _Dumper.add_representer(str, _represent_str)
 
 def dump_docs(docs: list[Any]) -> str:
     """Serialise documents deterministically: key order kept, no line folding, `---` before each."""
+    with gc_paused():
+        fast = _fast_writer().dump(docs)
+    if fast is not None:  # quicker than the cache's key (the documents' repr)
+        return fast
     shown = repr(docs)
     if len(shown) < CACHED_TEXT:
         return _dump_docs(docs)
@@ -117,7 +122,40 @@ DUMP_OPTIONS: dict[str, Any] = {
 }
 
 
+class _Tags(MemoResolver, QuoteAmbiguous, yaml.resolver.Resolver):
+    """The dumper's resolver on its own, for the fast path."""
+
+    _resolved = {}
+
+
+_TAGS = _Tags()
+
+
+# First characters of the plain scalars some reader may take for something other than text: the
+# resolver's own (YAML 1.1; it has no resolver for any first character) and those of Kubernetes'
+# and YAML 1.2's readings (kubeyaml). Any other plain string resolves to str without asking,
+# which spares the first sight of each distinct string (a run writes tens of thousands) a
+# dozen regexes.
+_MAYBE_TYPED = frozenset(
+    [k for k in _Tags.yaml_implicit_resolvers if k]
+    + list("~.+-0123456789")
+    + [word[0] for word in kubeyaml.KUBE_WORDS if word]
+)
+
+
+def _plain_tag(text: str) -> str:
+    if text and text[0] not in _MAYBE_TYPED:
+        return _STR
+    return _TAGS.resolve(yaml.ScalarNode, text, (True, False))
+
+
+@functools.cache
+def _fast_writer() -> yamlwrite.Writer:
+    return yamlwrite.Writer(_plain_tag)
+
+
 def _dump_docs(docs: list[Any]) -> str:
+    """The general writer (PyYAML's representer, libyaml's emitter)."""
     with gc_paused():
         # no stream given: PyYAML returns the text
         return cast(str, yaml.dump_all(docs, Dumper=_Dumper, **DUMP_OPTIONS))

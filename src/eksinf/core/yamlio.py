@@ -49,6 +49,9 @@ MAX_TEXT = inside.MAX_FILE_BYTES
 MAX_DEPTH = 200  # the deepest real unit (a CRD schema) nests ~25 levels
 MAX_NODES = 1_000_000  # the largest real unit file has ~10 000 nodes
 CACHED_TEXT = 2 << 10  # below this a parse or dump costs less than a cache lookup
+# from this size on a machine-written text may go to the fast reader (yamlfast): below it, its
+# gate costs about what it saves
+FAST_TEXT = 4 << 10
 # what a cached entry depends on besides its input: this module's output, the YAML library, and
 # the interpreter
 CACHE_FORMAT = f"yamlio-3 json pyyaml-{yaml.__version__} {sys.version}".encode()
@@ -379,7 +382,7 @@ def load_source(
         )
     kind = b"load_source" + (b" aliases" if aliases else b" no-aliases")
     kind += b" ambiguous" if ambiguous else b" unambiguous"
-    return _through_cache(kind, text, lambda: _load_source(text, name, aliases, ambiguous))
+    return _through_cache(kind, text, lambda: (_load_source(text, name, aliases, ambiguous), False))
 
 
 def _load_source(text: str, name: str, aliases: bool, ambiguous: bool) -> list[Any]:
@@ -472,7 +475,7 @@ def load_docs(
     """
     _check_text(text, label)
     if not cached:  # a text naming credentials (a kubeconfig) is never stored in the cache
-        return _load_docs(text, label, unique_keys)
+        return _load_docs(text, label, unique_keys)[0]
     kind = b"load_docs unique" if unique_keys else b"load_docs"
     return _through_cache(kind, text, lambda: _load_docs(text, label, unique_keys))
 
@@ -500,13 +503,15 @@ def load_objects(text: str, label: str, hint: str = "Fix the YAML at that positi
     return docs
 
 
-def _through_cache(kind: bytes, text: str, parse: Callable[[], list[Any]]) -> list[Any]:
-    """`parse()` of `text`, from the derived-data cache when it was parsed before. Only a
-    successful parse is stored, so a text that fails (syntax, bounds) fails every time. Entries
-    are JSON, and only documents JSON holds exactly are stored (below), so a served parse equals
-    a fresh one, types included."""
-    if len(text) < CACHED_TEXT:
-        return parse()
+def _through_cache(
+    kind: bytes, text: str, parse: Callable[[], tuple[list[Any], bool]]
+) -> list[Any]:
+    """`parse()` of `text` (the documents, and whether they are known to be JSON-exact), from the
+    derived-data cache when it was parsed before. Only a successful parse is stored, so a text
+    that fails (syntax, bounds) fails every time. Entries are JSON, and only documents JSON holds
+    exactly are stored (below), so a served parse equals a fresh one, types included."""
+    if len(text) < CACHED_TEXT or not cache.enabled():
+        return parse()[0]
     entry = cache.key(CACHE_FORMAT, kind, text.encode())
     hit = cache.get("yaml", entry)
     if hit is not None:
@@ -514,8 +519,8 @@ def _through_cache(kind: bytes, text: str, parse: Callable[[], list[Any]]) -> li
             docs = json.loads(hit)
             if isinstance(docs, list):
                 return docs
-    docs = parse()
-    if _json_exact(docs):
+    docs, exact = parse()
+    if exact or _json_exact(docs):
         with contextlib.suppress(ValueError, RecursionError):
             cache.put("yaml", entry, json.dumps(docs, ensure_ascii=False).encode())
     return docs
@@ -546,9 +551,17 @@ def _json_exact(docs: list[Any]) -> bool:
     return True
 
 
-def _load_docs(text: str, label: str, unique_keys: bool = False) -> list[Any]:
+def _load_docs(text: str, label: str, unique_keys: bool = False) -> tuple[list[Any], bool]:
+    """The documents, and whether they are known to be JSON-exact (the fast reader's are)."""
     with gc_paused():
-        return _load_machine_docs(text, label, unique_keys)
+        if len(text) >= FAST_TEXT:
+            # a large text nothing in which reads differently goes to the fast reader
+            from eksinf.core import yamlfast
+
+            fast = yamlfast.read(text, MAX_DEPTH, MAX_NODES)
+            if fast is not None:
+                return fast, True
+        return _load_machine_docs(text, label, unique_keys), False
 
 
 def _load_machine_docs(text: str, label: str, unique_keys: bool = False) -> list[Any]:

@@ -1,0 +1,180 @@
+"""A fast path for `yamlio.load_docs` on large machine-written texts, gated so that it never
+changes what a text means.
+
+yaml-rs (a Rust YAML 1.2 parser) reads a large manifest several times faster than libyaml plus
+the Python node walk. It resolves plain scalars as YAML 1.2 does, not as Kubernetes does
+(kubeyaml: `0755` is 493 there and 755 here, `on` is true there and text here), and it differs
+from libyaml (YAML 1.1) on line-break characters, tabs and control characters. So `read` takes a
+text only when nothing in it can be read differently, and answers None otherwise, which sends the
+text to the reference reader:
+
+- every token that stands where a plain scalar can start (a line's start after its indentation
+  and `- ` items, or after `key: `; the bodies of block scalars are skipped) and looks like a
+  number, a null or a boolean to either reader must mean the same to both (`_agrees`, which asks
+  both; a word that only looks like one in prose costs a fall-back, never a wrong reading);
+- where a node starts, no anchor, tag, flow collection with content, complex key or `<<`; no
+  directive or document end marker; anywhere, no tab, CR, NEL, U+2028/9, control character or
+  byte-order mark;
+- the documents are bounded as the reference reader bounds them (depth, node count), hold string
+  keys and finite scalars only, and duplicate keys are refused by the parser (the reference
+  reader then decides: last one wins, or the error naming both places).
+
+tests/test_yamlfast.py proves both readers give equal documents for every chart render and pinned
+manifest of the stack, and for adversarial snippets.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from typing import Any
+
+import yaml_rs
+
+from eksinf.core import kubeyaml
+
+# Characters YAML 1.1 and 1.2 treat differently, or libyaml refuses: tab, CR, NEL, LS, PS,
+# control characters, lone surrogates, a byte-order mark, U+FFFE/F.
+_REFUSED_CHARS = re.compile(
+    r"[\t\r\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]"
+)
+# the ones an ASCII text may hold, found with `in` (memchr) several times quicker than the regex
+_REFUSED_ASCII = "".join(chr(c) for c in [*range(0x20), 0x7F] if c != 0x0A)
+_INDENT = re.compile(r"\n[ ]+")
+
+# Where a node starts, in a text whose lines are stripped of their indentation: after a line's
+# `- ` items (or `--- `), or after `: `. (A `- ` or `? ` later in a line is not a node's start in
+# block context, which is all the gate lets through.) Patterns start with a character, not `^`
+# or a run of spaces, so the regex engine skips ahead quickly.
+_NODE_START = r"(?:\n(?:-+[ ]+)*|:[ ]+)"
+
+# One pass over the node lines finds a directive or a document end marker (group 1, which the
+# readers bound differently), what is refused where a node starts (group 2: an anchor or a tag,
+# `&a`, `!!int`, `!foo`; a flow collection with content, `[a, b]`, whose scalars this scan does
+# not cover; `<<`, a merge key to Kubernetes; a complex key), and the tokens to check (group
+# 3): a token where a plain scalar may start that either reader could read as a number, a null
+# or a boolean (it starts with a digit, a sign, a dot or the first letter of a word they know),
+# with after it the end of the line, a comment or `: ` (a key). Lines of multi-line plain or
+# quoted scalars match too: a word there costs at most a fall-back, never a wrong reading.
+_SCAN = re.compile(
+    r"\n(%|\.\.\.)"
+    rf"|{_NODE_START}(?:([&!]|[\[{{](?![\]}}])|<<|\?[ ])"
+    r"|([-+.0-9~yYnNoOtTfF][^\s#]*?)(?=[ ]*(?:\n|#|:[ \n])))"
+)
+
+
+# A block scalar's header (`key: |`, `- >-`, `--- |`): the lines after it that are indented more
+# than its key or item, or empty, are its text, which the scan above skips. A header inside other
+# text (a quoted or plain scalar) only makes them skip lines that are that text's too; a header
+# not found (`key:  |`, two spaces) only makes them read its text.
+_BLOCK_HEADER = re.compile(r"[|>](?<=[:-] [|>])[-+0-9]*[ ]*\n")
+_LINE_START = re.compile(r"[ ]*(?:-+[ ]+)*")
+
+
+@functools.lru_cache(maxsize=256)
+def _block_body(indent: int) -> re.Pattern[str]:
+    return re.compile(rf"(?:[ ]{{{indent + 1},}}[^\n]*\n|[ ]*\n)*")
+
+
+def _node_lines(text: str) -> str:
+    """`text` (from a line start) without the bodies of its block scalars, and without the
+    indentation of its lines."""
+    kept: list[str] = []
+    start = 0
+    for header in _BLOCK_HEADER.finditer(text):
+        if header.start() < start:  # inside a body already skipped
+            continue
+        line = text.rfind("\n", 0, header.start()) + 1
+        indent = _LINE_START.match(text, line)
+        assert indent is not None  # the pattern matches the empty string
+        body = _block_body(indent.end() - line).match(text, header.end())
+        assert body is not None
+        kept.append(text[start : header.end()])
+        start = body.end()
+    kept.append(text[start:])
+    return _INDENT.sub("\n", "".join(kept))
+
+
+def _refused_chars(text: str) -> bool:
+    if text.isascii():
+        return any(char in text for char in _REFUSED_ASCII)
+    return _REFUSED_CHARS.search(text) is not None
+
+
+def read(text: str, max_depth: int, max_nodes: int) -> list[Any] | None:
+    """The non-empty documents of `text`, read as `yamlio` reads them, or None when the text
+    must go to the reference reader (see above). Meant for large texts: below yamlio.FAST_TEXT
+    the reference reader is as quick."""
+    if not text.endswith("\n") or _refused_chars(text):
+        return None
+    tokens = set()
+    for directive, refused, token in _SCAN.findall(_node_lines("\n" + text)):
+        if directive or refused:
+            return None
+        tokens.add(token)
+    tokens.discard("")
+    if not all(map(_agrees, tokens)):
+        return None
+    try:
+        # A closing document that is not a list makes the answer a list of documents whatever
+        # the text holds (one document that is a list would otherwise look like several).
+        docs = yaml_rs.loads(
+            text + "---\neksinf-end\n",
+            parse_datetime=False,
+            duplicate_key_policy=yaml_rs.DuplicateKeyPolicy.Error,
+        )
+    except (ValueError, TypeError, RecursionError):
+        return None
+    if not isinstance(docs, list) or not docs or docs[-1] != "eksinf-end":
+        return None
+    docs.pop()
+    if not _bounded(docs, max_depth, max_nodes):
+        return None
+    return [d for d in docs if d is not None]
+
+
+@functools.lru_cache(maxsize=65536)
+def _agrees(token: str) -> bool:
+    """Whether a plain scalar `token` means the same to Kubernetes and to yaml-rs."""
+    try:
+        fast = yaml_rs.loads(f"k: {token}\n", parse_datetime=False)
+    except (ValueError, TypeError):
+        return False
+    if not isinstance(fast, dict) or list(fast) != ["k"]:
+        return False
+    kube = kubeyaml.kube_scalar(token)
+    if type(kube) is str:  # the reference reader keeps the text as written
+        return bool(fast["k"] == token)
+    return kubeyaml.same(kube, fast["k"])
+
+
+_SCALARS = (str, int, bool, float, type(None))
+
+
+def _bounded(docs: list[Any], max_depth: int, max_nodes: int) -> bool:
+    """Whether the documents hold string keys and finite scalars only (so JSON holds them
+    exactly), nest at most `max_depth` levels and count at most `max_nodes` nodes, as the
+    reference reader requires (its own error is then the answer). Iterative: the depth is not
+    yet known to be bounded."""
+    nodes = 0
+    stack: list[tuple[Any, int]] = [(doc, 1) for doc in docs]
+    while stack:
+        node, depth = stack.pop()
+        nodes += 1
+        kind = type(node)
+        if kind is dict:
+            if depth >= max_depth:
+                return False
+            for key, value in node.items():
+                if type(key) is not str:
+                    return False
+                nodes += 1
+                stack.append((value, depth + 1))
+        elif kind is list:
+            if depth >= max_depth:
+                return False
+            stack.extend((item, depth + 1) for item in node)
+        elif kind not in _SCALARS or (kind is float and not math.isfinite(node)):
+            return False  # (.inf and .nan read alike, but JSON, the cache's format, lacks them)
+    return nodes <= max_nodes
