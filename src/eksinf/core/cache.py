@@ -35,8 +35,6 @@ import hmac
 import os
 import stat
 import sys
-import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 CACHE_ENV = "EKSINF_CACHE_DIR"
@@ -157,6 +155,8 @@ def _read_key(path: Path) -> bytes | str:
 def _make_key(path: Path) -> None:
     """A new random key, published whole: written to a temp file, then linked into place, so a
     concurrent eksinf sees no key or the whole key, and the first one made wins."""
+    import tempfile  # only writes need it (~8 ms to import, which a warm read never pays)
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".cache.key.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:  # mkstemp makes it 0600
@@ -167,10 +167,15 @@ def _make_key(path: Path) -> None:
         os.unlink(tmp)
 
 
-@dataclass(frozen=True)
 class _Trust:
-    secret: bytes | None  # None: the store is off for this run
-    folder: Path
+    """The store's folder and key for this run. A plain class: `eksinf version` reads the
+    cache, and the dataclasses module alone costs it ~10 ms of imports."""
+
+    __slots__ = ("folder", "secret")
+
+    def __init__(self, secret: bytes | None, folder: Path) -> None:
+        self.secret = secret  # None: the store is off for this run
+        self.folder = folder
 
 
 @functools.cache
@@ -313,6 +318,8 @@ def write_record(space: str, entry_key: str, data: bytes) -> None:
 
 def write_private(path: Path, data: bytes) -> None:
     """Write `data` atomically as a 0600 file (mkstemp's mode, never widened)."""
+    import tempfile  # see _make_key
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
