@@ -8,6 +8,8 @@ entry in render/<component>/HAZARDS.allow that gives a reason.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +28,7 @@ from eksinf.build.hazards import (
     of_scope,
 )
 from eksinf.build.units import ComponentOutput, RenderResult, resource_id
-from eksinf.core import inside
+from eksinf.core import cache, inside
 from eksinf.core.yamlio import load_source
 from eksinf.errors import CONTRACT, EksinfError
 from eksinf.model import checks
@@ -179,12 +181,58 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
     return out
 
 
+# The findings of a render depend on the render alone (its documents, its charts' templates,
+# CRDs and values) and on this code, all of which its key decides (RenderResult.key): they are
+# kept under it, and only the allow files, which no render reads, are applied afresh each run.
+FINDINGS_SPACE = "guard"
+_FINDINGS_FORMAT = b"guard-findings-1"
+_TUPLE_FIELDS = ("places", "context")
+
+
+def _encode(found: list[list[Finding]]) -> bytes:
+    return json.dumps([[dataclasses.asdict(f) for f in part] for part in found]).encode()
+
+
+def _decode(data: bytes, parts: int) -> list[list[Finding]] | None:
+    """Findings as `_encode` kept them, or None when they are not what it writes."""
+    try:
+        raw = json.loads(data)
+        found = [
+            [
+                Finding(**{k: _tuples(v) if k in _TUPLE_FIELDS else v for k, v in f.items()})
+                for f in part
+            ]
+            for part in raw
+        ]
+    except (ValueError, TypeError, AttributeError):
+        return None
+    return found if len(found) == parts else None
+
+
+def _tuples(value: Any) -> Any:
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def _all_findings(result: RenderResult) -> list[list[Finding]]:
+    """Each component's findings, before its allow file is applied: kept under the render's
+    key, computed when there is none or nothing is kept under it."""
+    entry = cache.key(_FINDINGS_FORMAT, result.key.encode()) if result.key else None
+    if entry is not None:
+        data = cache.get(FINDINGS_SPACE, entry)
+        kept = _decode(data, len(result.outputs)) if data is not None else None
+        if kept is not None:
+            return kept
+    found = [_dedupe(_findings(output, result.stack)) for output in result.outputs]
+    if entry is not None:
+        cache.put(FINDINGS_SPACE, entry, _encode(found))
+    return found
+
+
 def check(result: RenderResult) -> GuardReport:
     """Find every hazard in a render and apply each component's allow file."""
     findings: list[Hazard] = []
     unused: list[AllowEntry] = []
-    for output in result.outputs:
-        raw = _dedupe(_findings(output, result.stack))
+    for output, raw in zip(result.outputs, _all_findings(result), strict=True):
         allows = load_allows(result.stack, output.component.name)
         used: set[AllowEntry] = set()
         for finding in raw:

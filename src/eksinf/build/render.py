@@ -6,7 +6,6 @@ writer.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 from collections.abc import Callable
@@ -72,8 +71,8 @@ def render_stack(
         _report(output, progress)
     provenance = _provenance(stack, engine, inputs, outputs)
     result = RenderResult(stack, tuple(outputs), provenance, partial=bool(components))
-    if whole is not None:
-        _store_result(whole, result)
+    if whole is not None and _store_result(whole, result):
+        result = dataclasses.replace(result, key=whole)
     return result
 
 
@@ -182,10 +181,11 @@ def _result_key(inputs: str, engine: HelmEngine | None) -> str:
     )
 
 
-def _store_result(key: str, result: RenderResult) -> None:
+def _store_result(key: str, result: RenderResult) -> bool:
+    """Keep a whole render under `key`; whether it was kept (only a deterministic one is)."""
     charts = [r for o in result.outputs for r in o.charts]
     if any(output_digests(r.first) != r.reference for r in charts):
-        return  # a non-deterministic chart is rendered (and reported) every time
+        return False  # a non-deterministic chart is rendered (and reported) every time
     record = {
         "provenance": result.provenance,
         "outputs": [
@@ -219,8 +219,12 @@ def _store_result(key: str, result: RenderResult) -> None:
             for o in result.outputs
         ],
     }
-    with contextlib.suppress(ValueError, TypeError):  # not plain data: rendered each time
-        cache.put("render", key, json.dumps(record, ensure_ascii=False).encode())
+    try:
+        data = json.dumps(record, ensure_ascii=False).encode()
+    except (ValueError, TypeError):  # not plain data: rendered each time
+        return False
+    cache.put("render", key, data)
+    return cache.enabled()
 
 
 def _cached_result(stack: Stack, key: str) -> RenderResult | None:
@@ -232,7 +236,7 @@ def _cached_result(stack: Stack, key: str) -> RenderResult | None:
         outputs = tuple(_cached_output(stack, o) for o in record["outputs"])
         if [o.component.name for o in outputs] != [c.name for c in stack.components]:
             return None
-        return RenderResult(stack, outputs, record["provenance"])
+        return RenderResult(stack, outputs, record["provenance"], key=key)
     except (ValueError, TypeError, KeyError, IndexError, EksinfError):
         return None  # unreadable or from another stack shape: render afresh
 

@@ -78,6 +78,10 @@ class RenderResult:
     outputs: tuple[ComponentOutput, ...]
     provenance: dict[str, Any] = field(default_factory=dict)
     partial: bool = False  # only some components were rendered (guard/verify --component)
+    # The derived-data key this whole render is kept under (build/render.py), which decides
+    # every byte of it: what is derived from the render alone (the guard's findings) is kept
+    # under it too. "" when it is not kept (partial, non-deterministic, or the cache off).
+    key: str = ""
 
     def files(self) -> dict[str, str]:
         """Relative path under configs/ -> text, including the provenance record.
