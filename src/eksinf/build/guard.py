@@ -9,7 +9,6 @@ entry in render/<component>/HAZARDS.allow that gives a reason.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -27,8 +26,8 @@ from eksinf.build.hazards import (
     actions,
     of_scope,
 )
-from eksinf.build.units import ComponentOutput, RenderResult, resource_id
-from eksinf.core import cache, inside
+from eksinf.build.units import ComponentOutput, RenderResult, kept, resource_id
+from eksinf.core import inside
 from eksinf.core.yamlio import load_source
 from eksinf.errors import CONTRACT, EksinfError
 from eksinf.model import checks
@@ -181,32 +180,20 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
     return out
 
 
-# The findings of a render depend on the render alone (its documents, its charts' templates,
-# CRDs and values) and on this code, all of which its key decides (RenderResult.key): they are
-# kept under it, and only the allow files, which no render reads, are applied afresh each run.
-FINDINGS_SPACE = "guard"
-_FINDINGS_FORMAT = b"guard-findings-1"
 _TUPLE_FIELDS = ("places", "context")
 
 
-def _encode(found: list[list[Finding]]) -> bytes:
-    return json.dumps([[dataclasses.asdict(f) for f in part] for part in found]).encode()
-
-
-def _decode(data: bytes, parts: int) -> list[list[Finding]] | None:
-    """Findings as `_encode` kept them, or None when they are not what it writes."""
-    try:
-        raw = json.loads(data)
-        found = [
-            [
-                Finding(**{k: _tuples(v) if k in _TUPLE_FIELDS else v for k, v in f.items()})
-                for f in part
-            ]
-            for part in raw
+def _decode(raw: list[list[dict[str, Any]]], parts: int) -> list[list[Finding]]:
+    found = [
+        [
+            Finding(**{k: _tuples(v) if k in _TUPLE_FIELDS else v for k, v in f.items()})
+            for f in part
         ]
-    except (ValueError, TypeError, AttributeError):
-        return None
-    return found if len(found) == parts else None
+        for part in raw
+    ]
+    if len(found) != parts:
+        raise ValueError("not one list of findings per component")
+    return found
 
 
 def _tuples(value: Any) -> Any:
@@ -214,18 +201,15 @@ def _tuples(value: Any) -> Any:
 
 
 def _all_findings(result: RenderResult) -> list[list[Finding]]:
-    """Each component's findings, before its allow file is applied: kept under the render's
-    key, computed when there is none or nothing is kept under it."""
-    entry = cache.key(_FINDINGS_FORMAT, result.key.encode()) if result.key else None
-    if entry is not None:
-        data = cache.get(FINDINGS_SPACE, entry)
-        kept = _decode(data, len(result.outputs)) if data is not None else None
-        if kept is not None:
-            return kept
-    found = [_dedupe(_findings(output, result.stack)) for output in result.outputs]
-    if entry is not None:
-        cache.put(FINDINGS_SPACE, entry, _encode(found))
-    return found
+    """Each component's findings before its allow file is applied: a function of the render
+    alone, kept under its key; the allow files, which no render reads, are applied each run."""
+    return kept(
+        result,
+        "guard-findings",
+        lambda: [_dedupe(_findings(output, result.stack)) for output in result.outputs],
+        lambda found: [[dataclasses.asdict(f) for f in part] for part in found],
+        lambda raw: _decode(raw, len(result.outputs)),
+    )
 
 
 def check(result: RenderResult) -> GuardReport:

@@ -30,7 +30,6 @@ from eksinf.build.units import (
 )
 from eksinf.core import cache
 from eksinf.core.types import Doc
-from eksinf.core.yamlio import load_docs
 from eksinf.errors import EksinfError
 from eksinf.model.stack import Component, Stack
 
@@ -246,7 +245,7 @@ def _cached_output(stack: Stack, raw: Doc) -> ComponentOutput:
     charts = {s.name: s for s in comp.charts}
     specs = {s.name: s for s in comp.manifests}
     units = tuple(
-        Unit(comp.name, filename, text, tuple(load_docs(text, f"configs/{comp.name}/{filename}")))
+        Unit(comp.name, filename, text)  # parsed when a stage asks (see Unit)
         for filename, text in raw["units"]
     )
     renders = tuple(

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from dataclasses import dataclass
 
-from eksinf.build.units import RenderResult
+from eksinf.build.units import RenderResult, kept
 from eksinf.build.validate import ids
 from eksinf.build.write import read_tree
 
@@ -54,9 +55,17 @@ def compare(result: RenderResult) -> Drift:
 
 def duplicate_ids(result: RenderResult) -> list[ids.Duplicate]:
     """Resource ids the fresh render writes more than once within a plane."""
-    return ids.duplicates(
-        (o.component.plane, f"configs/{o.component.name}/{u.filename}", doc)
-        for o in result.outputs
-        for u in o.units
-        for doc in u.docs
+    return kept(
+        result,
+        "duplicate-ids",
+        lambda: ids.duplicates(
+            (o.component.plane, f"configs/{o.component.name}/{u.filename}", doc)
+            for o in result.outputs
+            for u in o.units
+            for doc in u.docs
+        ),
+        lambda found: [dataclasses.asdict(d) for d in found],
+        lambda raw: [
+            ids.Duplicate(d["plane"], ids.ResourceId(**d["id"]), tuple(d["places"])) for d in raw
+        ],
     )
