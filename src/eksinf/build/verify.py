@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from dataclasses import dataclass
 
 from eksinf.build.units import RenderResult, kept
@@ -42,6 +41,8 @@ def compare(result: RenderResult) -> Drift:
     added = sorted(set(fresh) - set(committed))
     removed = sorted(set(committed) - set(fresh))
     changed = sorted(p for p in set(fresh) & set(committed) if fresh[p] != committed[p])
+    import difflib  # here: a clean compare (the usual case) prints no diff
+
     diff: list[str] = []
     for path in sorted(added + removed + changed):
         diff += difflib.unified_diff(

@@ -10,7 +10,6 @@ import functools
 import json
 import re
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ LINKS_DIR = "links"
 ALLOW_FILE = "HAZARDS.allow"
 RENDERERS = ("copy", "helm", "manifest")
 REQUIRED_VERSION_KEYS = ("RENDER_KUBE_VERSION",)
+SCHEMAS = Path(__file__).parents[1] / "schemas"
 _ENV_LINE = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 
 
@@ -165,7 +165,9 @@ class Stack:
 
 @functools.cache
 def _schema_text() -> str:
-    return resources.files("eksinf").joinpath("schemas/components.schema.json").read_text()
+    # read beside this package's modules, as cli/help.py reads its pages: importlib.resources
+    # (and the zipfile module its readers import) would cost every stack load ~3 ms
+    return (SCHEMAS / "components.schema.json").read_text(encoding="utf-8")
 
 
 def parse_versions(path: Path | str, text: str) -> tuple[dict[str, str], dict[str, int]]:
