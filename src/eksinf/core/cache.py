@@ -215,21 +215,25 @@ def _read_private(path: Path) -> bytes | None:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & _PRIVATE:
             return None
-        chunks, left = [], MAC_BYTES + MAX_ENTRY_BYTES + 1
+        # the whole entry in one read, as big as the file (a whole render is ~3.5 MB, and every
+        # copy of it costs a warm run time); more only if it grew meanwhile
+        chunks, left, size = [], MAC_BYTES + MAX_ENTRY_BYTES + 1, st.st_size + 1
         while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
+            chunk = os.read(fd, min(left, size))
             if not chunk:
                 break
             chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+            left, size = left - len(chunk), 1 << 20
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
     finally:
         os.close(fd)
 
 
-def _mac(secret: bytes, space: str, entry_key: str, data: bytes) -> bytes:
+def _mac(secret: bytes, space: str, entry_key: str, data: bytes | memoryview) -> bytes:
     head = _MAC_CONTEXT + space.encode() + b"\0" + entry_key.encode() + b"\0"
-    return hmac.new(secret, head + data, hashlib.sha256).digest()
+    mac = hmac.new(secret, head, hashlib.sha256)
+    mac.update(data)  # not head + data: a copy of a large entry
+    return mac.digest()
 
 
 def _space(trust: _Trust, space: str, create: bool) -> Path | None:
@@ -293,13 +297,14 @@ def _read_many(space: str, entry_keys: list[str]) -> dict[str, bytes]:
         if raw is None:
             _warn("entry", f"cache entry {folder / entry_key} refused: not a private file of yours")
             continue
-        mac, data = raw[:MAC_BYTES], raw[MAC_BYTES:]
+        view = memoryview(raw)
+        mac, data = raw[:MAC_BYTES], view[MAC_BYTES:]
         if len(raw) < MAC_BYTES or len(data) > MAX_ENTRY_BYTES:
             continue
         if not hmac.compare_digest(mac, _mac(trust.secret, space, entry_key, data)):
             _warn("entry", f"cache entry {folder / entry_key} refused: it fails its HMAC check")
             continue
-        found[entry_key] = data
+        found[entry_key] = data.tobytes()
     return found
 
 
