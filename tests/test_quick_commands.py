@@ -18,6 +18,7 @@ APP = "import sys; from eksinf.cli import run; sys.exit(run(sys.argv[1:]))"
 
 
 def _run(code: str, argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, bytes, bytes]:
+    """A new interpreter's exit code, stdout and stderr (os.environ as the test set it)."""
     done = subprocess.run(
         [sys.executable, "-c", code, *argv],
         capture_output=True,
@@ -65,7 +66,7 @@ def _argvs(stack: str, missing: str) -> list[list[str]]:
     ]
 
 
-# Command lines quick.py must answer itself (the rest it may hand on).
+# Command lines quick.py answers itself, once a listing is kept (the rest it may hand on).
 ANSWERED = {
     "version",
     "version --json",
@@ -82,19 +83,33 @@ ANSWERED = {
 
 
 @pytest.mark.parametrize("columns", ["", "60"])
-def test_quick_answers_are_the_apps_bytes(stack_dir: Path, tmp_path: Path, columns: str) -> None:
-    env = {"COLUMNS": columns} if columns else {}
-    if not columns:
-        env["COLUMNS"] = ""  # a pipe: whole lines
-    answered = set()
-    for argv in _argvs(str(stack_dir), str(tmp_path / "missing")):
-        label = " ".join(argv).replace(str(stack_dir), "S")
-        entry = _run(ENTRY, argv, stack_dir, env)
-        app = _run(APP, argv, stack_dir, env)
+def test_quick_answers_are_the_apps_bytes(
+    stack_dir: Path,
+    tmp_path: Path,
+    columns: str,
+    capsysbinary: pytest.CaptureFixture[bytes],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each command line run through the entry point and through the app alone: the same
+    stdout, stderr and exit code. The first `components` finds no listing kept and is the
+    app's (which keeps it); the later ones are quick.py's own, as the in-process runs show."""
+    monkeypatch.setenv("EKSINF_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("COLUMNS", columns)  # "": a pipe, whole lines
+    monkeypatch.chdir(stack_dir)
+    argvs = {
+        " ".join(argv).replace(str(stack_dir), "S"): argv
+        for argv in _argvs(str(stack_dir), str(tmp_path / "missing"))
+    }
+    apps = {}
+    for label, argv in argvs.items():
+        entry = _run(ENTRY, argv, stack_dir, {})
+        apps[label] = app = _run(APP, argv, stack_dir, {})
         assert entry == app, label
-        if quick.parse(argv) is not None and entry[0] == 0:
-            answered.add(label)
-    assert answered >= ANSWERED
+    for label in ANSWERED:
+        capsysbinary.readouterr()
+        assert quick.answer(argvs[label]) == 0, label  # answered here, not handed to the app
+        out, err = capsysbinary.readouterr()
+        assert (0, out, err) == apps[label], label
 
 
 def test_a_broken_stack_is_reported_by_the_app(stack_dir: Path) -> None:

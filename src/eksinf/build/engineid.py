@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import os
 
-from eksinf.core import cache
+from eksinf.core import cache, dist
 
 HELM_ENV = "EKSINF_HELM"  # a helm binary to render with instead of the in-process SDK
 SDK_NAME = "helm-python-sdk"
@@ -22,33 +22,12 @@ def binary_path() -> str | None:
     return os.environ.get(HELM_ENV) or None
 
 
-def _sdk_distribution(places: list[str]) -> str:
-    """The SDK distribution's metadata folder name (it holds the version), found beside the
-    package as an installer leaves it; importlib.metadata (~10 ms to import) when it is not."""
-    prefix = SDK_NAME.replace("-", "_") + "-"
-    for place in places:
-        parent = os.path.dirname(place)
-        with_metadata = sorted(
-            name
-            for name in (os.listdir(parent) if os.path.isdir(parent) else [])
-            if name.startswith(prefix) and name.endswith(".dist-info")
-        )
-        if with_metadata:
-            return with_metadata[0]
-    from importlib.metadata import version
-
-    return version(SDK_NAME)
-
-
 @functools.cache
 def sdk_identity() -> str:
     """What decides the SDK's output, without loading it: its distribution (name and version)
     and the native library files it loads (HELM_C_LIB, else the packaged lib/), by size and
     mtime. A cached render is looked up under it (build/render.py)."""
-    from importlib.util import find_spec
-
-    spec = find_spec(SDK_PACKAGE)
-    packaged = list(spec.submodule_search_locations or []) if spec else []
+    packaged = dist.package_dirs(SDK_PACKAGE)
     places = [os.environ.get("HELM_C_LIB", "")]
     places += [os.path.join(p, "lib") for p in packaged]
     files = []
@@ -61,7 +40,7 @@ def sdk_identity() -> str:
                 continue
             files.append(f"{os.path.join(place, name)}:{st.st_size}:{st.st_mtime_ns}")
     # repr, not json: nothing else `eksinf version` does needs the json module
-    return repr((SDK_NAME, _sdk_distribution(packaged), tuple(files)))
+    return repr((SDK_NAME, dist.release(packaged, SDK_NAME), tuple(files)))
 
 
 @functools.cache

@@ -11,7 +11,7 @@ from typing import Any
 import typer
 
 from ..errors import USAGE, EksinfError, write_failure
-from ..flows.context import release_locks
+from ..flows.runlock import release_locks
 from . import common, original
 from .argv import STACK_OPTION, global_options_anywhere
 from .common import State, progress

@@ -31,9 +31,10 @@ from .common import (
     print_table,
     progress,
     stack_context,
+    state,
 )
-from .listing import component_rows, components_table
-from .quick import version_line
+from .listing import component_rows, keep, sources_key
+from .quick import components_table, version_line
 
 charts_app = typer.Typer(
     help="Pin and inspect the Helm charts the stack renders.", no_args_is_help=True
@@ -66,7 +67,10 @@ def components_cmd(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """List the stack's components in apply order."""
-    rows = component_rows(stack_context(ctx).stack, plane)
+    before = sources_key(state(ctx).stack_dir)
+    stack = stack_context(ctx).stack
+    rows = component_rows(stack, plane)
+    keep(stack, before)  # for cli/quick.py to answer the next run from
     if json_out:
         emit_json({"components": rows})
         return

@@ -17,6 +17,11 @@ from .argv import STACK_OPTION, global_options_anywhere
 from .output import json_text, table_text
 
 # typing is not imported here (nor in argv.py and output.py): `version` would pay ~2 ms for it
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+COMPONENT_COLUMNS = ("component", "plane", "order", "render", "charts", "description")
 
 # each command's options (the option -> whether it takes a value)
 OPTIONS: dict[str, dict[str, bool]] = {
@@ -27,6 +32,26 @@ OPTIONS: dict[str, dict[str, bool]] = {
 
 def version_line(info: dict[str, str]) -> str:
     return f"eksinf {info['version']} (commit {info['commit']}, engine {info['engine']})"
+
+
+def components_table(rows: list[dict[str, Any]]) -> tuple[list[dict[str, str]], tuple[str, ...]]:
+    """`eksinf components`' rows as its table's cells, and its columns."""
+    cells = [
+        {
+            "component": r["name"],
+            "plane": r["plane"],
+            "order": str(r["order"]),
+            "render": r["render"],
+            "charts": ", ".join(r["charts"]) or "-",
+            "description": r["description"],
+        }
+        for r in rows
+    ]
+    return cells, COMPONENT_COLUMNS
+
+
+class _ToTheApp(Exception):
+    """What quick.py does not answer itself."""
 
 
 def _options(words: list[str], known: dict[str, bool]) -> dict[str, str] | None:
@@ -78,13 +103,23 @@ def _stdout_text(command: str, stack_dir: str | None, options: dict[str, str]) -
         return json_text(info) if "--json" in options else version_line(info)
     from pathlib import Path
 
-    from ..flows.context import open_stack, release_locks
-    from .listing import component_rows, components_table
+    from ..flows.runlock import hold_stack, release_locks
+    from ..model.listing import kept_listing, listing_key, of_plane
+    from ..model.stackroot import find_stack_root
     from .output import progress
 
+    # the listing kept under the exact bytes of the stack's sources (model/listing.py): the
+    # stack's model is not loaded; when nothing is kept (or the plane is not one), the app
+    # loads it, answers, and keeps the listing for the next run
+    root = find_stack_root(Path(stack_dir) if stack_dir else None)
+    key = listing_key(root)
+    kept = kept_listing(key) if key is not None else None
+    plane = options.get("--plane")
+    if kept is None or (plane is not None and plane not in kept[0]):
+        raise _ToTheApp
     try:
-        stack = open_stack(Path(stack_dir) if stack_dir else None, progress)
-        rows = component_rows(stack, options.get("--plane"))
+        hold_stack(root, progress)  # as loading the stack does
+        rows = of_plane(kept[1], plane)
     finally:
         release_locks()  # as the app does when its run ends
     if "--json" in options:

@@ -19,6 +19,7 @@ from eksinf.core.yamlio import load_source, read_source_text
 from eksinf.errors import CONTRACT, USAGE, EksinfError
 from eksinf.model import shipped
 from eksinf.model.names import RULES_VERSION, schema_validator
+from eksinf.model.stackroot import COMPONENTS_SCHEMA, find_stack_root
 from eksinf.model.targets import KINDS
 
 PLANES = ("hub", "mgmt", "workload")  # apply order: the hub is never applied; mgmt converges first
@@ -28,7 +29,6 @@ LINKS_DIR = "links"
 ALLOW_FILE = "HAZARDS.allow"
 RENDERERS = ("copy", "helm", "manifest")
 REQUIRED_VERSION_KEYS = ("RENDER_KUBE_VERSION",)
-SCHEMAS = Path(__file__).parents[1] / "schemas"
 _ENV_LINE = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 
 
@@ -165,9 +165,7 @@ class Stack:
 
 @functools.cache
 def _schema_text() -> str:
-    # read beside this package's modules, as cli/help.py reads its pages: importlib.resources
-    # (and the zipfile module its readers import) would cost every stack load ~3 ms
-    return (SCHEMAS / "components.schema.json").read_text(encoding="utf-8")
+    return COMPONENTS_SCHEMA.read_text(encoding="utf-8")
 
 
 def parse_versions(path: Path | str, text: str) -> tuple[dict[str, str], dict[str, int]]:
@@ -209,26 +207,6 @@ def _json_path(error: Any) -> str:  # a jsonschema.ValidationError
     for part in error.absolute_path:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out or "(top level)"
-
-
-def find_stack_root(start: Path | None) -> Path:
-    """The stack a run reads: `start` (--stack) when given; else the working folder when it holds
-    a stack; else the user's copy of the stack shipped inside eksinf (model.shipped)."""
-    root = (start or Path.cwd()).resolve()
-    if (root / "components.yaml").is_file():
-        return root
-    if start is None:
-        found = shipped.shipped_root()
-        if found is not None:
-            return found
-    raise EksinfError(
-        f"no components.yaml in {root}",
-        hint="Run from a stack directory or pass --stack DIR."
-        if start is not None
-        else "Run from a stack directory or pass --stack DIR (this eksinf carries no stack of "
-        "its own: it was installed from a source checkout).",
-        exit_code=USAGE,
-    )
 
 
 def load_stack(root: Path | None = None) -> Stack:
