@@ -32,7 +32,7 @@ def sources_key(stack_dir: str | None) -> str | None:
     when there is no stack to read: the load reports that)."""
     try:
         return listing_key(find_stack_root(Path(stack_dir) if stack_dir else None))
-    except EksinfError:
+    except (EksinfError, OSError):  # the load meets it again and reports it
         return None
 
 
