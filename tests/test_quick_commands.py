@@ -142,3 +142,26 @@ def test_a_failure_prints_nothing_and_is_left_to_the_app(
 ) -> None:
     assert quick.answer(["--stack", str(tmp_path), "components", "--json"]) is None
     assert capsys.readouterr() == ("", "")
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("argv", [["version"], ["version", "--json"], ["components", "--json"]])
+def test_a_refused_stdout_is_reported_as_the_app_reports_it(
+    argv: list[str], stack_dir: Path
+) -> None:
+    """stdout on a full disk: the app's one line and exit 4 (no traceback), under --json too."""
+    _run(ENTRY, argv, stack_dir, {})  # the listing kept: quick.py answers the runs below
+
+    def full(code: str) -> tuple[int, bytes]:
+        with open("/dev/full", "wb") as out:
+            done = subprocess.run(
+                [sys.executable, "-c", code, *argv],
+                stdout=out,
+                stderr=subprocess.PIPE,
+                cwd=stack_dir,
+                check=False,
+            )
+        return done.returncode, done.stderr
+
+    entry = full(ENTRY)
+    assert entry == full(APP) and entry[0] == 4 and b"the disk is full" in entry[1], entry

@@ -111,10 +111,17 @@ def _report(exc: EksinfError) -> int:
     return common.failed(exc.message, exc.hint, exc.exit_code, exc.details)
 
 
-def interrupted(json_mode: bool | None = None) -> int:
-    """A run stopped by Ctrl-C (`json_mode`: when the run was not started here)."""
-    if json_mode is not None:
-        common.start_run(json_mode)
+def refused_write(exc: OSError) -> int:
+    """What the file system refused where no stage named it: one line naming the path, exit 4;
+    anything else is raised on."""
+    refused = write_failure(exc, exc.filename or "a file", verb="use")
+    if refused is None:
+        raise exc
+    return _report(refused)
+
+
+def interrupted() -> int:
+    """A run stopped by Ctrl-C."""
     progress("eksinf: interrupted")
     return common.failed("interrupted", "", 130)
 
@@ -152,10 +159,7 @@ def run(argv: list[str] | None = None) -> int:
     # What the file system refuses where no stage named it (a read-only stack, a full disk, a
     # folder this user may not read or write): one line naming the path, exit 4, no traceback.
     except OSError as exc:
-        refused = write_failure(exc, exc.filename or "a file", verb="use")
-        if refused is None:
-            raise
-        return _report(refused)
+        return refused_write(exc)
     except KeyboardInterrupt:
         return interrupted()
     finally:

@@ -82,9 +82,10 @@ class _Run:
 _run = _Run()
 
 
-def start_run(json_mode: bool) -> None:
+def start_run(json_mode: bool, emitted: bool = False) -> None:
+    """A new run (`emitted`: its JSON report was printed already, by cli/quick.py)."""
     global _run
-    _run = _Run(json_mode)
+    _run = _Run(json_mode, emitted)
     reset_run()  # a mirror, stack or hub named in an earlier in-process run does not carry over
 
 

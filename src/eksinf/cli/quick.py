@@ -145,13 +145,23 @@ def answer(argv: list[str]) -> int | None:
         text = _stdout_text(*parsed)
     except KeyboardInterrupt:
         from .app import interrupted  # as the app answers one
+        from .common import start_run
 
-        return interrupted("--json" in parsed[2])
+        start_run("--json" in parsed[2])
+        return interrupted()
     except Exception:  # the app reports it (or raises it) in its own words
         return None
     if text is not None:
         if not _as_click_writes(text):
             return None
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(text + "\n")
+            sys.stdout.flush()
+        except OSError as exc:  # stdout refused (a full disk, a closed pipe): as the app says
+            from .app import refused_write
+            from .common import start_run
+
+            # a JSON report counts as printed once it was tried, as emit_json counts it
+            start_run("--json" in parsed[2], emitted="--json" in parsed[2])
+            return refused_write(exc)
     return 0
