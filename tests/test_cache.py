@@ -165,3 +165,44 @@ def test_a_profile_schema_check_is_skipped_only_for_the_document_that_passed(
         check_profile(changed, "profile.yaml")
     with pytest.raises(EksinfError, match="region"):  # a failure is never recorded
         check_profile(changed, "profile.yaml")
+
+
+def test_the_code_digest_follows_every_write_to_a_module(
+    cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The source digest is kept under the modules' stat once they are settled; an edit that
+    keeps a module's size and modification time still changes its change time (in a later
+    tick of the file system's clock, which settling guarantees), so it is taken afresh."""
+    import os
+    import time
+
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "a.py").write_text("A = 1\n")
+    (package / "sub" / "b.py").write_text("B = 2\n")
+    (package / "notes.txt").write_text("not a module\n")
+    assert cache.package_digest(str(package)) == cache.package_digest(str(package))
+    assert not list((cache_dir.parent / "code").glob("*"))  # just written: not kept
+    later = time.time_ns() + 2 * cache.SETTLED_NS
+    monkeypatch.setattr(time, "time_ns", lambda: later)  # as if they were written long ago
+    first = cache.package_digest(str(package))
+    reads: list[str] = []
+    real_open = open
+
+    def counted(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        reads.append(str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", counted)
+    assert cache.package_digest(str(package)) == first and not reads  # kept: nothing read
+    before = os.stat(package / "a.py")
+    (package / "a.py").write_text("A = 2\n")  # the same size
+    os.utime(package / "a.py", ns=(before.st_atime_ns, before.st_mtime_ns))  # and mtime
+    while os.stat(package / "a.py").st_ctime_ns == before.st_ctime_ns:  # a later tick
+        os.utime(package / "a.py", ns=(before.st_atime_ns, before.st_mtime_ns))
+    changed = cache.package_digest(str(package))
+    assert changed != first and reads
+    monkeypatch.setenv("EKSINF_NO_CACHE", "1")  # nothing kept: read and hashed every time
+    assert cache.package_digest(str(package)) == changed
+    (package / "notes.txt").write_text("still not a module\n")
+    assert cache.package_digest(str(package)) == changed

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from eksinf.cli.app import global_options_anywhere
+from eksinf.cli.argv import global_options_anywhere
 from eksinf.cli.help import recorded_page
 
 
@@ -75,7 +75,7 @@ def test_global_options_are_moved_where_they_parse(given, parsed):
 
 
 def test_fit_widths_shortens_the_widest_column_first():
-    from eksinf.cli.common import fit_widths
+    from eksinf.cli.output import fit_widths
 
     assert fit_widths([10, 50, 20], [4, 4, 4], None) == [10, 50, 20]  # a pipe: whole lines
     assert fit_widths([10, 50, 20], [4, 4, 4], 100) == [10, 50, 20]

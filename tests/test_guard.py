@@ -471,3 +471,31 @@ def test_a_cached_whole_render_follows_its_inputs_and_code(tmp_path, registry, m
     render_stack(load_stack(root))  # the chart's own entry serves it; the whole render is new
     assert len(calls) == rendered
     assert len(list((tmp_path / "cache" / "derived" / "render").iterdir())) == 3
+
+
+def test_findings_are_kept_under_the_render_key(stack_dir, chart_mirror, tmp_path, monkeypatch):
+    """A render kept in the cache has its findings kept under its key: a warm guard reads
+    them instead of scanning the templates again, and gives the same report; the allow files,
+    which no render reads, are applied afresh every run."""
+    from eksinf.build import guard
+    from eksinf.build.render import render_stack
+    from eksinf.model.stack import load_stack
+
+    monkeypatch.setenv("EKSINF_CACHE_DIR", str(tmp_path / "cache"))
+    stack = load_stack(stack_dir)
+    first = render_stack(stack, chart_mirror)
+    fresh = guard.check(first)
+    assert first.key and any(f.allowed for f in fresh.findings) and fresh.ok
+    scans: list[str] = []
+    real = guard._findings
+    monkeypatch.setattr(
+        guard, "_findings", lambda o, s: scans.append(o.component.name) or real(o, s)
+    )
+    again = render_stack(stack, chart_mirror)
+    assert again.key == first.key and guard.check(again) == fresh and not scans
+    (stack_dir / "render" / "karpenter" / guard.ALLOW_FILE).unlink()
+    blocked = guard.check(render_stack(load_stack(stack_dir), chart_mirror))
+    assert not blocked.ok and not scans
+    assert [f.finding for f in blocked.findings] == [f.finding for f in fresh.findings]
+    partial = render_stack(stack, chart_mirror, components=["karpenter"])
+    assert partial.key == "" and not guard.check(partial).ok and scans == ["karpenter"]

@@ -81,6 +81,19 @@ def test_only_exact_pages_are_served(
     assert pages.recorded_page(argv) is None
 
 
+@pytest.mark.parametrize("argv", [["version"], ["version", "--json"], ["components"]])
+def test_light_commands_load_no_argument_layer(argv: list[str], stack_dir: Path) -> None:
+    """version and components are answered by cli/quick.py (tests/test_quick_commands.py
+    checks their bytes against the app's): once the engine's version and the stack's listing
+    are in the cache (the first run puts them there), neither loads the argument layer, PyYAML,
+    the stack's model or the engine."""
+    first, _ = _loaded(["--stack", str(stack_dir), *argv])
+    out, modules = _loaded(["--stack", str(stack_dir), *argv])
+    assert out == first and "eksinf.cli.quick" in modules
+    assert not modules & (ARGUMENT_LAYER | OTHER_COMMANDS | {"eksinf.cli.common"})
+    assert not modules & {"eksinf.model.stack", "eksinf.build.helm", "helm_python"}
+
+
 def test_a_narrow_terminal_gets_the_app(tmp_path: Path) -> None:
     out, modules = _loaded(["render", "--help"], {"COLUMNS": "60"})
     assert "typer" in modules and out.startswith("Usage: eksinf render")
@@ -163,6 +176,6 @@ def test_the_module_table_is_what_the_modules_register() -> None:
 
 
 def test_a_command_imports_only_its_own_module(stack_dir: Path) -> None:
-    _, modules = _loaded(["--stack", str(stack_dir), "components"])
+    _, modules = _loaded(["--stack", str(stack_dir), "charts", "list"])
     assert "eksinf.cli.build" in modules
     assert not modules & {"eksinf.cli.aws", "eksinf.cli.hub", "eksinf.cli.bundle"}, modules

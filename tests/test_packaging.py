@@ -46,6 +46,9 @@ def test_runtime_dependencies_are_ranges_each_locked_inside_its_range():
 def test_the_setup_installs_with_the_lock():
     setup = (REPO / ".ci" / "setup").read_text(encoding="utf-8")
     assert "-c requirements.lock -e '.[dev]'" in setup
+    # an editable install compiles nothing: the setup compiles eksinf's modules, as pip does
+    # for a wheel (tests/test_shipped_stack.py)
+    assert "-m compileall -q src/eksinf" in setup
 
 
 def _closure(names: set[str]) -> set[str]:

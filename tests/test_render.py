@@ -370,3 +370,28 @@ def test_out_never_replaces_the_stack_or_its_sources(tmp_path, registry, eksinf,
     assert result.code == USAGE
     assert "refusing to replace" in result.err
     assert snapshot(root) == before
+
+
+def test_a_warm_render_and_verify_parse_no_unit(stack_dir, chart_mirror, eksinf, monkeypatch):
+    """A render served from the cache hands on unit texts; what render and verify derive from
+    its documents (the guard's findings, aws-objects.lock's entries, duplicate ids) is kept
+    under the render's key, so a warm run parses no unit and writes and reports the same."""
+    from eksinf.build import units
+
+    monkeypatch.setenv("EKSINF_CHART_MIRROR", str(chart_mirror))
+    first = eksinf("--stack", str(stack_dir), "render", "--json")
+    assert first.code == 0 and eksinf("--stack", str(stack_dir), "verify").code == 0
+    lock = (stack_dir / "aws-objects.lock").read_text()
+    (stack_dir / "aws-objects.lock").unlink()  # rewritten from the kept entries
+
+    def refuse(text: str, label: str) -> list[object]:
+        raise AssertionError(f"{label} parsed")
+
+    monkeypatch.setattr(units, "load_docs", refuse)
+    again = eksinf("--stack", str(stack_dir), "render", "--json")
+    assert again.code == 0 and json.loads(again.out) == json.loads(first.out)
+    assert (stack_dir / "aws-objects.lock").read_text() == lock
+    checked = eksinf("--stack", str(stack_dir), "verify", "--json")
+    assert checked.code == 0 and json.loads(checked.out)["duplicateIds"] == []
+    monkeypatch.setenv("EKSINF_NO_CACHE", "1")  # nothing read back: a fresh render, parsed
+    assert eksinf("--stack", str(stack_dir), "verify").code == 0

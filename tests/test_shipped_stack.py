@@ -167,6 +167,20 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return venv
 
 
+def test_the_installed_wheel_carries_bytecode_for_every_module(installed):
+    """pip compiles a wheel's modules as it installs them (also with PYTHONDONTWRITEBYTECODE
+    set, which stops Python from writing them on import: every run would compile eksinf)."""
+    site = next((installed / "lib").glob("python*/site-packages"))
+    modules = sorted((site / "eksinf").rglob("*.py"))
+    assert len(modules) > 100
+    missing = [
+        str(m.relative_to(site))
+        for m in modules
+        if not Path(importlib.util.cache_from_source(str(m))).is_file()
+    ]
+    assert not missing
+
+
 def test_the_installed_wheel_works_in_an_empty_folder(installed, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()

@@ -8,6 +8,7 @@ entry in render/<component>/HAZARDS.allow that gives a reason.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +26,7 @@ from eksinf.build.hazards import (
     actions,
     of_scope,
 )
-from eksinf.build.units import ComponentOutput, RenderResult, resource_id
+from eksinf.build.units import ComponentOutput, RenderResult, kept, resource_id
 from eksinf.core import inside
 from eksinf.core.yamlio import load_source
 from eksinf.errors import CONTRACT, EksinfError
@@ -179,12 +180,43 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
     return out
 
 
+_TUPLE_FIELDS = ("places", "context")
+
+
+def _decode(raw: list[list[dict[str, Any]]], parts: int) -> list[list[Finding]]:
+    found = [
+        [
+            Finding(**{k: _tuples(v) if k in _TUPLE_FIELDS else v for k, v in f.items()})
+            for f in part
+        ]
+        for part in raw
+    ]
+    if len(found) != parts:
+        raise ValueError("not one list of findings per component")
+    return found
+
+
+def _tuples(value: Any) -> Any:
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def _all_findings(result: RenderResult) -> list[list[Finding]]:
+    """Each component's findings before its allow file is applied: a function of the render
+    alone, kept under its key; the allow files, which no render reads, are applied each run."""
+    return kept(
+        result,
+        "guard-findings",
+        lambda: [_dedupe(_findings(output, result.stack)) for output in result.outputs],
+        lambda found: [[dataclasses.asdict(f) for f in part] for part in found],
+        lambda raw: _decode(raw, len(result.outputs)),
+    )
+
+
 def check(result: RenderResult) -> GuardReport:
     """Find every hazard in a render and apply each component's allow file."""
     findings: list[Hazard] = []
     unused: list[AllowEntry] = []
-    for output in result.outputs:
-        raw = _dedupe(_findings(output, result.stack))
+    for output, raw in zip(result.outputs, _all_findings(result), strict=True):
         allows = load_allows(result.stack, output.component.name)
         used: set[AllowEntry] = set()
         for finding in raw:

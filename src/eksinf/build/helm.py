@@ -6,7 +6,6 @@ private call to pin the Kubernetes version (see docs/stack-format.md, "Engine").
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import io
 import json
@@ -19,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from eksinf.core import cache
+from eksinf.build import engineid
 from eksinf.errors import CONTRACT, ENVIRONMENT, EksinfError
 
 
@@ -69,41 +68,15 @@ class HelmEngine(Protocol):
 class SdkEngine:
     """Helm v4 through libhelm_c, in process: no subprocess per chart."""
 
-    name = "helm-python-sdk"
+    name = engineid.SDK_NAME
 
-    @functools.cached_property
+    @property
     def identity(self) -> str:
-        """The distribution's version and the native library file it loads (HELM_C_LIB, else
-        the packaged lib/), by size and mtime: all without loading it (~80 ms)."""
-        from importlib.metadata import version
-        from importlib.util import find_spec
+        return engineid.sdk_identity()
 
-        spec = find_spec("helm_python")
-        places = [os.environ.get("HELM_C_LIB", "")]
-        packaged = (spec.submodule_search_locations or []) if spec else []
-        places += [os.path.join(p, "lib") for p in packaged]
-        files = []
-        for place in filter(None, places):
-            names = sorted(os.listdir(place)) if os.path.isdir(place) else [""]
-            for name in names:
-                with contextlib.suppress(OSError):
-                    st = os.stat(os.path.join(place, name))
-                    files.append(f"{os.path.join(place, name)}:{st.st_size}:{st.st_mtime_ns}")
-        return json.dumps([self.name, version("helm-python-sdk"), files])
-
-    @functools.cached_property
+    @property
     def version(self) -> str:
-        key = cache.key(self.identity.encode())
-        known = cache.get("engine-version", key)
-        if known is not None:
-            return known.decode()
-        from importlib.metadata import version
-
-        from helm_python import _native  # loads the native library
-
-        found = f"{version('helm-python-sdk')} (Helm {_native.helm_sdk_version()})"
-        cache.put("engine-version", key, found.encode())
-        return found
+        return engineid.sdk_version()
 
     def render(self, archive: bytes, values: dict[str, Any], opts: RenderOptions) -> RenderedChart:
         import helm_python  # imported here: loading the native library costs ~80 ms
@@ -309,7 +282,7 @@ class BinaryEngine:
         )
 
 
-HELM_ENV = "EKSINF_HELM"
+HELM_ENV = engineid.HELM_ENV
 _HELM_HOMES = ("HELM_CACHE_HOME", "HELM_CONFIG_HOME", "HELM_DATA_HOME")
 
 
@@ -323,5 +296,5 @@ def _is_crd_file(parts: list[str]) -> bool:
 
 def default_engine() -> HelmEngine:
     """The in-process SDK, or the helm binary named by EKSINF_HELM."""
-    binary = os.environ.get(HELM_ENV)
+    binary = engineid.binary_path()
     return BinaryEngine(binary) if binary else SdkEngine()

@@ -6,7 +6,6 @@ writer.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 from collections.abc import Callable
@@ -31,7 +30,6 @@ from eksinf.build.units import (
 )
 from eksinf.core import cache
 from eksinf.core.types import Doc
-from eksinf.core.yamlio import load_docs
 from eksinf.errors import EksinfError
 from eksinf.model.stack import Component, Stack
 
@@ -75,8 +73,8 @@ def render_stack(
         _report(output, progress)
     provenance = _provenance(stack, engine, inputs, outputs)
     result = RenderResult(stack, tuple(outputs), provenance, partial=bool(components))
-    if whole is not None:
-        _store_result(whole, result)
+    if whole is not None and _store_result(whole, result):
+        result = dataclasses.replace(result, key=whole)
     return result
 
 
@@ -183,22 +181,67 @@ RESULT_CACHE = "render cache"  # the origin of archives and manifests a cached r
 def _result_key(inputs: str, engine: HelmEngine | None) -> str:
     identity = engine.identity if engine is not None else ""
     return cache.key(
-        b"render-result-2", cache.code_digest().encode(), inputs.encode(), identity.encode()
+        b"render-result-3", cache.code_digest().encode(), inputs.encode(), identity.encode()
     )
 
 
-def _store_result(key: str, result: RenderResult) -> None:
+class _Texts:
+    """A record's long texts (units, and what each chart's first render gave), kept beside its
+    JSON rather than in it, as UTF-8 one after the other: the record says where each one is by
+    its length, in the order it was written. Reading a render's ~3.5 MB of YAML back through
+    JSON's string escapes costs several times slicing it out of the bytes."""
+
+    def __init__(self, data: bytes = b"") -> None:
+        self.parts: list[bytes] = []
+        self.data = memoryview(data)
+        self.at = 0
+
+    def put(self, text: str) -> int:
+        raw = text.encode("utf-8")
+        self.parts.append(raw)
+        return len(raw)
+
+    def take(self, size: int) -> str:
+        if not isinstance(size, int) or size < 0 or self.at + size > len(self.data):
+            raise ValueError("a text past the record's end")
+        text = str(self.data[self.at : self.at + size], "utf-8")
+        self.at += size
+        return text
+
+
+def _first_out(first: RenderedChart, texts: _Texts) -> dict[str, Any]:
+    return {
+        "manifests": [[p, texts.put(t)] for p, t in first.manifests.items()],
+        "crds": [[p, texts.put(t)] for p, t in first.crds],
+        "templates": [[p, texts.put(t)] for p, t in first.templates],
+    }
+
+
+def _first_in(raw: Doc, texts: _Texts) -> RenderedChart:
+    return RenderedChart.from_dict(
+        {
+            "manifests": {p: texts.take(n) for p, n in raw["manifests"]},
+            "crds": [(p, texts.take(n)) for p, n in raw["crds"]],
+            "templates": [(p, texts.take(n)) for p, n in raw["templates"]],
+        }
+    )
+
+
+def _store_result(key: str, result: RenderResult) -> bool:
+    """Keep a whole render under `key` (its record's JSON, a newline, its texts); whether it
+    was kept (only a deterministic one is)."""
     if not cache.enabled():
-        return  # the record is megabytes of JSON: not built for a cache that is off
+        return False  # the record is megabytes: not built for a cache that is off
     charts = [r for o in result.outputs for r in o.charts]
     if any(output_digests(r.first) != r.reference for r in charts):
-        return  # a non-deterministic chart is rendered (and reported) every time
+        return False  # a non-deterministic chart is rendered (and reported) every time
+    texts = _Texts()
     record = {
         "provenance": result.provenance,
         "outputs": [
             {
                 "component": o.component.name,
-                "units": [[u.filename, u.text] for u in o.units],
+                "units": [[u.filename, texts.put(u.text)] for u in o.units],
                 "charts": [
                     {
                         "name": r.spec.name,
@@ -207,7 +250,7 @@ def _store_result(key: str, result: RenderResult) -> None:
                         "crds": r.crds,
                         "crd_stubs": list(r.crd_stubs),
                         "shared_crds": r.shared_crds,
-                        "first": dataclasses.asdict(r.first),
+                        "first": _first_out(r.first, texts),
                         "reference": r.reference,
                     }
                     for r in o.charts
@@ -226,8 +269,12 @@ def _store_result(key: str, result: RenderResult) -> None:
             for o in result.outputs
         ],
     }
-    with contextlib.suppress(ValueError, TypeError):  # not plain data: rendered each time
-        cache.put("render", key, json.dumps(record, ensure_ascii=False).encode())
+    try:  # JSON escapes every newline: the one newline in the entry ends the record
+        head = json.dumps(record, ensure_ascii=False).encode()
+    except (ValueError, TypeError):  # not plain data: rendered each time
+        return False
+    cache.put("render", key, head + b"\n" + b"".join(texts.parts))
+    return cache.enabled()
 
 
 def _cached_result(stack: Stack, key: str) -> RenderResult | None:
@@ -235,22 +282,25 @@ def _cached_result(stack: Stack, key: str) -> RenderResult | None:
     if data is None:
         return None
     try:
-        record = json.loads(data)
-        outputs = tuple(_cached_output(stack, o) for o in record["outputs"])
+        head, _, rest = data.partition(b"\n")
+        record, texts = json.loads(head), _Texts(rest)
+        outputs = tuple(_cached_output(stack, o, texts) for o in record["outputs"])
+        if texts.at != len(texts.data):
+            return None
         if [o.component.name for o in outputs] != [c.name for c in stack.components]:
             return None
-        return RenderResult(stack, outputs, record["provenance"])
+        return RenderResult(stack, outputs, record["provenance"], key=key)
     except (ValueError, TypeError, KeyError, IndexError, EksinfError):
         return None  # unreadable or from another stack shape: render afresh
 
 
-def _cached_output(stack: Stack, raw: Doc) -> ComponentOutput:
+def _cached_output(stack: Stack, raw: Doc, texts: _Texts) -> ComponentOutput:
     comp = stack.component(raw["component"])
     charts = {s.name: s for s in comp.charts}
     specs = {s.name: s for s in comp.manifests}
     units = tuple(
-        Unit(comp.name, filename, text, tuple(load_docs(text, f"configs/{comp.name}/{filename}")))
-        for filename, text in raw["units"]
+        Unit(comp.name, filename, texts.take(size))  # parsed when a stage asks (see Unit)
+        for filename, size in raw["units"]
     )
     renders = tuple(
         ChartRender(
@@ -261,7 +311,7 @@ def _cached_output(stack: Stack, raw: Doc) -> ComponentOutput:
             r["crds"],
             tuple(r["crd_stubs"]),
             dict(r["shared_crds"]),
-            RenderedChart.from_dict(r["first"]),
+            _first_in(r["first"], texts),
             dict(r["reference"]),
             "recorded render",
         )

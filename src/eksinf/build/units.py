@@ -3,15 +3,17 @@ the whole result; and a component's handwritten units under render/<component>/.
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from eksinf.build.helm import RenderedChart
-from eksinf.core import inside
+from eksinf.core import cache, inside
 from eksinf.core.types import Doc
-from eksinf.core.yamlio import load_mapping_docs, read_source_text
+from eksinf.core.yamlio import load_docs, load_mapping_docs, read_source_text
 from eksinf.errors import CONTRACT, EksinfError
 from eksinf.model.configs import SYNC_WAVE
 from eksinf.model.stack import ChartSpec, Component, ManifestSpec, Stack
@@ -24,12 +26,23 @@ UNIT_SUFFIXES = (".yaml", ".yml")
 
 @dataclass(frozen=True)
 class Unit:
-    """One committed file: its name is the unit's identity, its documents are its content."""
+    """One committed file: its name is the unit's identity, its documents are its content.
+
+    A render made its documents and its text together (`parsed`); a render read back from the
+    cache has the text only, and its documents are parsed when a stage first asks for them (a
+    warm render or verify whose stages read what they derive from the render under its key,
+    RenderResult.key, never does)."""
 
     component: str
     filename: str
     text: str
-    docs: tuple[Doc, ...]
+    parsed: tuple[Doc, ...] | None = field(default=None, compare=False, repr=False)
+
+    @functools.cached_property
+    def docs(self) -> tuple[Doc, ...]:
+        if self.parsed is not None:
+            return self.parsed
+        return tuple(load_docs(self.text, f"configs/{self.component}/{self.filename}"))
 
     @property
     def slug(self) -> str:
@@ -78,6 +91,10 @@ class RenderResult:
     outputs: tuple[ComponentOutput, ...]
     provenance: dict[str, Any] = field(default_factory=dict)
     partial: bool = False  # only some components were rendered (guard/verify --component)
+    # The derived-data key this whole render is kept under (build/render.py), which decides
+    # every byte of it: what is derived from the render alone (the guard's findings) is kept
+    # under it too. "" when it is not kept (partial, non-deterministic, or the cache off).
+    key: str = ""
 
     def files(self) -> dict[str, str]:
         """Relative path under configs/ -> text, including the provenance record.
@@ -88,6 +105,36 @@ class RenderResult:
         if not self.partial:
             out[PROVENANCE_FILE] = json.dumps(self.provenance, indent=2, sort_keys=True) + "\n"
         return out
+
+
+T = TypeVar("T")
+DERIVED_SPACE = "render-derived"
+_DERIVED_FORMAT = b"render-derived-1"
+
+
+def kept(
+    result: RenderResult,
+    name: str,
+    compute: Callable[[], T],
+    encode: Callable[[T], Any],
+    decode: Callable[[Any], T],
+) -> T:
+    """`compute()`, a value derived from `result` alone (its units, charts, stack inputs) and
+    eksinf's code, which the render's key decides (RenderResult.key): kept under that key as
+    JSON (`encode`), read back with `decode`. Without a key, or when what is kept is not what
+    `decode` reads (it raises), it is computed afresh."""
+    entry = cache.key(_DERIVED_FORMAT, name.encode(), result.key.encode()) if result.key else None
+    if entry is not None:
+        data = cache.get(DERIVED_SPACE, entry)
+        if data is not None:
+            try:
+                return decode(json.loads(data))
+            except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+                pass
+    value = compute()
+    if entry is not None:
+        cache.put(DERIVED_SPACE, entry, json.dumps(encode(value)).encode())
+    return value
 
 
 def kind_of(doc: Any) -> str | None:

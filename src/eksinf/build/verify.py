@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import difflib
+import dataclasses
 from dataclasses import dataclass
 
-from eksinf.build.units import RenderResult
+from eksinf.build.units import RenderResult, kept
 from eksinf.build.validate import ids
 from eksinf.build.write import read_tree
 
@@ -41,6 +41,8 @@ def compare(result: RenderResult) -> Drift:
     added = sorted(set(fresh) - set(committed))
     removed = sorted(set(committed) - set(fresh))
     changed = sorted(p for p in set(fresh) & set(committed) if fresh[p] != committed[p])
+    import difflib  # here: a clean compare (the usual case) prints no diff
+
     diff: list[str] = []
     for path in sorted(added + removed + changed):
         diff += difflib.unified_diff(
@@ -54,9 +56,17 @@ def compare(result: RenderResult) -> Drift:
 
 def duplicate_ids(result: RenderResult) -> list[ids.Duplicate]:
     """Resource ids the fresh render writes more than once within a plane."""
-    return ids.duplicates(
-        (o.component.plane, f"configs/{o.component.name}/{u.filename}", doc)
-        for o in result.outputs
-        for u in o.units
-        for doc in u.docs
+    return kept(
+        result,
+        "duplicate-ids",
+        lambda: ids.duplicates(
+            (o.component.plane, f"configs/{o.component.name}/{u.filename}", doc)
+            for o in result.outputs
+            for u in o.units
+            for doc in u.docs
+        ),
+        lambda found: [dataclasses.asdict(d) for d in found],
+        lambda raw: [
+            ids.Duplicate(d["plane"], ids.ResourceId(**d["id"]), tuple(d["places"])) for d in raw
+        ],
     )

@@ -3,9 +3,10 @@ date, and a written tree read back."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
-from eksinf.build.units import RenderResult
+from eksinf.build.units import RenderResult, kept
 from eksinf.core import inside
 from eksinf.core.atomic import write_file
 from eksinf.core.outdir import MARKER, claim, write_tree
@@ -29,11 +30,17 @@ def record_aws_objects(result: RenderResult) -> None:
     """Record the AWS-backed objects the new configs/ ships in aws-objects.lock (never dropping
     one: model/awsobjects)."""
     planes = {c.name: c.plane for c in result.stack.components}
-    now = awsobjects.shipped(
-        Resource(f"{o.component.name}/{u.slug}", planes.get(o.component.name, ""), doc)
-        for o in result.outputs
-        for u in o.units
-        for doc in u.docs
+    now = kept(
+        result,
+        "aws-objects",
+        lambda: awsobjects.shipped(
+            Resource(f"{o.component.name}/{u.slug}", planes.get(o.component.name, ""), doc)
+            for o in result.outputs
+            for u in o.units
+            for doc in u.docs
+        ),
+        lambda found: [dataclasses.asdict(o) for o in found],
+        lambda raw: [awsobjects.AwsObject(**o) for o in raw],
     )
     root = result.stack.root
     old = awsobjects.read_lock_text(root)  # read once: parsed here, compared below

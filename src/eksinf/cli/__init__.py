@@ -1,8 +1,8 @@
 """The command line: parse, call one stage, format. No logic of its own lives here.
 
 This package's import is kept light on purpose: `main` answers `--help` from the recorded help
-pages (help.py) before the argument layer (app.py: typer and every command module, ~0.12 s)
-is imported at all.
+pages (help.py), and `version` and `components` in their plain forms (quick.py), before the
+argument layer (app.py: typer and a command module) is imported at all.
 """
 
 from __future__ import annotations
@@ -38,4 +38,7 @@ def main() -> None:
     if page is not None:
         sys.stdout.write(page)
         sys.exit(0)
-    sys.exit(run())
+    from .quick import answer
+
+    code = answer(sys.argv[1:])
+    sys.exit(run() if code is None else code)

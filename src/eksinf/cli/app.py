@@ -11,8 +11,9 @@ from typing import Any
 import typer
 
 from ..errors import USAGE, EksinfError, write_failure
-from ..flows.context import release_locks
+from ..flows.runlock import release_locks
 from . import common, original
+from .argv import STACK_OPTION, global_options_anywhere
 from .common import State, progress
 
 SETTINGS: dict[str, Any] = {
@@ -28,13 +29,6 @@ SETTINGS: dict[str, Any] = {
     # click passes a parent context's help option names on to every subcommand
     "context_settings": {"help_option_names": ["-h", "--help"]},
 }
-STACK_OPTION = "--stack"  # the one root option that takes a value
-# Options each command takes for itself, also accepted before the command (`eksinf --json
-# components`): moved after it before parsing. The root's --stack is accepted after the command
-# the other way round. Each with whether it takes a value.
-COMMAND_OPTIONS = {"--json": False, "--hub": True}
-VERSION_OPTION = "--version"  # `eksinf --version` is `eksinf version`
-
 # The command modules in help order (the pipeline, build side first, AWS last) and the top-level
 # commands each registers, so that a run imports only the module of the command it invokes
 # (tests/test_help_pages.py checks this table against what the modules register).
@@ -78,49 +72,6 @@ def whole_app() -> typer.Typer:
     return _app(tuple(MODULES))
 
 
-def _take(args: list[str], at: int, takes_value: bool) -> tuple[list[str], int]:
-    """The option at `at` (with its value, `--opt=value` or `--opt value`) and where the next
-    word is."""
-    if takes_value and "=" not in args[at] and at + 1 < len(args):
-        return args[at : at + 2], at + 2
-    return args[at : at + 1], at + 1
-
-
-def global_options_anywhere(args: list[str]) -> list[str]:
-    """`args` with --stack moved before the command and --json/--hub moved after it, so the
-    global options work on either side; `--version` before the command is `version`. Words
-    after `--` are left alone."""
-    head: list[str] = []  # --stack, before the command
-    moved: list[str] = []  # command options given before the command
-    rest: list[str] = []
-    version = False
-    at, seen_command = 0, False
-    while at < len(args):
-        word = args[at]
-        name = word.split("=", 1)[0]
-        if word == "--":
-            rest += args[at:]
-            break
-        if name == STACK_OPTION:
-            taken, at = _take(args, at, True)
-            head += taken
-        elif not seen_command and name in COMMAND_OPTIONS:
-            taken, at = _take(args, at, COMMAND_OPTIONS[name])
-            moved += taken
-        elif not seen_command and word == VERSION_OPTION:
-            version, at = True, at + 1
-        else:
-            seen_command = seen_command or not word.startswith("-")
-            rest.append(word)
-            at += 1
-    if version and not seen_command:
-        rest.insert(0, "version")
-    if moved:
-        cut = rest.index("--") if "--" in rest else len(rest)
-        rest[cut:cut] = moved
-    return [*head, *rest]
-
-
 def command_word(args: list[str]) -> str | None:
     """The top-level command `args` invoke (after the root options), if any."""
     at = 0
@@ -160,6 +111,21 @@ def _report(exc: EksinfError) -> int:
     return common.failed(exc.message, exc.hint, exc.exit_code, exc.details)
 
 
+def refused_write(exc: OSError) -> int:
+    """What the file system refused where no stage named it: one line naming the path, exit 4;
+    anything else is raised on."""
+    refused = write_failure(exc, exc.filename or "a file", verb="use")
+    if refused is None:
+        raise exc
+    return _report(refused)
+
+
+def interrupted() -> int:
+    """A run stopped by Ctrl-C."""
+    progress("eksinf: interrupted")
+    return common.failed("interrupted", "", 130)
+
+
 def run(argv: list[str] | None = None) -> int:
     """Run one command and return its exit code (tests call this in-process).
 
@@ -193,12 +159,8 @@ def run(argv: list[str] | None = None) -> int:
     # What the file system refuses where no stage named it (a read-only stack, a full disk, a
     # folder this user may not read or write): one line naming the path, exit 4, no traceback.
     except OSError as exc:
-        refused = write_failure(exc, exc.filename or "a file", verb="use")
-        if refused is None:
-            raise
-        return _report(refused)
+        return refused_write(exc)
     except KeyboardInterrupt:
-        progress("eksinf: interrupted")
-        return common.failed("interrupted", "", 130)
+        return interrupted()
     finally:
         release_locks()

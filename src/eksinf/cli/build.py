@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 import typer
 
-from eksinf import __version__
+from eksinf.flows.about import version_info
 from eksinf.flows.build import (
     RenderResult,
     charts,
     claim,
     commit_of,
-    default_engine,
     disable_cache,
     guard,
     lock_pins,
@@ -33,7 +31,10 @@ from .common import (
     print_table,
     progress,
     stack_context,
+    state,
 )
+from .listing import component_rows, keep, sources_key
+from .quick import components_table, version_line
 
 charts_app = typer.Typer(
     help="Pin and inspect the Helm charts the stack renders.", no_args_is_help=True
@@ -51,16 +52,11 @@ def register(app: typer.Typer) -> None:
 
 def version_cmd(json_out: bool = JSON_OPTION) -> None:
     """Print the version, git commit and Helm engine."""
-    engine = default_engine()
-    info = {
-        "version": __version__,
-        "commit": commit_of(Path(__file__).parent) or "unknown",
-        "engine": f"{engine.name} {engine.version}",
-    }
+    info = version_info()
     if json_out:
         emit_json(info)
     else:
-        typer.echo(f"eksinf {info['version']} (commit {info['commit']}, engine {info['engine']})")
+        typer.echo(version_line(info))
 
 
 def components_cmd(
@@ -71,35 +67,14 @@ def components_cmd(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """List the stack's components in apply order."""
+    before = sources_key(state(ctx).stack_dir)
     stack = stack_context(ctx).stack
-    rows: list[dict[str, Any]] = [
-        {
-            "name": c.name,
-            "plane": c.plane,
-            "order": c.order,
-            "render": c.render,
-            "charts": [f"{s.chart} {s.version}" for s in c.charts],
-            "description": c.description,
-        }
-        for c in stack.select(plane=plane)
-    ]
+    rows = component_rows(stack, plane)
+    keep(stack, before)  # for cli/quick.py to answer the next run from
     if json_out:
         emit_json({"components": rows})
         return
-    print_table(
-        [
-            {
-                "component": r["name"],
-                "plane": r["plane"],
-                "order": str(r["order"]),
-                "render": r["render"],
-                "charts": ", ".join(r["charts"]) or "-",
-                "description": r["description"],
-            }
-            for r in rows
-        ],
-        ("component", "plane", "order", "render", "charts", "description"),
-    )
+    print_table(*components_table(rows))
 
 
 COMPONENT_OPTION = typer.Option(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -11,10 +10,10 @@ from typing import Any
 
 import typer
 
-from ..errors import FAILURE, EksinfError
 from ..flows.context import AwsChoice, Output, StackContext, open_stack, reset_run
 from ..model.config import HUB_BACKENDS
 from ..model.stack import Stack
+from .output import json_text, progress, table_text
 
 # stdout carries data; stderr carries progress, warnings and errors, as plain lines (no rich
 # console: its import costs more than a whole cached render).
@@ -83,32 +82,16 @@ class _Run:
 _run = _Run()
 
 
-def start_run(json_mode: bool) -> None:
+def start_run(json_mode: bool, emitted: bool = False) -> None:
+    """A new run (`emitted`: its JSON report was printed already, by cli/quick.py)."""
     global _run
-    _run = _Run(json_mode)
+    _run = _Run(json_mode, emitted)
     reset_run()  # a mirror, stack or hub named in an earlier in-process run does not carry over
 
 
 def emit_json(data: Any) -> None:
-    """Print the command's one JSON object on stdout. Strict JSON: NaN and infinities are not
-    JSON (most parsers refuse them), so a non-finite number is an error here, never printed; the
-    data is made finite where it is read (prices, the price cache). One object, always: lists go
-    under a key, so a script reads every command's output, and its error, the same way
-    (docs/safety.md)."""
-    if not isinstance(data, dict):
-        raise EksinfError(
-            f"the JSON report is a {type(data).__name__}, not one object",
-            hint="This is a bug in eksinf: please report it with the command you ran.",
-            exit_code=FAILURE,
-        )
-    try:
-        text = json.dumps(data, indent=2, sort_keys=True, default=str, allow_nan=False)
-    except ValueError as exc:
-        raise EksinfError(
-            f"the JSON report holds a number that is not finite ({exc})",
-            hint="This is a bug in eksinf: please report it with the command you ran.",
-            exit_code=FAILURE,
-        ) from exc
+    """Print the command's one JSON object on stdout (output.json_text)."""
+    text = json_text(data)
     _run.emitted = True
     typer.echo(text)
 
@@ -119,12 +102,6 @@ def failed(message: str, hint: str, exit_code: int, details: dict[str, Any] | No
     if _run.json_mode and not _run.emitted:
         emit_json({**(details or {}), "error": message, "hint": hint, "exit": exit_code})
     return exit_code
-
-
-def progress(message: str) -> None:
-    """One line on stderr: progress, a warning or an error."""
-    sys.stderr.write(f"{message}\n")
-    sys.stderr.flush()
 
 
 def _use_mirror(value: Path | None) -> Path | None:
@@ -176,54 +153,8 @@ AWS_PROFILE_OPTION = typer.Option(
 JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
 
 
-MIN_CELL = 12  # a shortened column keeps at least this much (or its header)
-
-
-def terminal_width() -> int | None:
-    """The terminal's width when output goes to one (or $COLUMNS says it); None for a pipe or
-    file, which gets whole lines (scripts read --json)."""
-    import os
-    import shutil
-
-    if os.environ.get("COLUMNS") or sys.stdout.isatty():
-        return shutil.get_terminal_size().columns
-    return None
-
-
-def fit_widths(widths: list[int], headers: list[int], room: int | None) -> list[int]:
-    """Column widths that fit in `room` columns (two spaces between columns): the widest
-    column is shortened first, none below MIN_CELL or its header."""
-    fitted = list(widths)
-    if room is None:
-        return fitted
-    while sum(fitted) + 2 * (len(fitted) - 1) > room:
-        widest = max(range(len(fitted)), key=lambda i: fitted[i])
-        floor = max(MIN_CELL, headers[widest])
-        if fitted[widest] <= floor:
-            break  # nothing left to shorten: the line wraps
-        over = sum(fitted) + 2 * (len(fitted) - 1) - room
-        second = max((w for i, w in enumerate(fitted) if i != widest), default=0)
-        fitted[widest] = max(floor, fitted[widest] - over, min(fitted[widest] - 1, second))
-    return fitted
-
-
-def _cut(cell: str, width: int) -> str:
-    return cell if len(cell) <= width else cell[: width - 3] + "..."
-
-
 def print_table(rows: list[dict[str, str]], columns: tuple[str, ...]) -> None:
-    """Aligned columns under an upper-case header, the last one unpadded, fitted to the
-    terminal's width (the widest column shortened, with `...`). No rows: no output at all, so
-    an empty listing is empty."""
-    if not rows:
-        return
-    cells = [tuple(c.upper() for c in columns)] + [tuple(r[c] for c in columns) for r in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
-    fitted = fit_widths(widths, [len(c) for c in columns], terminal_width())
-    lines = []
-    for row in cells:
-        shown = [_cut(c, w) for c, w in zip(row, fitted, strict=True)]
-        lines.append(
-            "  ".join([*(c.ljust(w) for c, w in zip(shown[:-1], fitted, strict=False)), shown[-1]])
-        )
-    typer.echo("\n".join(lines))  # one write: a long listing is not a call per line
+    """output.table_text on stdout, in one write (a long listing is not a call per line)."""
+    text = table_text(rows, columns)
+    if text is not None:
+        typer.echo(text)

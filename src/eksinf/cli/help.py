@@ -10,7 +10,6 @@ a plain `[COMMAND ...] --help` (no options before it), on a terminal at least HE
 
 from __future__ import annotations
 
-import json
 import os
 
 PAGES_FILE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "help.json")
@@ -25,6 +24,8 @@ def recorded_page(argv: list[str]) -> str | None:
 
     if shutil.get_terminal_size().columns < HELP_COLUMNS:
         return None
+    import json  # here: most runs ask no help page, and json costs them ~5 ms to import
+
     try:
         with open(PAGES_FILE, encoding="utf-8") as fh:
             pages = json.load(fh)
@@ -70,6 +71,8 @@ def record() -> dict[str, str]:
 
 
 def render_pages(pages: dict[str, str]) -> str:
+    import json
+
     return json.dumps(pages, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 

@@ -35,8 +35,7 @@ import hmac
 import os
 import stat
 import sys
-import tempfile
-from dataclasses import dataclass
+import time
 from pathlib import Path
 
 CACHE_ENV = "EKSINF_CACHE_DIR"
@@ -51,6 +50,7 @@ KEY_BYTES = 32
 MAC_BYTES = 32  # HMAC-SHA256, stored before the entry's bytes
 _MAC_CONTEXT = b"eksinf derived entry 1\0"
 _PRIVATE = 0o077  # group and other bits: none on anything eksinf trusts
+SETTLED_NS = 2_000_000_000  # a module written this recently is not trusted by its stat alone
 
 
 def root() -> Path:
@@ -157,6 +157,8 @@ def _read_key(path: Path) -> bytes | str:
 def _make_key(path: Path) -> None:
     """A new random key, published whole: written to a temp file, then linked into place, so a
     concurrent eksinf sees no key or the whole key, and the first one made wins."""
+    import tempfile  # only writes need it (~8 ms to import, which a warm read never pays)
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".cache.key.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:  # mkstemp makes it 0600
@@ -167,10 +169,15 @@ def _make_key(path: Path) -> None:
         os.unlink(tmp)
 
 
-@dataclass(frozen=True)
 class _Trust:
-    secret: bytes | None  # None: the store is off for this run
-    folder: Path
+    """The store's folder and key for this run. A plain class: `eksinf version` reads the
+    cache, and the dataclasses module alone costs it ~10 ms of imports."""
+
+    __slots__ = ("folder", "secret")
+
+    def __init__(self, secret: bytes | None, folder: Path) -> None:
+        self.secret = secret  # None: the store is off for this run
+        self.folder = folder
 
 
 @functools.cache
@@ -210,21 +217,25 @@ def _read_private(path: Path) -> bytes | None:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & _PRIVATE:
             return None
-        chunks, left = [], MAC_BYTES + MAX_ENTRY_BYTES + 1
+        # the whole entry in one read, as big as the file (a whole render is ~3.5 MB, and every
+        # copy of it costs a warm run time); more only if it grew meanwhile
+        chunks, left, size = [], MAC_BYTES + MAX_ENTRY_BYTES + 1, st.st_size + 1
         while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
+            chunk = os.read(fd, min(left, size))
             if not chunk:
                 break
             chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+            left, size = left - len(chunk), 1 << 20
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
     finally:
         os.close(fd)
 
 
-def _mac(secret: bytes, space: str, entry_key: str, data: bytes) -> bytes:
+def _mac(secret: bytes, space: str, entry_key: str, data: bytes | memoryview) -> bytes:
     head = _MAC_CONTEXT + space.encode() + b"\0" + entry_key.encode() + b"\0"
-    return hmac.new(secret, head + data, hashlib.sha256).digest()
+    mac = hmac.new(secret, head, hashlib.sha256)
+    mac.update(data)  # not head + data: a copy of a large entry
+    return mac.digest()
 
 
 def _space(trust: _Trust, space: str, create: bool) -> Path | None:
@@ -288,13 +299,14 @@ def _read_many(space: str, entry_keys: list[str]) -> dict[str, bytes]:
         if raw is None:
             _warn("entry", f"cache entry {folder / entry_key} refused: not a private file of yours")
             continue
-        mac, data = raw[:MAC_BYTES], raw[MAC_BYTES:]
+        view = memoryview(raw)
+        mac, data = raw[:MAC_BYTES], view[MAC_BYTES:]
         if len(raw) < MAC_BYTES or len(data) > MAX_ENTRY_BYTES:
             continue
         if not hmac.compare_digest(mac, _mac(trust.secret, space, entry_key, data)):
             _warn("entry", f"cache entry {folder / entry_key} refused: it fails its HMAC check")
             continue
-        found[entry_key] = data
+        found[entry_key] = data.tobytes()
     return found
 
 
@@ -313,6 +325,8 @@ def write_record(space: str, entry_key: str, data: bytes) -> None:
 
 def write_private(path: Path, data: bytes) -> None:
     """Write `data` atomically as a 0600 file (mkstemp's mode, never widened)."""
+    import tempfile  # see _make_key
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -351,13 +365,54 @@ def record_pass(check: str, *inputs: bytes) -> None:
     put("checks", key(check.encode(), *inputs), b"")
 
 
+def _modules(package: str) -> list[tuple[str, os.stat_result]]:
+    """Every module file under `package`: (its posix path inside it, its stat), in path order."""
+    found = []
+    for folder, dirs, files in os.walk(package):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for name in files:
+            if name.endswith(".py"):
+                full = os.path.join(folder, name)
+                found.append((os.path.relpath(full, package).replace(os.sep, "/"), os.stat(full)))
+    return sorted(found, key=lambda f: f[0].split("/"))
+
+
 @functools.cache
 def code_digest() -> str:
     """sha256 over eksinf's own source files: part of the key of anything eksinf's code decides
-    (a whole render), so an upgraded or edited eksinf never serves an older one's output."""
-    package = Path(__file__).resolve().parents[1]  # the whole eksinf package
+    (a whole render), so an upgraded or edited eksinf never serves an older one's output.
+
+    Reading every module costs a run ~4 ms, so the digest is kept under the modules' names,
+    sizes, inodes and modification and change times: writing a file changes its change time,
+    which no one can set back (Python's own bytecode check trusts less: size and mtime). A run
+    whose modules are as they were, and settled (see package_digest), reads none of them."""
+    return package_digest(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def package_digest(package: str) -> str:
+    """sha256 over the module files under `package` (their paths and bytes), kept under their
+    stat as `code_digest` says."""
+    modules = _modules(package)
+    signature = key(
+        b"eksinf modules 1",
+        *(
+            f"{rel}\0{st.st_size}\0{st.st_ino}\0{st.st_mtime_ns}\0{st.st_ctime_ns}".encode()
+            for rel, st in modules
+        ),
+    )
+    known = get("code", signature)
+    if known is not None and len(known) == 64:
+        return known.decode("ascii")
     digest = hashlib.sha256()
-    for path in sorted(package.rglob("*.py")):
-        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
-    return digest.hexdigest()
+    for rel, _ in modules:
+        digest.update(rel.encode() + b"\0")
+        with open(os.path.join(package, rel), "rb") as fh:
+            digest.update(fh.read() + b"\0")
+    found = digest.hexdigest()
+    # Kept only when every module was last written a while ago: a file system stamps times in
+    # ticks, and a second write in the tick of the first would leave its stat as it was (git's
+    # "racily clean" index entries). Any later write is stamped in a later tick.
+    settled = time.time_ns() - SETTLED_NS
+    if all(st.st_ctime_ns < settled and st.st_mtime_ns < settled for _, st in modules):
+        put("code", signature, found.encode())
+    return found

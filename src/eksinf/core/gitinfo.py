@@ -5,24 +5,27 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+_NO_COMMIT = "(initial)"  # git's branch.oid in a repository without a commit yet
+
 
 def commit_of(path: Path) -> str | None:
-    """HEAD of the repository holding `path`, with `-dirty` when tracked files are modified."""
+    """HEAD of the repository holding `path`, with `-dirty` when tracked files are modified.
+
+    One git process (`eksinf version` runs this): porcelain v2's headers name HEAD's commit,
+    and every other line is a tracked file that differs from it."""
     try:
-        head = subprocess.run(
-            ["git", "-C", str(path), "rev-parse", "HEAD"],
+        lines = subprocess.run(
+            ["git", "-C", str(path), "status", "--porcelain=v2", "--branch"]
+            + ["--untracked-files=no"],
             capture_output=True,
             text=True,
             timeout=5,
             check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(path), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
+        ).stdout.splitlines()
     except (OSError, subprocess.SubprocessError):
         return None
-    return f"{head}-dirty" if dirty else head
+    heads = [line.split(" ", 2)[2] for line in lines if line.startswith("# branch.oid ")]
+    if not heads or heads[0] == _NO_COMMIT:
+        return None
+    dirty = any(not line.startswith("#") for line in lines)
+    return f"{heads[0]}-dirty" if dirty else heads[0]

@@ -16,7 +16,6 @@ write is refused (exit 2) naming it, before any work.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import os
 import shutil
@@ -198,6 +197,8 @@ _AT_FDCWD = -100
 
 def _exchange(a: Path, b: Path) -> bool:
     """Atomically swap two paths (Linux renameat2 RENAME_EXCHANGE). False when unsupported."""
+    import ctypes  # here: only a write swaps folders, and every render imports this module
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         renameat2 = libc.renameat2

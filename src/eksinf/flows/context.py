@@ -16,9 +16,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core import stacklock
 from ..model import config
 from ..model.stack import Stack, load_stack
+from .runlock import hold_stack
 
 # The hub (~0.2 s), the profile's schema and AWS are imported when a flow first needs them, so
 # building a context costs a command nothing it does not use.
@@ -130,7 +130,7 @@ def open_stack(stack_dir: Path | None, say: Callable[[str], None]) -> Stack:
     """Load the stack and hold its run lock until the run ends (one run per stack)."""
     stack = load_stack(stack_dir)
     config.use_stack_root(stack.root)  # its .eksinf/config.yaml settings (the mirror)
-    stacklock.acquire(stack.root, say)
+    hold_stack(stack.root, say)
     return stack
 
 
@@ -157,8 +157,3 @@ def reset_run() -> None:
     hub = sys.modules.get("eksinf.hub")
     if hub is not None:
         hub.use_backend(None)
-
-
-def release_locks() -> None:
-    """Let go of every stack lock this run took."""
-    stacklock.release_all()

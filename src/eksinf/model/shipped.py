@@ -16,9 +16,6 @@ changes belong in a stack folder of one's own.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
-from importlib import resources
 from pathlib import Path
 
 from ..errors import CONTRACT, EksinfError
@@ -43,6 +40,8 @@ def state_dir() -> Path:
 def packaged() -> Path | None:
     """The stack inside the installed package, or None (a source checkout, an editable install:
     the build copies it in)."""
+    from importlib import resources  # here: every stack load imports this module
+
     try:
         folder = Path(str(resources.files("eksinf").joinpath("stack")))
     except (ModuleNotFoundError, TypeError):  # pragma: no cover - a zipped package
@@ -92,6 +91,9 @@ def _refresh(package: Path, root: Path, digest: str) -> None:
     """Replace the stack's files in `root` with the package's, leaving everything else there
     (`.eksinf/`, `bundles/`) alone. Each entry is copied beside its place, then renamed in, so a
     reader never sees half a file; the marker is written last."""
+    import shutil
+    import tempfile
+
     (root / MARKER.parent).mkdir(parents=True, exist_ok=True)
     for name in (*STACK_FILES, *STACK_DIRS):
         src = package / name

@@ -10,7 +10,6 @@ import functools
 import json
 import re
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from eksinf.core.yamlio import load_source, read_source_text
 from eksinf.errors import CONTRACT, USAGE, EksinfError
 from eksinf.model import shipped
 from eksinf.model.names import RULES_VERSION, schema_validator
+from eksinf.model.stackroot import COMPONENTS_SCHEMA, find_stack_root
 from eksinf.model.targets import KINDS
 
 PLANES = ("hub", "mgmt", "workload")  # apply order: the hub is never applied; mgmt converges first
@@ -165,7 +165,7 @@ class Stack:
 
 @functools.cache
 def _schema_text() -> str:
-    return resources.files("eksinf").joinpath("schemas/components.schema.json").read_text()
+    return COMPONENTS_SCHEMA.read_text(encoding="utf-8")
 
 
 def parse_versions(path: Path | str, text: str) -> tuple[dict[str, str], dict[str, int]]:
@@ -207,26 +207,6 @@ def _json_path(error: Any) -> str:  # a jsonschema.ValidationError
     for part in error.absolute_path:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out or "(top level)"
-
-
-def find_stack_root(start: Path | None) -> Path:
-    """The stack a run reads: `start` (--stack) when given; else the working folder when it holds
-    a stack; else the user's copy of the stack shipped inside eksinf (model.shipped)."""
-    root = (start or Path.cwd()).resolve()
-    if (root / "components.yaml").is_file():
-        return root
-    if start is None:
-        found = shipped.shipped_root()
-        if found is not None:
-            return found
-    raise EksinfError(
-        f"no components.yaml in {root}",
-        hint="Run from a stack directory or pass --stack DIR."
-        if start is not None
-        else "Run from a stack directory or pass --stack DIR (this eksinf carries no stack of "
-        "its own: it was installed from a source checkout).",
-        exit_code=USAGE,
-    )
 
 
 def load_stack(root: Path | None = None) -> Stack:
