@@ -12,13 +12,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from eksinf.build.chartsplit import chart_values, output_digests
-from eksinf.build.units import ChartRender
 from eksinf.model import checks
 from eksinf.model.checks import Finding, Rule, RuleFn
-from eksinf.model.stack import Component, Stack
+
+if TYPE_CHECKING:
+    from eksinf.build.units import ChartRender
+    from eksinf.model.stack import Component, Stack
 
 FAMILY = "guard"
 ANCHOR = "docs/flattening.md#the-hazards"
@@ -196,6 +197,9 @@ def lookup(a: Action) -> Iterator[Finding]:
 )
 def non_deterministic(c: Chart) -> Iterator[Finding]:
     """A template or CRD file whose output differs between two renders of the same inputs."""
+    # imported here: a guard served from the cache (guard.py) runs no rule
+    from eksinf.build.chartsplit import output_digests
+
     first, reference = output_digests(c.render.first), c.render.reference
     for path in sorted(p for p in set(first) | set(reference) if first.get(p) != reference.get(p)):
         detail = f"differs from a {c.render.reference_source} of the same inputs"
@@ -243,6 +247,9 @@ def tpl_value(c: Chart) -> Iterator[Finding]:
 
     The render's determinism check cannot see these:
     lookup is empty on both renders, and `now | date "2006-01-02"` agrees within a day."""
+    # imported here: a guard served from the cache (guard.py) runs no rule
+    from eksinf.build.chartsplit import chart_values
+
     where = _tpl_paths(c.render.first.templates)
     if where is None:
         return

@@ -10,12 +10,13 @@ import typer
 from eksinf.flows.about import version_info
 from eksinf.flows.build import (
     RenderResult,
-    charts,
+    chart_lock,
     claim,
     commit_of,
     disable_cache,
     guard,
     lock_pins,
+    mirror_dir,
     render_stack,
     verify,
     write_configs,
@@ -95,7 +96,7 @@ def _render(
     stack = stack_context(ctx).stack
     return render_stack(
         stack,
-        charts.mirror_dir(mirror, stack.root),
+        mirror_dir(mirror, stack.root),
         progress=(lambda _m: None) if quiet else progress,
         components=components or None,
     )
@@ -306,7 +307,7 @@ def charts_lock_cmd(ctx: typer.Context, mirror: Path = MIRROR_OPTION) -> None:
 def charts_list_cmd(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
     """List the charts the stack renders and their pinned digests."""
     stack = stack_context(ctx).stack
-    lock = charts.read_lock(stack)
+    lock = chart_lock(stack)
     rows = []
     for comp in stack.components:
         for spec in comp.charts:
