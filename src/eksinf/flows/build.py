@@ -6,9 +6,9 @@ called: a render served from the cache needs none of them."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..build import guard, verify
+from ..build import guard
 from ..build.render import render_stack
 from ..build.units import RenderResult
 from ..build.write import write_configs
@@ -16,6 +16,10 @@ from ..core.gitinfo import commit_of
 from ..core.outdir import claim
 from ..model.config import mirror_dir
 from ..model.stack import Stack
+
+if TYPE_CHECKING:
+    from ..build.validate.ids import Duplicate
+    from ..build.verify import Drift
 
 __all__ = [
     "RenderResult",
@@ -27,8 +31,9 @@ __all__ = [
     "guard",
     "lock_pins",
     "mirror_dir",
+    "drift",
+    "duplicate_ids",
     "render_stack",
-    "verify",
     "write_configs",
 ]
 
@@ -45,6 +50,20 @@ def disable_cache() -> None:
     from ..core import cache
 
     cache.disable()
+
+
+def drift(result: RenderResult) -> Drift:
+    """How configs/ differs from `result` (verify's drift gate; render never loads it)."""
+    from ..build import verify
+
+    return verify.compare(result)
+
+
+def duplicate_ids(result: RenderResult) -> list[Duplicate]:
+    """Resource ids `result` writes more than once within a plane."""
+    from ..build import verify
+
+    return verify.duplicate_ids(result)
 
 
 def chart_lock(stack: Stack) -> dict[tuple[str, str, str], Any]:
