@@ -114,6 +114,30 @@ def test_guard_runs_before_anything_is_written(stack_dir):
     assert not (stack_dir / "bundles").exists()
 
 
+def test_a_bundle_of_bytes_guarded_before_is_guarded_and_parsed_as_the_first(stack_dir):
+    """What the guard finds in committed bytes is kept under those bytes: the same bytes are
+    refused again with the same message, and changed bytes are parsed and guarded afresh."""
+    stack = load_stack(stack_dir)
+    build_bundles(stack)  # clean: these bytes' findings and parse are kept
+    hooked = stack_dir / "configs" / "gpu-runtime" / "hooked.yaml"
+    hooked.write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: pre\n  namespace: kube-system\n"
+        "  annotations:\n    helm.sh/hook: pre-install\n"
+    )
+    messages = []
+    for _ in range(2):
+        with pytest.raises(EksinfError) as err:
+            build_bundles(load_stack(stack_dir))
+        assert err.value.exit_code == CONTRACT
+        messages.append(err.value.message)
+    assert messages[0] == messages[1] and "gpu-runtime/hooked.yaml" in messages[0]
+    hooked.write_text("a: [1\n")
+    with pytest.raises(EksinfError) as err:
+        build_bundles(load_stack(stack_dir))
+    assert err.value.exit_code == CONTRACT
+    assert "configs/gpu-runtime/hooked.yaml:" in err.value.message
+
+
 # ---- unpacking crafted archives ----------------------------------------------------------
 
 

@@ -109,6 +109,28 @@ def test_verify_loads_only_what_it_needs(stack_dir: Path, chart_mirror: Path) ->
     assert not modules & (OTHER_COMMANDS | {"rich", "pydantic"}), modules & OTHER_COMMANDS
 
 
+def test_a_render_from_the_cache_loads_no_chart_code(stack_dir: Path, chart_mirror: Path) -> None:
+    """A render served whole from the cache needs neither the chart, manifest and split code
+    of a render that misses it, nor verify's drift gate."""
+    env = {"EKSINF_CHART_MIRROR": str(chart_mirror)}
+    _loaded(["--stack", str(stack_dir), "render"], env)  # fills the cache
+    _, modules = _loaded(["--stack", str(stack_dir), "render"], env)
+    chart_code = {
+        "eksinf.build.charts",
+        "eksinf.build.chartsplit",
+        "eksinf.build.manifests",
+        "eksinf.build.manifestsplit",
+    }
+    assert "eksinf.build.render" in modules  # it ran
+    assert not modules & (chart_code | {"eksinf.build.verify"})
+
+
+def test_bundle_to_a_folder_loads_no_registry_client(stack_dir: Path, tmp_path: Path) -> None:
+    _, modules = _loaded(["--stack", str(stack_dir), "bundle", "--out", str(tmp_path / "out")])
+    assert "eksinf.publish.bundle" in modules  # it ran
+    assert not modules & {"requests", "eksinf.publish.registry"}
+
+
 def _full_app(args: list[str], capsys: pytest.CaptureFixture) -> tuple[int, str, str]:
     """`args` parsed by the app holding every command (what `run` narrows away)."""
     from eksinf.cli.app import whole_app

@@ -25,6 +25,7 @@ from eksinf.core.yamldump import dump_docs
 from eksinf.core.yamlio import MAX_TEXT, load_docs, load_source
 from eksinf.errors import CONTRACT, ENVIRONMENT, EksinfError
 from eksinf.model import config
+from eksinf.model.config import mirror_dir as mirror_dir  # defined beside config.mirror
 from eksinf.model.digest import sha256_hex
 from eksinf.model.stack import ChartSpec, Stack
 
@@ -69,13 +70,6 @@ def cache_dir() -> Path:
 def use_mirror(path: Path | None) -> None:
     """Set (or, with None, clear) this run's --chart-mirror (model.config holds it)."""
     config.use_mirror(path)
-
-
-def mirror_dir(explicit: Path | None = None, root: Path | None = None) -> Path | None:
-    """The chart mirror: `explicit`, else `config.mirror`: this run's --chart-mirror, else
-    $EKSINF_CHART_MIRROR, else the stack's setting (`mirror:` in its .eksinf/config.yaml, else
-    ../shared/charts beside it), for the stack `root` or the one this run works on."""
-    return explicit if explicit is not None else config.mirror(root)
 
 
 def _lock_body(stack: Stack) -> Doc:

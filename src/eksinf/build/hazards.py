@@ -12,28 +12,31 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from eksinf.build.chartsplit import chart_values, output_digests
-from eksinf.build.units import ChartRender
 from eksinf.model import checks
 from eksinf.model.checks import Finding, Rule, RuleFn
-from eksinf.model.stack import Component, Stack
+
+if TYPE_CHECKING:
+    from eksinf.build.units import ChartRender
+    from eksinf.model.stack import Component, Stack
 
 FAMILY = "guard"
 ANCHOR = "docs/flattening.md#the-hazards"
 # the scopes a hazard reads, in the order the guard walks a component's render
 DOCUMENT, TEMPLATE, CRDS, RENDER, VALUES = "document", "template", "crds", "render", "values"
 
-_COMMENT = re.compile(r"\{\{-?\s*/\*.*?\*/\s*-?\}\}", re.DOTALL)
-_ACTION = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
-_LOOKUP = re.compile(r"(^|[\s(|])lookup\s")
-_BRANCH = re.compile(r"^-?\s*(if|else\s+if|with)\b.*\.Capabilities\b", re.DOTALL)
-_TPL = re.compile(r"(?:^|[\s(|])tpl\s")
+# Patterns, compiled on first use (re keeps them): a guard served from the cache runs no rule,
+# and compiling these at import cost a warm run ~1 ms.
+_COMMENT = r"(?s)\{\{-?\s*/\*.*?\*/\s*-?\}\}"
+_ACTION = r"(?s)\{\{(.*?)\}\}"
+_LOOKUP = r"(^|[\s(|])lookup\s"
+_BRANCH = r"(?s)^-?\s*(if|else\s+if|with)\b.*\.Capabilities\b"
+_TPL = r"(?:^|[\s(|])tpl\s"
 # a helper that renders a value with tpl (Bitnami's common.tplvalues.render and its copies)
-_TPL_HELPER = re.compile(r"include\s+\"[^\"]*tpl[^\"]*\"")
-_VALUES_REF = re.compile(r"\.Values((?:\.[A-Za-z_][A-Za-z0-9_]*)*)")
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|`[^`]*`')
+_TPL_HELPER = r"include\s+\"[^\"]*tpl[^\"]*\""
+_VALUES_REF = r"\.Values((?:\.[A-Za-z_][A-Za-z0-9_]*)*)"
+_STRING = r'"(?:[^"\\]|\\.)*"|`[^`]*`'
 # what a value's action may not reach when tpl evaluates it at render time, by kind
 _TPL_FUNCTIONS = {
     "lookup": ("lookup", "getHostByName"),
@@ -51,7 +54,7 @@ _TPL_FUNCTIONS = {
         "htpasswd", "bcrypt", "encryptAES", "decryptAES", "buildCustomCert",
     ),
 }  # fmt: skip
-_CALL = re.compile(
+_CALL = (
     r"(?<![.$\w])("
     + "|".join(sorted((f for fs in _TPL_FUNCTIONS.values() for f in fs), key=len, reverse=True))
     + r")(?![\w.])"
@@ -183,7 +186,7 @@ def webhook_ca_bundle(d: Document) -> Iterator[Finding]:
 )
 def lookup(a: Action) -> Iterator[Finding]:
     """A template action that calls `lookup`."""
-    if _LOOKUP.search(a.text):
+    if re.search(_LOOKUP, a.text):
         yield a.found()
 
 
@@ -196,6 +199,9 @@ def lookup(a: Action) -> Iterator[Finding]:
 )
 def non_deterministic(c: Chart) -> Iterator[Finding]:
     """A template or CRD file whose output differs between two renders of the same inputs."""
+    # imported here: a guard served from the cache (guard.py) runs no rule
+    from eksinf.build.chartsplit import output_digests
+
     first, reference = output_digests(c.render.first), c.render.reference
     for path in sorted(p for p in set(first) | set(reference) if first.get(p) != reference.get(p)):
         detail = f"differs from a {c.render.reference_source} of the same inputs"
@@ -243,6 +249,9 @@ def tpl_value(c: Chart) -> Iterator[Finding]:
 
     The render's determinism check cannot see these:
     lookup is empty on both renders, and `now | date "2006-01-02"` agrees within a day."""
+    # imported here: a guard served from the cache (guard.py) runs no rule
+    from eksinf.build.chartsplit import chart_values
+
     where = _tpl_paths(c.render.first.templates)
     if where is None:
         return
@@ -258,8 +267,8 @@ def tpl_value(c: Chart) -> Iterator[Finding]:
         calls = sorted(
             {
                 call
-                for action in _ACTION.finditer(_COMMENT.sub("", text))
-                for call in _CALL.findall(_STRING.sub('""', action.group(1)))
+                for action in re.finditer(_ACTION, re.sub(_COMMENT, "", text))
+                for call in re.findall(_CALL, re.sub(_STRING, '""', action.group(1)))
             }
         )
         if calls:
@@ -281,7 +290,7 @@ def tpl_value(c: Chart) -> Iterator[Finding]:
 )
 def capabilities_branch(a: Action) -> Iterator[Finding]:
     """A template action that branches (`if`, `else if`, `with`) on `.Capabilities`."""
-    if _BRANCH.search(a.text):
+    if re.search(_BRANCH, a.text):
         yield a.found()
 
 
@@ -292,15 +301,15 @@ def _tpl_paths(templates: tuple[tuple[str, str], ...]) -> tuple[str, set[str] | 
     first = ""
     paths: set[str] | None = set()
     for path, source in templates:
-        text = _COMMENT.sub("", source)
-        for match in _ACTION.finditer(text):
+        text = re.sub(_COMMENT, "", source)
+        for match in re.finditer(_ACTION, text):
             action = match.group(1)
-            if not (_TPL.search(action) or _TPL_HELPER.search(action)):
+            if not (re.search(_TPL, action) or re.search(_TPL_HELPER, action)):
                 continue
             if not first:
                 line = text.count("\n", 0, match.start()) + 1
                 first = f"{path}:{line}"
-            refs = [m.group(1).lstrip(".") for m in _VALUES_REF.finditer(action)]
+            refs = [m.group(1).lstrip(".") for m in re.finditer(_VALUES_REF, action)]
             if not refs or (paths is not None and "" in refs):
                 paths = None  # `tpl $x $` or `tpl (toYaml .Values) .`: any value
             elif paths is not None:
@@ -329,8 +338,8 @@ def _value_strings(node: object, path: str = "") -> list[tuple[str, str]]:
 
 def actions(path: str, source: str) -> Iterator[Action]:
     """Every template action of one template, comments dropped."""
-    text = _COMMENT.sub("", source)
-    for match in _ACTION.finditer(text):
+    text = re.sub(_COMMENT, "", source)
+    for match in re.finditer(_ACTION, text):
         yield Action(path, text.count("\n", 0, match.start()) + 1, match.group(1))
 
 

@@ -10,15 +10,11 @@ import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eksinf import __version__
-from eksinf.build import manifests
-from eksinf.build.charts import LockEntry, read_lock, resolve
-from eksinf.build.chartsplit import chart_values, helm_units, output_digests
 from eksinf.build.helm import HelmEngine, RenderedChart, default_engine
 from eksinf.build.inputs import inputs_digest
-from eksinf.build.manifestsplit import manifest_units
 from eksinf.build.units import (
     ChartRender,
     ComponentOutput,
@@ -32,6 +28,12 @@ from eksinf.core import cache
 from eksinf.core.types import Doc
 from eksinf.errors import EksinfError
 from eksinf.model.stack import Component, Stack
+
+if TYPE_CHECKING:
+    from eksinf.build.charts import LockEntry
+
+# A render served from the cache (`_cached_result`) needs none of the chart, manifest or split
+# modules: they are imported where a render misses the cache, so a warm run never loads them.
 
 
 def render_stack(
@@ -56,6 +58,9 @@ def render_stack(
             for output in cached.outputs:
                 _report(output, progress)
             return cached
+    from eksinf.build.charts import read_lock  # the miss path only (see the imports)
+    from eksinf.build.chartsplit import chart_values
+
     # hand-written units and values are parsed and checked before any chart is fetched, so a
     # refused input leaves the chart cache as it was
     handwritten = {comp.name: copy_units(stack, comp) for comp in chosen}
@@ -89,6 +94,11 @@ def _render_component(
 ) -> ComponentOutput:
     """One component's units: copied, split from pinned manifests, or split from its charts
     (`values`: each chart's, read once before any chart is fetched)."""
+    from eksinf.build import manifests  # the miss path only (see the imports)
+    from eksinf.build.charts import resolve
+    from eksinf.build.chartsplit import helm_units
+    from eksinf.build.manifestsplit import manifest_units
+
     if comp.render == "copy":
         return ComponentOutput(comp, tuple(handwritten))
     if comp.render == "manifest":
@@ -230,6 +240,8 @@ def _first_in(raw: Doc, texts: _Texts) -> RenderedChart:
 def _store_result(key: str, result: RenderResult) -> bool:
     """Keep a whole render under `key` (its record's JSON, a newline, its texts); whether it
     was kept (only a deterministic one is)."""
+    from eksinf.build.chartsplit import output_digests  # the miss path only (see the imports)
+
     if not cache.enabled():
         return False  # the record is megabytes: not built for a cache that is off
     charts = [r for o in result.outputs for r in o.charts]

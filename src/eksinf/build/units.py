@@ -93,7 +93,8 @@ class RenderResult:
     partial: bool = False  # only some components were rendered (guard/verify --component)
     # The derived-data key this whole render is kept under (build/render.py), which decides
     # every byte of it: what is derived from the render alone (the guard's findings) is kept
-    # under it too. "" when it is not kept (partial, non-deterministic, or the cache off).
+    # under it too. "" when it is not kept (partial, non-deterministic, or the cache off). A
+    # bundle's guard keys the committed units it reads the same way (publish/bundle.py).
     key: str = ""
 
     def files(self) -> dict[str, str]:

@@ -10,14 +10,16 @@ import typer
 from eksinf.flows.about import version_info
 from eksinf.flows.build import (
     RenderResult,
-    charts,
+    chart_lock,
     claim,
     commit_of,
     disable_cache,
+    drift,
+    duplicate_ids,
     guard,
     lock_pins,
+    mirror_dir,
     render_stack,
-    verify,
     write_configs,
 )
 
@@ -95,7 +97,7 @@ def _render(
     stack = stack_context(ctx).stack
     return render_stack(
         stack,
-        charts.mirror_dir(mirror, stack.root),
+        mirror_dir(mirror, stack.root),
         progress=(lambda _m: None) if quiet else progress,
         components=components or None,
     )
@@ -244,21 +246,21 @@ def verify_cmd(
         disable_cache()
     result = _render(ctx, mirror, quiet=True, components=component)
     report = guard.check(result)
-    drift = verify.compare(result)
-    dupes = verify.duplicate_ids(result)
+    changes = drift(result)
+    dupes = duplicate_ids(result)
     if json_out:
         emit_json(
             {
-                **drift.as_dict(),
+                **changes.as_dict(),
                 "guard": {"ok": report.ok},
                 "duplicateIds": [d.message for d in dupes],
             }
         )
-    elif not drift.clean:
-        lines = drift.diff if full else drift.diff[:60]
+    elif not changes.clean:
+        lines = changes.diff if full else changes.diff[:60]
         typer.echo("".join(lines), nl=False)
-        if len(drift.diff) > len(lines):
-            typer.echo(f"... {len(drift.diff) - len(lines)} more diff lines (use --full)")
+        if len(changes.diff) > len(lines):
+            typer.echo(f"... {len(changes.diff) - len(lines)} more diff lines (use --full)")
     if not report.ok:
         _report_guard(report, quiet_allowed=True)
         raise _guard_failure(report)
@@ -270,16 +272,16 @@ def verify_cmd(
             hint="Each object must live in one unit: remove the copy, or rename one of them.",
             exit_code=CONTRACT,
         )
-    if not drift.clean:
+    if not changes.clean:
         raise EksinfError(
-            f"configs/ is out of sync with its sources: {len(drift.changed)} changed, "
-            f"{len(drift.added)} missing, {len(drift.removed)} stale",
+            f"configs/ is out of sync with its sources: {len(changes.changed)} changed, "
+            f"{len(changes.added)} missing, {len(changes.removed)} stale",
             hint="Run `eksinf render` and commit the result.",
             exit_code=FAILURE,
         )
     if not json_out:
         progress(
-            f"configs/ is in sync with its sources ({drift.checked} files, "
+            f"configs/ is in sync with its sources ({changes.checked} files, "
             f"{time.perf_counter() - started:.2f}s)"
         )
 
@@ -306,7 +308,7 @@ def charts_lock_cmd(ctx: typer.Context, mirror: Path = MIRROR_OPTION) -> None:
 def charts_list_cmd(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
     """List the charts the stack renders and their pinned digests."""
     stack = stack_context(ctx).stack
-    lock = charts.read_lock(stack)
+    lock = chart_lock(stack)
     rows = []
     for comp in stack.components:
         for spec in comp.charts:

@@ -96,3 +96,11 @@ def mirror(root: Path | None = None) -> Path | None:
         return Path(env)
     root = root if root is not None else _run_root
     return stack_mirror(root) if root is not None else None
+
+
+def mirror_dir(explicit: Path | None = None, root: Path | None = None) -> Path | None:
+    """The chart mirror: `explicit`, else `mirror`: this run's --chart-mirror, else
+    $EKSINF_CHART_MIRROR, else the stack's setting (`mirror:` in its .eksinf/config.yaml, else
+    ../shared/charts beside it), for the stack `root` or the one this run works on. Here, not in
+    build/charts, so a render served from the cache names its mirror without the chart code."""
+    return explicit if explicit is not None else mirror(root)

@@ -178,14 +178,29 @@ def component_files(stack: Stack, component: str) -> dict[str, bytes]:
     }
 
 
-def _committed_units(stack: Stack, component: str, files: dict[str, bytes]) -> list[Unit]:
+def _committed_units(component: str, files: dict[str, bytes], parsed: bool) -> list[Unit]:
+    """One component's units; parsed now (`parse_unit`: its errors name the file), unless these
+    bytes parsed before (`parsed`), when a stage parses a unit only if it asks for it."""
     from eksinf.build.units import Unit
 
     units = []
     for name, data in files.items():
-        unit = parse_unit(component, name, data.decode("utf-8"))
-        units.append(Unit(component, name, unit.text, unit.docs))
+        text = data.decode("utf-8")
+        docs = None if parsed else parse_unit(component, name, text).docs
+        units.append(Unit(component, name, text, docs))
     return units
+
+
+def _committed_key(components: dict[str, dict[str, bytes]]) -> str:
+    """The key of the committed bytes being bundled and eksinf's code: what the guard finds in
+    them is a function of these alone (the allow files are applied each run), so it is kept
+    under this key as a render's findings are under the render's (units.kept)."""
+    parts = [b"bundle-committed-1", cache.code_digest().encode()]
+    for component, files in components.items():
+        parts.append(component.encode())
+        for name, data in sorted(files.items()):
+            parts += [name.encode(), data]
+    return cache.key(*parts)
 
 
 def guard_committed(stack: Stack, components: dict[str, dict[str, bytes]]) -> None:
@@ -200,11 +215,15 @@ def guard_committed(stack: Stack, components: dict[str, dict[str, bytes]]) -> No
     from eksinf.build.guard import check
     from eksinf.build.units import ComponentOutput, RenderResult
 
+    key = _committed_key(components)
+    parsed = cache.passed("bundle-units", key.encode())
     outputs = tuple(
-        ComponentOutput(stack.component(name), tuple(_committed_units(stack, name, files)))
+        ComponentOutput(stack.component(name), tuple(_committed_units(name, files, parsed)))
         for name, files in components.items()
     )
-    report = check(RenderResult(stack, outputs))
+    report = check(RenderResult(stack, outputs, key=key))
+    if not parsed:
+        cache.record_pass("bundle-units", key.encode())
     if report.ok:
         return
     lines = [f"{f.component}/{f.file}: {f.resource}: {f.hazard}" for f in report.blocking]

@@ -41,7 +41,6 @@ from eksinf.publish.ocispec import (
     manifest_annotations,
     parse_ref,
 )
-from eksinf.publish.registry import RegistryStore
 
 __all__ = [
     "ARTIFACT_TYPE",
@@ -74,7 +73,13 @@ class Store(Protocol):
 
 
 def open_store(ref: Ref) -> Store:
-    return LayoutStore(ref) if ref.kind == "layout" else RegistryStore(ref)
+    if ref.kind == "layout":
+        return LayoutStore(ref)
+    # imported here: the registry client loads requests (~30 ms), which `bundle` and every
+    # oci-layout push, pull and tags listing never use
+    from eksinf.publish.registry import RegistryStore
+
+    return RegistryStore(ref)
 
 
 # ---- operations ---------------------------------------------------------------------------
