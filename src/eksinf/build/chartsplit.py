@@ -282,44 +282,32 @@ def _store_render(key: str, rendered: RenderedChart) -> None:
         cache.put("helm", key, json.dumps(dataclasses.asdict(rendered)).encode())
 
 
-@dataclass(frozen=True)
-class ChartRun:
-    """What the engine gave for one chart: its archive, its first render, and the determinism
-    check's reference digests and where they came from (see `_reference_digests`)."""
-
-    chart: ResolvedChart
-    first: RenderedChart
-    reference: dict[str, str]
-    reference_source: str
-
-
-def run_chart(
-    stack: Stack, spec: ChartSpec, chart: ResolvedChart, values: Doc, engine: HelmEngine
-) -> ChartRun:
-    """The engine's part of a chart: its first render (from the cache or the engine) and its
-    determinism reference. Only the engine, hashing and the cache run here, no YAML, so that
-    build/render.py can run it on a thread while Python splits other components."""
-    opts = RenderOptions(spec.release, spec.namespace, stack.kube_version, stack.api_versions)
-    render_key = _render_key(engine, chart, values, opts)
-    first = _cached_render(render_key)
-    fresh = first is None
-    if first is None:
-        first = engine.render(chart.archive, values, opts)
-    digests = output_digests(first)
-    reference, reference_source = _reference_digests(engine, chart, values, opts, digests)
-    if fresh and reference == digests:
-        _store_render(render_key, first)
-    return ChartRun(chart, first, reference, reference_source)
-
-
-def helm_units(comp: Component, runs: dict[str, ChartRun]) -> tuple[list[Unit], list[ChartRender]]:
-    """The component's chart units, split from each chart's `run_chart`."""
+def helm_units(
+    stack: Stack,
+    comp: Component,
+    resolved: dict[str, ResolvedChart],
+    values_of: dict[str, Doc],
+    engine: HelmEngine,
+) -> tuple[list[Unit], list[ChartRender]]:
+    """The component's chart units; `values_of` holds each chart's `chart_values` (read by the
+    caller before any chart was fetched, and not read twice)."""
     units: list[Unit] = []
     renders: list[ChartRender] = []
     crd_owners: dict[str, _CrdSource] = {}
     for spec in comp.charts:
-        run = runs[spec.name]
-        parsed = _parse_output(comp, spec, run.first)
+        chart = resolved[spec.name]
+        values = values_of[spec.name]
+        opts = RenderOptions(spec.release, spec.namespace, stack.kube_version, stack.api_versions)
+        render_key = _render_key(engine, chart, values, opts)
+        first = _cached_render(render_key)
+        fresh = first is None
+        if first is None:
+            first = engine.render(chart.archive, values, opts)
+        digests = output_digests(first)
+        reference, reference_source = _reference_digests(engine, chart, values, opts, digests)
+        if fresh and reference == digests:
+            _store_render(render_key, first)
+        parsed = _parse_output(comp, spec, first)
         emitted = sum(1 for _, _, docs in parsed for d in docs if kind_of(d) is not None)
         controllers, crds, stubs = _split_chart(comp, spec, parsed)
         crds, shared = _dedupe_crds(comp, spec, parsed, crds, crd_owners)
@@ -342,15 +330,15 @@ def helm_units(comp: Component, runs: dict[str, ChartRun]) -> tuple[list[Unit], 
         renders.append(
             ChartRender(
                 spec,
-                run.chart.sha256,
-                run.chart.origin,
+                chart.sha256,
+                chart.origin,
                 len(controllers),
                 len(crds) + len(shared),  # what the chart emitted, shared ones included
                 tuple(stubs),
                 shared,
-                run.first,
-                run.reference,
-                run.reference_source,
+                first,
+                reference,
+                reference_source,
             )
         )
     return units, renders

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +15,7 @@ from typing import Any
 from eksinf import __version__
 from eksinf.build import manifests
 from eksinf.build.charts import LockEntry, read_lock, resolve
-from eksinf.build.chartsplit import ChartRun, chart_values, helm_units, output_digests, run_chart
+from eksinf.build.chartsplit import chart_values, helm_units, output_digests
 from eksinf.build.helm import HelmEngine, RenderedChart, default_engine
 from eksinf.build.inputs import inputs_digest
 from eksinf.build.manifestsplit import manifest_units
@@ -66,15 +64,13 @@ def render_stack(
         for comp in chosen
     }
     lock = read_lock(stack)
-    ahead = _EngineAhead(_chart_jobs(stack, chosen, values, mirror, engine, lock))
     outputs = []
-    try:
-        for comp in chosen:
-            output = _render_component(stack, comp, handwritten[comp.name], mirror, ahead)
-            outputs.append(output)
-            _report(output, progress)
-    finally:
-        ahead.close()
+    for comp in chosen:
+        output = _render_component(
+            stack, comp, handwritten[comp.name], values[comp.name], mirror, engine, lock
+        )
+        outputs.append(output)
+        _report(output, progress)
     provenance = _provenance(stack, engine, inputs, outputs)
     result = RenderResult(stack, tuple(outputs), provenance, partial=bool(components))
     if whole is not None and _store_result(whole, result):
@@ -86,11 +82,13 @@ def _render_component(
     stack: Stack,
     comp: Component,
     handwritten: list[Unit],
+    values: dict[str, Doc],
     mirror: Path | None,
-    ahead: _EngineAhead,
+    engine: HelmEngine | None,
+    lock: dict[tuple[str, str, str], LockEntry],
 ) -> ComponentOutput:
     """One component's units: copied, split from pinned manifests, or split from its charts
-    (rendered by `ahead`)."""
+    (`values`: each chart's, read once before any chart is fetched)."""
     if comp.render == "copy":
         return ComponentOutput(comp, tuple(handwritten))
     if comp.render == "manifest":
@@ -102,81 +100,11 @@ def _render_component(
         units, made = manifest_units(stack, comp, fetched)
         units = with_handwritten(comp, units, handwritten, "manifest")
         return ComponentOutput(comp, tuple(units), manifests=tuple(made))
-    units, renders = helm_units(comp, ahead.result(comp.name))
+    resolved = {spec.name: resolve(stack, spec, mirror, lock) for spec in comp.charts}
+    assert engine is not None  # need_helm: a helm component is being rendered
+    units, renders = helm_units(stack, comp, resolved, values, engine)
     units = with_handwritten(comp, units, handwritten, "chart")
     return ComponentOutput(comp, tuple(units), tuple(renders))
-
-
-def _chart_jobs(
-    stack: Stack,
-    chosen: list[Component],
-    values: dict[str, dict[str, Doc]],
-    mirror: Path | None,
-    engine: HelmEngine | None,
-    lock: dict[tuple[str, str, str], LockEntry],
-) -> dict[str, Callable[[], dict[str, ChartRun]]]:
-    """Per helm component, in order: fetch each chart and run the engine on it (`run_chart`)."""
-
-    def job(comp: Component) -> Callable[[], dict[str, ChartRun]]:
-        assert engine is not None  # need_helm: a helm component is being rendered
-        return lambda: {
-            spec.name: run_chart(
-                stack,
-                spec,
-                resolve(stack, spec, mirror, lock),
-                values[comp.name][spec.name],
-                engine,
-            )
-            for spec in comp.charts
-        }
-
-    return {comp.name: job(comp) for comp in chosen if comp.render == "helm"}
-
-
-class _EngineAhead:
-    """Runs the charts' engine work (`_chart_jobs`) on one thread, in component order, while
-    the main thread splits the components before them (the pinned Argo CD manifest, the other
-    charts' output). The engine's calls release the GIL (ctypes.CDLL), so its Go work and
-    Python's run at once. `result` hands a component's runs, or raises its failure, when the
-    main thread reaches that component: failures are reported in component order, as before."""
-
-    def __init__(self, jobs: dict[str, Callable[[], dict[str, ChartRun]]]) -> None:
-        self.results: dict[str, dict[str, ChartRun] | BaseException] = {}
-        self.done = {name: threading.Event() for name in jobs}
-        self.stopped = False
-        self.switch = sys.getswitchinterval()
-        self.thread = threading.Thread(target=self._run, args=(jobs,), daemon=True)
-        if jobs:
-            # the thread takes the GIL back after each engine call; by default it waits up to
-            # 5 ms for it each time while the main thread runs Python
-            sys.setswitchinterval(_SWITCH_INTERVAL)
-            self.thread.start()
-
-    def _run(self, jobs: dict[str, Callable[[], dict[str, ChartRun]]]) -> None:
-        for name, job in jobs.items():
-            try:
-                if not self.stopped:  # a component before this one failed: fetch no more
-                    self.results[name] = job()
-            except BaseException as exc:  # handed to the main thread, which raises it
-                self.results[name] = exc
-            finally:
-                self.done[name].set()
-
-    def result(self, name: str) -> dict[str, ChartRun]:
-        self.done[name].wait()
-        found = self.results[name]
-        if isinstance(found, BaseException):
-            raise found
-        return found
-
-    def close(self) -> None:
-        self.stopped = True
-        if self.thread.is_alive():
-            self.thread.join()
-        sys.setswitchinterval(self.switch)
-
-
-_SWITCH_INTERVAL = 0.0005
 
 
 def _provenance(
