@@ -279,10 +279,10 @@ class FailingEngine:
     def identity(self) -> str:
         return self.real.identity
 
-    def render(self, archive, values, opts):
+    def render(self, archive, values, opts, templates=True):
         if opts.release in self.fail:
             raise EksinfError(f"release {opts.release} failed", exit_code=CONTRACT)
-        return self.real.render(archive, values, opts)
+        return self.real.render(archive, values, opts, templates)
 
 
 @pytest.mark.parametrize(

@@ -157,24 +157,40 @@ def _bounded(docs: list[Any], max_depth: int, max_nodes: int) -> bool:
     exactly), nest at most `max_depth` levels and count at most `max_nodes` nodes, as the
     reference reader requires (its own error is then the answer). Iterative: the depth is not
     yet known to be bounded."""
-    nodes = 0
-    stack: list[tuple[Any, int]] = [(doc, 1) for doc in docs]
+    # only containers go on the stack: most nodes are strings, checked where they are met
+    nodes = len(docs)
+    stack: list[tuple[Any, int]] = []
+    for doc in docs:
+        if type(doc) is dict or type(doc) is list:
+            stack.append((doc, 1))
+        elif not _scalar(doc):
+            return False
     while stack:
         node, depth = stack.pop()
-        nodes += 1
-        kind = type(node)
-        if kind is dict:
-            if depth >= max_depth:
-                return False
-            for key, value in node.items():
+        if depth >= max_depth:
+            return False
+        if type(node) is dict:
+            for key in node:
                 if type(key) is not str:
                     return False
-                nodes += 1
-                stack.append((value, depth + 1))
-        elif kind is list:
-            if depth >= max_depth:
+            items = node.values()
+            nodes += 2 * len(node)  # each key and each value
+        else:
+            items = node
+            nodes += len(node)
+        for item in items:
+            kind = type(item)
+            if kind is str:
+                continue
+            if kind is dict or kind is list:
+                stack.append((item, depth + 1))
+            elif not _scalar(item):
                 return False
-            stack.extend((item, depth + 1) for item in node)
-        elif kind not in _SCALARS or (kind is float and not math.isfinite(node)):
-            return False  # (.inf and .nan read alike, but JSON, the cache's format, lacks them)
     return nodes <= max_nodes
+
+
+def _scalar(node: Any) -> bool:
+    """A scalar JSON holds exactly: .inf and .nan read alike, but JSON, the cache's format,
+    lacks them."""
+    kind = type(node)
+    return kind in _SCALARS and (kind is not float or math.isfinite(node))
