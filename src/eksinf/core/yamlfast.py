@@ -41,7 +41,6 @@ _REFUSED_CHARS = re.compile(
 )
 # the ones an ASCII text may hold, found with `in` (memchr) several times quicker than the regex
 _REFUSED_ASCII = "".join(chr(c) for c in [*range(0x20), 0x7F] if c != 0x0A)
-_INDENT = re.compile(r"\n[ ]+")
 
 # Where a node starts, in a text whose lines are stripped of their indentation: after a line's
 # `- ` items (or `--- `), or after `: `. (A `- ` or `? ` later in a line is not a node's start in
@@ -78,8 +77,12 @@ def _block_body(indent: int) -> re.Pattern[str]:
 
 
 def _node_lines(text: str) -> str:
-    """`text` (from a line start) without the bodies of its block scalars, and without the
-    indentation of its lines."""
+    """The distinct lines of `text` (from a line start), without the bodies of its block scalars
+    and without their indentation, each between two line breaks, for `_SCAN`.
+
+    Every match of `_SCAN` lies within one line (it consumes at most the line break before it,
+    and looks no further than the one after it), so what the scan finds depends only on which
+    lines there are: a CRD's thousands of `type: string` lines are scanned once."""
     kept: list[str] = []
     start = 0
     for header in _BLOCK_HEADER.finditer(text):
@@ -93,7 +96,8 @@ def _node_lines(text: str) -> str:
         kept.append(text[start : header.end()])
         start = body.end()
     kept.append(text[start:])
-    return _INDENT.sub("\n", "".join(kept))
+    lines = dict.fromkeys("".join(kept).split("\n"))  # distinct lines, first seen first
+    return "\n" + "\n".join(dict.fromkeys(line.lstrip(" ") for line in lines)) + "\n"
 
 
 def _refused_chars(text: str) -> bool:
@@ -109,7 +113,7 @@ def read(text: str, max_depth: int, max_nodes: int) -> list[Any] | None:
     if not text.endswith("\n") or _refused_chars(text):
         return None
     tokens = set()
-    for directive, refused, token in _SCAN.findall(_node_lines("\n" + text)):
+    for directive, refused, token in _SCAN.findall(_node_lines(text)):
         if directive or refused:
             return None
         tokens.add(token)
