@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import yaml_rs
@@ -85,7 +86,7 @@ def _node_lines(text: str) -> str:
     lines there are: a CRD's thousands of `type: string` lines are scanned once."""
     kept: list[str] = []
     start = 0
-    for header in _BLOCK_HEADER.finditer(text):
+    for header in _block_headers(text):
         if header.start() < start:  # inside a body already skipped
             continue
         line = text.rfind("\n", 0, header.start()) + 1
@@ -98,6 +99,22 @@ def _node_lines(text: str) -> str:
     kept.append(text[start:])
     lines = dict.fromkeys("".join(kept).split("\n"))  # distinct lines, first seen first
     return "\n" + "\n".join(dict.fromkeys(line.lstrip(" ") for line in lines)) + "\n"
+
+
+def _block_headers(text: str) -> Iterator[re.Match[str]]:
+    """`_BLOCK_HEADER.finditer(text)`, several times quicker: a header starts at a `|` or `>`,
+    which str.find finds at memchr's speed where the regex engine steps through every
+    character, and none holds another, so matching at each of them in order finds the same."""
+    starts: list[int] = []
+    for indicator in "|>":
+        at = text.find(indicator)
+        while at >= 0:
+            starts.append(at)
+            at = text.find(indicator, at + 1)
+    for at in sorted(starts):
+        header = _BLOCK_HEADER.match(text, at)
+        if header is not None:
+            yield header
 
 
 def _refused_chars(text: str) -> bool:
