@@ -47,7 +47,8 @@ class Writer:
     def __init__(self, plain_tag: Callable[[str], str]) -> None:
         self._tag = plain_tag
         self._values: dict[str, str] = {}  # single-line string -> as a value
-        self._keys: dict[str, str] = {}  # string -> as a key
+        self._keys: dict[str, str] = {}  # string -> as a key, with its colon
+        self._lines: dict[str, str] = {}  # single-line string -> as a value after its key
 
     def dump(self, docs: list[Any]) -> str | None:
         out: list[str] = []
@@ -69,17 +70,21 @@ class Writer:
             raise General  # anchor and aliases
         seen.add(id(data))
         pad = " " * indent
-        keys, values = self._keys, self._values
+        keys, lines = self._keys, self._lines
         for key, value in data.items():
             text = keys.get(key) if type(key) is str else None
             if text is None:
                 text = self._key(key)
-            head = text + ":" if inline else pad + text + ":"
+            head = text if inline else pad + text
             inline = False
             kind = type(value)
             if kind is str:
-                scalar = values.get(value)
-                out.append(head + " " + (scalar or self._scalar(value, indent + 2)) + "\n")
+                line = lines.get(value)
+                if line is None:
+                    line = " " + self._scalar(value, indent + 2) + "\n"
+                    if "\n" not in value:  # a block's text depends on its indentation
+                        lines[value] = line
+                out.append(head + line)
             elif kind is dict and value:
                 out.append(head + "\n")
                 self._mapping(value, indent + 2, out, False, seen)
@@ -141,7 +146,7 @@ class Writer:
             raise General
         if _OTHER_BREAK.search(key):
             raise General
-        text = "''" if not key else self._single_line(key)
+        text = ("''" if not key else self._single_line(key)) + ":"
         self._keys[key] = text
         return text
 
