@@ -30,7 +30,7 @@ def version(package_dirs: list[str], distribution: str) -> str:
                         break
                     if line.startswith("Version:"):
                         return line[len("Version:") :].strip()
-        except OSError:
+        except (OSError, ValueError):  # unreadable, or not UTF-8: importlib.metadata decides
             pass
     from importlib.metadata import version as metadata_version
 
