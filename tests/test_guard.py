@@ -422,9 +422,9 @@ def test_a_checked_render_is_served_from_the_cache(tmp_path, registry, monkeypat
     calls: list[str] = []
     real = SdkEngine.render
 
-    def counted(self, archive, values, opts):
+    def counted(self, archive, values, opts, templates=True):
         calls.append(opts.release)
-        return real(self, archive, values, opts)
+        return real(self, archive, values, opts, templates)
 
     monkeypatch.setattr(SdkEngine, "render", counted)
     chart = ChartSource("served", templates={"cm.yaml": CONFIGMAP}, values={"greeting": "x"})
@@ -455,7 +455,7 @@ def test_a_cached_whole_render_follows_its_inputs_and_code(tmp_path, registry, m
     calls: list[str] = []
     real = SdkEngine.render
     monkeypatch.setattr(
-        SdkEngine, "render", lambda self, *a: calls.append("render") or real(self, *a)
+        SdkEngine, "render", lambda self, *a, **k: calls.append("render") or real(self, *a, **k)
     )
     chart = ChartSource("keyed", templates={"cm.yaml": CONFIGMAP}, values={"greeting": "x"})
     root = publish_stack(tmp_path, registry, [("app", chart)])

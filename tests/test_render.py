@@ -262,6 +262,56 @@ def test_template_that_renders_invalid_yaml(tmp_path, registry, eksinf):
     )
 
 
+class FailingEngine:
+    """The real engine, except that it fails the releases named in `fail`."""
+
+    def __init__(self, fail: set[str]) -> None:
+        from eksinf.build.helm import default_engine
+
+        self.real = default_engine()
+        self.name, self.fail = self.real.name, fail
+
+    @property
+    def version(self) -> str:
+        return self.real.version
+
+    @property
+    def identity(self) -> str:
+        return self.real.identity
+
+    def render(self, archive, values, opts, templates=True):
+        if opts.release in self.fail:
+            raise EksinfError(f"release {opts.release} failed", exit_code=CONTRACT)
+        return self.real.render(archive, values, opts, templates)
+
+
+@pytest.mark.parametrize(
+    ("fail", "manifest_fails", "reported"),
+    [
+        ({"karpenter"}, True, "argocd failed"),  # argocd comes before karpenter
+        ({"ack-iam", "karpenter"}, True, "release ack-iam failed"),
+        ({"karpenter", "nvidia-device-plugin"}, False, "release karpenter failed"),
+    ],
+)
+def test_the_first_failure_in_component_order_is_reported(
+    stack_dir, chart_mirror, monkeypatch, fail, manifest_fails, reported
+):
+    """Charts are rendered ahead of the components before them (build/render.py): a failure is
+    still the first one in component order, whichever happened first."""
+    from eksinf.build import render
+
+    def failing_manifest(*_args):
+        raise EksinfError("argocd failed", exit_code=CONTRACT)
+
+    if manifest_fails:
+        monkeypatch.setattr(render, "manifest_units", failing_manifest)
+    monkeypatch.setenv("EKSINF_NO_CACHE", "1")
+    stack = load_stack(stack_dir)
+    with pytest.raises(EksinfError) as err:
+        render_stack(stack, mirror=chart_mirror, engine=FailingEngine(fail))
+    assert err.value.message == reported
+
+
 def test_failed_render_leaves_configs_unchanged(tmp_path, registry, eksinf):
     template = CONFIGMAP.replace(
         "{{ .Values.greeting | quote }}", '{{ required "greeting is required" .Values.greeting }}'

@@ -103,6 +103,20 @@ def test_a_plain_scalar_the_readers_disagree_on_goes_to_the_reference(token, sha
     assert _fast(text) is None
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "note: |\n  on: x\nb:\n  on: x\n",  # the same line, in a block's text, then a key
+        "note: >\n  - 0755\nlist:\n  - 0755\n",
+        "list:\n" + "- a: 1\n" * 50 + "- c: on\n",  # repeated lines, the token once
+    ],
+)
+def test_a_token_is_seen_whatever_lines_repeat(text):
+    """The scan reads each distinct line once (yamlfast._node_lines): a token on a line that
+    also stands, identical, inside a block's text, or among repeated lines, is still seen."""
+    assert _fast(_padded(text)) is None
+
+
 # Texts whose reading depends on what the fast path does not see or does not do the same way.
 DECLINED = [
     "a: &x 1\nb: *x\n",  # anchors and aliases

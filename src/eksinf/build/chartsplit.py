@@ -247,7 +247,7 @@ def _reference_digests(
             return recorded, "recorded render"
     except ValueError:
         pass
-    second = output_digests(engine.render(chart.archive, values, opts))
+    second = output_digests(engine.render(chart.archive, values, opts, templates=False))
     if second == first:
         # an unwritable cache costs a second render next time, nothing more
         cache.write_record(REFERENCES, key, json.dumps(second, sort_keys=True).encode())
@@ -279,7 +279,9 @@ def _cached_render(key: str) -> RenderedChart | None:
 
 def _store_render(key: str, rendered: RenderedChart) -> None:
     if cache.enabled():  # not encoded for a cache that is off
-        cache.put("helm", key, json.dumps(dataclasses.asdict(rendered)).encode())
+        # the fields by hand: dataclasses.asdict deep-copies every tuple of the output first
+        fields = {f: getattr(rendered, f) for f in ("manifests", "crds", "templates")}
+        cache.put("helm", key, json.dumps(fields).encode())
 
 
 def helm_units(

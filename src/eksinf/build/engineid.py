@@ -51,10 +51,9 @@ def sdk_version() -> str:
     known = cache.get("engine-version", key)
     if known is not None:
         return known.decode()
-    from importlib.metadata import version
-
     from helm_python import _native  # loads the native library
 
-    found = f"{version(SDK_NAME)} (Helm {_native.helm_sdk_version()})"
+    release = dist.version(dist.package_dirs(SDK_PACKAGE), SDK_NAME)
+    found = f"{release} (Helm {_native.helm_sdk_version()})"
     cache.put("engine-version", key, found.encode())
     return found

@@ -61,8 +61,11 @@ class HelmEngine(Protocol):
         ...
 
     def render(
-        self, archive: bytes, values: dict[str, Any], opts: RenderOptions
-    ) -> RenderedChart: ...
+        self, archive: bytes, values: dict[str, Any], opts: RenderOptions, templates: bool = True
+    ) -> RenderedChart:
+        """The chart's output; its template sources too unless `templates` is false (the
+        determinism check's second render compares the output only)."""
+        ...
 
 
 class SdkEngine:
@@ -78,7 +81,9 @@ class SdkEngine:
     def version(self) -> str:
         return engineid.sdk_version()
 
-    def render(self, archive: bytes, values: dict[str, Any], opts: RenderOptions) -> RenderedChart:
+    def render(
+        self, archive: bytes, values: dict[str, Any], opts: RenderOptions, templates: bool = True
+    ) -> RenderedChart:
         import helm_python  # imported here: loading the native library costs ~80 ms
         from helm_python import _native
         from helm_python.errors import HelmError
@@ -97,11 +102,12 @@ class SdkEngine:
                 # subcharts (that costs more than the render). Asked before rendering, because
                 # rendering drops disabled subcharts from the loaded chart, and the guard reads
                 # every template in the archive, whichever engine renders it.
-                if chart.dependencies:
-                    templates = chart_templates(archive)
-                else:
+                sources: tuple[tuple[str, str], ...] = ()
+                if templates and chart.dependencies:
+                    sources = chart_templates(archive)
+                elif templates:
                     name = chart.name
-                    templates = tuple(
+                    sources = tuple(
                         sorted((f"{name}/{t['name']}", t["data"]) for t in chart.templates)
                     )
                 # Chart.render() does not expose kube_version/api_versions; the native call does.
@@ -120,7 +126,7 @@ class SdkEngine:
             path: text for path, text in json.loads(raw).items() if not path.endswith("/NOTES.txt")
         }
         return RenderedChart(
-            manifests=dict(sorted(manifests.items())), crds=crds, templates=templates
+            manifests=dict(sorted(manifests.items())), crds=crds, templates=sources
         )
 
 
@@ -241,7 +247,9 @@ class BinaryEngine:
             )
         return done.stdout.strip()
 
-    def render(self, archive: bytes, values: dict[str, Any], opts: RenderOptions) -> RenderedChart:
+    def render(
+        self, archive: bytes, values: dict[str, Any], opts: RenderOptions, templates: bool = True
+    ) -> RenderedChart:
         with tempfile.TemporaryDirectory(prefix="eksinf-helm-") as tmp:
             work = Path(tmp)
             (work / "chart.tgz").write_bytes(archive)
@@ -277,9 +285,8 @@ class BinaryEngine:
                     crds.append((rel, text))
                 else:
                     manifests[rel] = text
-        return RenderedChart(
-            manifests=manifests, crds=tuple(crds), templates=chart_templates(archive)
-        )
+        sources = chart_templates(archive) if templates else ()
+        return RenderedChart(manifests=manifests, crds=tuple(crds), templates=sources)
 
 
 HELM_ENV = engineid.HELM_ENV

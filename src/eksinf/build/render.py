@@ -51,7 +51,8 @@ def render_stack(
     inputs = inputs_digest(stack)
     need_helm = any(c.render == "helm" for c in chosen)
     engine = engine or (default_engine() if need_helm else None)
-    whole = None if components else _result_key(inputs, engine)
+    # no key for a cache that is off (it hashes every module of eksinf)
+    whole = None if components or not cache.enabled() else _result_key(inputs, engine)
     if whole is not None:
         cached = _cached_result(stack, whole)
         if cached is not None:

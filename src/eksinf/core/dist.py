@@ -9,6 +9,35 @@ import os
 def release(package_dirs: list[str], distribution: str) -> str:
     """The distribution's metadata folder name (`<name>-<version>.dist-info`), found beside its
     package's folder as an installer leaves it; importlib.metadata's version when none is."""
+    found = _dist_info(package_dirs, distribution)
+    if found is not None:
+        return os.path.basename(found)
+    from importlib.metadata import version
+
+    return version(distribution)
+
+
+def version(package_dirs: list[str], distribution: str) -> str:
+    """The distribution's version, as importlib.metadata gives it: the `Version` field of its
+    METADATA (core metadata's headers end at the first empty line), read from the folder
+    `release` finds; importlib.metadata's answer when there is none."""
+    found = _dist_info(package_dirs, distribution)
+    if found is not None:
+        try:
+            with open(os.path.join(found, "METADATA"), encoding="utf-8") as fh:
+                for line in fh:
+                    if not line.strip():
+                        break
+                    if line.startswith("Version:"):
+                        return line[len("Version:") :].strip()
+        except (OSError, ValueError):  # unreadable, or not UTF-8: importlib.metadata decides
+            pass
+    from importlib.metadata import version as metadata_version
+
+    return metadata_version(distribution)
+
+
+def _dist_info(package_dirs: list[str], distribution: str) -> str | None:
     prefix = distribution.replace("-", "_").lower() + "-"
     for place in package_dirs:
         parent = os.path.dirname(place)
@@ -18,10 +47,8 @@ def release(package_dirs: list[str], distribution: str) -> str:
             if name.lower().startswith(prefix) and name.endswith(".dist-info")
         )
         if found:
-            return found[0]
-    from importlib.metadata import version
-
-    return version(distribution)
+            return os.path.join(parent, found[0])
+    return None
 
 
 def package_dirs(package: str) -> list[str]:

@@ -47,7 +47,8 @@ class Writer:
     def __init__(self, plain_tag: Callable[[str], str]) -> None:
         self._tag = plain_tag
         self._values: dict[str, str] = {}  # single-line string -> as a value
-        self._keys: dict[str, str] = {}  # string -> as a key
+        self._keys: dict[str, str] = {}  # string -> as a key, with its colon
+        self._lines: dict[str, str] = {}  # single-line string -> as a value after its key
 
     def dump(self, docs: list[Any]) -> str | None:
         out: list[str] = []
@@ -63,45 +64,54 @@ class Writer:
 
     def _mapping(self, data: dict[Any, Any], indent: int, out: list[str], inline: bool,
                  seen: set[int]) -> None:  # fmt: skip
-        self._enter(data, seen)
+        # the hottest loop of a render without its cache: the enter check, the keys' and the
+        # single-line strings' memos are read here rather than through the methods below
+        if id(data) in seen:  # the general writer writes a container met twice once, with an
+            raise General  # anchor and aliases
+        seen.add(id(data))
         pad = " " * indent
+        keys, lines = self._keys, self._lines
         for key, value in data.items():
-            text = self._keys.get(key) if type(key) is str else None
+            text = keys.get(key) if type(key) is str else None
             if text is None:
                 text = self._key(key)
-            out.append(text + ":" if inline else pad + text + ":")
+            head = text if inline else pad + text
             inline = False
             kind = type(value)
-            if kind is dict and value:
-                out.append("\n")
+            if kind is str:
+                line = lines.get(value)
+                if line is None:
+                    line = " " + self._scalar(value, indent + 2) + "\n"
+                    if "\n" not in value:  # a block's text depends on its indentation
+                        lines[value] = line
+                out.append(head + line)
+            elif kind is dict and value:
+                out.append(head + "\n")
                 self._mapping(value, indent + 2, out, False, seen)
             elif kind is list and value:  # a list under a key is not indented (libyaml)
-                out.append("\n")
+                out.append(head + "\n")
                 self._sequence(value, indent, out, False, seen)
             else:
-                out.append(" " + self._scalar(value, indent + 2) + "\n")
+                out.append(head + " " + self._scalar(value, indent + 2) + "\n")
 
     def _sequence(self, data: list[Any], indent: int, out: list[str], inline: bool,
                   seen: set[int]) -> None:  # fmt: skip
-        self._enter(data, seen)
+        if id(data) in seen:
+            raise General  # see _mapping
+        seen.add(id(data))
         pad = " " * indent
         for item in data:
-            out.append("- " if inline else pad + "- ")
+            head = "- " if inline else pad + "- "
             inline = False
             kind = type(item)
             if kind is dict and item:
+                out.append(head)
                 self._mapping(item, indent + 2, out, True, seen)
             elif kind is list and item:
+                out.append(head)
                 self._sequence(item, indent + 2, out, True, seen)
             else:
-                out.append(self._scalar(item, indent + 2) + "\n")
-
-    @staticmethod
-    def _enter(data: Any, seen: set[int]) -> None:
-        # the general writer writes a container met twice once, with an anchor and aliases
-        if id(data) in seen:
-            raise General
-        seen.add(id(data))
+                out.append(head + self._scalar(item, indent + 2) + "\n")
 
     def _scalar(self, value: Any, indent: int) -> str:
         kind = type(value)
@@ -136,7 +146,7 @@ class Writer:
             raise General
         if _OTHER_BREAK.search(key):
             raise General
-        text = "''" if not key else self._single_line(key)
+        text = ("''" if not key else self._single_line(key)) + ":"
         self._keys[key] = text
         return text
 
