@@ -296,15 +296,14 @@ class FailingEngine:
 def test_the_first_failure_in_component_order_is_reported(
     stack_dir, chart_mirror, monkeypatch, fail, manifest_fails, reported
 ):
-    """Charts are rendered ahead of the components before them (build/render.py): a failure is
-    still the first one in component order, whichever happened first."""
-    from eksinf.build import render
+    """With several components failing, the one reported is the first in component order."""
+    from eksinf.build import manifestsplit
 
     def failing_manifest(*_args):
         raise EksinfError("argocd failed", exit_code=CONTRACT)
 
     if manifest_fails:
-        monkeypatch.setattr(render, "manifest_units", failing_manifest)
+        monkeypatch.setattr(manifestsplit, "manifest_units", failing_manifest)
     monkeypatch.setenv("EKSINF_NO_CACHE", "1")
     stack = load_stack(stack_dir)
     with pytest.raises(EksinfError) as err:

@@ -190,7 +190,11 @@ def _no_swap_left(folder: Path) -> None:
 
 def test_a_full_disk_during_render_leaves_configs_whole(world, eksinf, monkeypatch):
     stack, _, snapshot = world
-    assert eksinf("render", cwd=stack).code == 0  # the cache warm; render rewrites every unit
+    assert eksinf("render", cwd=stack).code == 0  # the cache warm
+    # a unit edited by hand, so the render must rebuild configs/ (one already in sync is left
+    # as it is, and writes nothing that could fail)
+    unit = sorted((stack / "configs" / "argocd").glob("*.yaml"))[0]
+    unit.write_text(unit.read_text() + "# edited by hand\n")
     before = snapshot()
     _fail_on(monkeypatch, Path, "write_text", errno.ENOSPC, after=5)
     result = eksinf("render", cwd=stack)

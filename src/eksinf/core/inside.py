@@ -125,12 +125,21 @@ def _too_large(label: str, size: int) -> EksinfError:
 def files_under(folder: Path, base: Path | None = None, *, recursive: bool = True) -> list[Path]:
     """The regular files under `folder`, sorted; a link anywhere (the folder itself included)
     is refused, and so is a tree deeper than MAX_DEPTH or larger than MAX_ENTRIES."""
+    return tree_under(folder, base, recursive=recursive)[0]
+
+
+def tree_under(
+    folder: Path, base: Path | None = None, *, recursive: bool = True
+) -> tuple[list[Path], list[Path]]:
+    """(the regular files, the folders) under `folder`, each sorted, bounded and refusing links
+    as `files_under` says."""
     folder = Path(os.path.abspath(folder))
     if folder.is_symlink():
         raise _link_error(folder, base)
     if not folder.is_dir():
-        return []
+        return [], []
     found: list[Path] = []
+    folders: list[Path] = []
     pending: list[tuple[Path, int]] = [(folder, 0)]
     seen = 0
     while pending:
@@ -156,10 +165,11 @@ def files_under(folder: Path, base: Path | None = None, *, recursive: bool = Tru
                             exit_code=CONTRACT,
                         )
                     pending.append((path, depth + 1))
+                    folders.append(path)
                 elif entry.is_file(follow_symlinks=False):
                     found.append(path)
                 else:
                     raise _special_error(
                         _label(path, base), entry.stat(follow_symlinks=False).st_mode
                     )
-    return sorted(found)
+    return sorted(found), sorted(folders)

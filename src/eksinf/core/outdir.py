@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from eksinf.core import inside
 from eksinf.core.faults import checkpoint
 from eksinf.errors import USAGE, EksinfError, write_failure
 
@@ -286,7 +287,13 @@ def _swap(owned: Owned, staging: Path, swap_point: str, cleanup_point: str) -> N
 
 
 def write_tree(owned: Owned, files: dict[str, str]) -> None:
-    """Replace the owned folder with exactly `files` (plus the marker)."""
+    """Replace the owned folder with exactly `files` (plus the marker). A folder that already
+    holds exactly that (the same files with the same bytes, no other file or folder) is left as
+    it is once any interrupted swap is finished: a rerun with nothing changed rewrites no file
+    and removes no tree, which cost more than the comparison."""
+    recover_interrupted_swap(owned.path)
+    if _holds_exactly(owned, files):
+        return
     new = staging_for(owned)
     with _undone_on_failure(owned, new):
         for index, (rel, text) in enumerate(sorted(files.items())):
@@ -296,3 +303,25 @@ def write_tree(owned: Owned, files: dict[str, str]) -> None:
             if index == len(files) // 2:
                 checkpoint("render-write")
         _swap(owned, new, "render-swap", "render-cleanup")
+
+
+def _holds_exactly(owned: Owned, files: dict[str, str]) -> bool:
+    """Whether the owned folder is already what `write_tree` would make of `files`. Anything
+    unusual in it (a link, a special file, a file with more than one name, a tree over the
+    walk's bounds) answers no: the rebuild replaces it whole, as it always did."""
+    expected = {rel: text.encode("utf-8") for rel, text in files.items()}
+    if owned.marker:
+        expected[MARKER] = MARKER_TEXT.encode("utf-8")
+    root = owned.path
+    try:
+        found, folders = inside.tree_under(root)
+        if sorted(p.relative_to(root).as_posix() for p in found) != sorted(expected):
+            return False
+        wanted = {parent.as_posix() for rel in expected for parent in Path(rel).parents}
+        if {p.relative_to(root).as_posix() for p in folders} != wanted - {"."}:
+            return False
+        return all(
+            inside.read_bytes(p, root) == expected[p.relative_to(root).as_posix()] for p in found
+        )
+    except (EksinfError, OSError):
+        return False
