@@ -36,7 +36,9 @@ real_fork = os.fork
 
 def fork():
     seen["forks"].append(parallel.engine_loaded())
-    return real_fork()
+    pid = real_fork()
+    seen["pid"] = pid
+    return pid
 
 os.fork = fork
 real_units = render._manifest_units
@@ -63,10 +65,14 @@ elif mode == "exits":
 elif mode == "silent":
     parallel.DEADLINE = 0.5
     parallel._work = lambda *_args: time.sleep(30)
+elif mode == "interrupted":
+    parallel._work = lambda *_args: time.sleep(1000)
 if os.environ.get("FAIL_CHARTS"):
     from eksinf.build import chartsplit
 
     def helm_units(*_args):
+        if mode == "interrupted":
+            raise KeyboardInterrupt
         raise EksinfError("the charts failed")
 
     chartsplit.helm_units = helm_units
@@ -77,6 +83,14 @@ try:
     out["files"] = result.files()
 except EksinfError as exc:
     out["error"] = [exc.message, exc.exit_code]
+except KeyboardInterrupt:
+    out["error"] = ["interrupted", 130]
+if "pid" in seen:
+    try:
+        os.waitpid(seen.pop("pid"), os.WNOHANG)
+        seen["reaped"] = False
+    except ChildProcessError:
+        seen["reaped"] = True
 out["engine"] = parallel.engine_loaded()
 cache = Path(os.environ["EKSINF_CACHE_DIR"])
 out["cache"] = sorted(
@@ -86,7 +100,9 @@ print(json.dumps(out))
 """
 
 
-def render_in(stack: Path, mirror: Path, mode: str, cache: Path, env: dict[str, str] | None = None):
+def render_in(
+    stack: Path, mirror: Path, mode: str, cache: Path, env: dict[str, str] | None = None
+) -> dict:
     full = {**os.environ, "EKSINF_CACHE_DIR": str(cache), **(env or {})}
     full.pop("EKSINF_NO_CACHE", None)
     done = subprocess.run(
@@ -94,7 +110,7 @@ def render_in(stack: Path, mirror: Path, mode: str, cache: Path, env: dict[str, 
         capture_output=True,
         text=True,
         env=full,
-        timeout=300,
+        timeout=120,  # a helper left running (never killed nor reaped) hangs it
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""  # the helper says nothing
@@ -108,7 +124,7 @@ def sequential(stack_dir, chart_mirror, tmp_path):
 
 def test_the_helpers_render_equals_a_sequential_one(stack_dir, chart_mirror, tmp_path, sequential):
     forked = render_in(stack_dir, chart_mirror, "forked", tmp_path / "cache-forked")
-    assert forked["seen"] == {"forks": [False], "taken": [True]}
+    assert forked["seen"] == {"forks": [False], "taken": [True], "reaped": True}
     assert sequential["seen"] == {"forks": [], "taken": [False]}
     assert forked["engine"] and sequential["engine"]  # the engine was loaded, after the fork
     assert forked["files"] == sequential["files"]
@@ -127,7 +143,8 @@ def test_a_failing_helper_leaves_the_render_as_it_was(
 ):
     env = {"EKSINF_FAULT": parallel.CHILD_FAULT} if mode == "dies" else {}
     got = render_in(stack_dir, chart_mirror, mode, tmp_path / f"cache-{mode}", env)
-    assert got["seen"] == {"forks": [False], "taken": [False]}  # forked, but done by the parent
+    # forked, reaped, and its work done by the parent
+    assert got["seen"] == {"forks": [False], "taken": [False], "reaped": True}
     assert got["files"] == sequential["files"]
     assert got["progress"] == sequential["progress"]
     assert got["cache"] == sequential["cache"]
@@ -164,6 +181,15 @@ def test_the_first_failure_in_component_order_is_reported(
     else:
         assert "ConfigMap/not-there" in message
         assert code == CONTRACT
+
+
+def test_an_interrupted_render_stops_and_reaps_its_helper(stack_dir, chart_mirror, tmp_path):
+    """Ctrl-C while the helper still works (it would for 1000 s): it is killed and reaped."""
+    env = {"FAIL_CHARTS": "1"}
+    got = render_in(stack_dir, chart_mirror, "interrupted", tmp_path / "cache", env)
+    assert got["error"] == ["interrupted", 130]
+    assert got["seen"]["forks"] == [False]
+    assert got["seen"]["reaped"] is True
 
 
 def test_no_helper_once_the_engine_is_loaded(stack_dir, chart_mirror, monkeypatch):

@@ -14,6 +14,8 @@ reports it.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import select
@@ -33,6 +35,7 @@ ENGINE_MODULE = "helm_python"  # importing it loads the engine's native library 
 CHILD_FAULT = "render-helper"  # EKSINF_FAULT point: the helper dies as it starts
 DEADLINE = 60.0  # seconds the parent waits for the helper's answer before doing the work itself
 MAX_ANSWER = 256 << 20  # bytes; a render's manifests are a few MB
+PIPE_BYTES = 1 << 20  # Linux's default bound for an unprivileged pipe
 _SIZE = 8  # bytes of each length prefix
 
 
@@ -89,6 +92,8 @@ def start(stack: Stack, comps: list[Component], mirror: Path | None) -> Helper |
     from eksinf.build import manifests, manifestsplit  # noqa: F401 - the parent's next, and the helper's
 
     read, write = os.pipe()
+    with contextlib.suppress(OSError):  # fewer turns between the two (the answer is a few MB)
+        fcntl.fcntl(read, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
     assert not engine_loaded()  # a Go runtime does not survive fork
     pid = os.fork()
     if pid == 0:  # the helper
