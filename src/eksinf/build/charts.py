@@ -161,12 +161,10 @@ def resolve_pinned(
     pinned_from: str,
     cached: Path,
     fetch: Callable[[], tuple[bytes, str]],
-    store: bool = True,
 ) -> tuple[bytes, str]:
     """The bytes charts.lock pins for `what` (a chart archive or an upstream manifest) and where
     they came from: the cache file when it holds them, else `fetch()` (a mirror folder, then
-    upstream), refused unless their sha256 is the pinned one, then cached (unless not `store`:
-    a forked helper writes nothing, build/parallel.py)."""
+    upstream), refused unless their sha256 is the pinned one, then cached."""
     try:
         data = cached.read_bytes() if cached.is_file() else b""
     except OSError as exc:
@@ -183,8 +181,6 @@ def resolve_pinned(
             "`eksinf charts lock` and review the diff of charts.lock.",
             exit_code=CONTRACT,
         )
-    if not store:
-        return data, origin
     try:
         write_file(cached, data)
     except OSError as exc:

@@ -91,10 +91,8 @@ def resolve(
     spec: ManifestSpec,
     mirror: Path | None,
     lock: dict[tuple[str, str], ManifestLock] | None = None,
-    at_hand: bool = False,
 ) -> ResolvedManifest:
-    """The manifest's text, verified against the lock. `at_hand`: only from the cache or the
-    mirror, and nothing written (what a forked helper may do, build/parallel.py)."""
+    """The manifest's text, verified against the lock."""
     lock = read_lock(stack) if lock is None else lock
     entry = lock.get((spec.url, spec.version))
     if entry is None:
@@ -109,20 +107,16 @@ def resolve(
         entry.sha256,
         entry.pinned_from,
         cache_dir().parent / "manifests" / f"{entry.sha256}.yaml",
-        lambda: fetch(spec, mirror, upstream=not at_hand),
-        store=not at_hand,
+        lambda: fetch(spec, mirror),
     )
     return ResolvedManifest(spec, data.decode("utf-8"), entry.sha256, origin)
 
 
-def fetch(spec: ManifestSpec, mirror: Path | None, upstream: bool = True) -> tuple[bytes, str]:
-    """The manifest without the lock: mirror directory first, then its URL (unless not
-    `upstream`)."""
+def fetch(spec: ManifestSpec, mirror: Path | None) -> tuple[bytes, str]:
+    """The manifest without the lock: mirror directory first, then its URL."""
     copy = mirror_copy(mirror, spec.mirror_file)
     if copy is not None:
         return copy, "mirror"
-    if not upstream:
-        raise EksinfError(f"manifest {spec.name} {spec.version}: not in the mirror {mirror}")
     import requests
 
     host = urlparse(spec.url).hostname or ""

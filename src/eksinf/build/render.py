@@ -30,9 +30,7 @@ from eksinf.errors import EksinfError
 from eksinf.model.stack import Component, Stack
 
 if TYPE_CHECKING:
-    from eksinf.build import parallel
     from eksinf.build.charts import LockEntry
-    from eksinf.build.manifests import ResolvedManifest
 
 # A render served from the cache (`_cached_result`) needs none of the chart, manifest or split
 # modules: they are imported where a render misses the cache, so a warm run never loads them.
@@ -61,31 +59,6 @@ def render_stack(
             for output in cached.outputs:
                 _report(output, progress)
             return cached
-    from eksinf.build import parallel  # the miss path only (see the imports)
-
-    # the manifests' helper is forked before anything loads the engine (values do: helm.py)
-    helper = parallel.start(stack, [c for c in chosen if c.render == "manifest"], mirror)
-    try:
-        outputs = _render_fresh(stack, chosen, mirror, engine, progress, helper)
-    finally:
-        if helper is not None:
-            helper.close()
-    provenance = _provenance(stack, engine, inputs, outputs)
-    result = RenderResult(stack, tuple(outputs), provenance, partial=bool(components))
-    if whole is not None and _store_result(whole, result):
-        result = dataclasses.replace(result, key=whole)
-    return result
-
-
-def _render_fresh(
-    stack: Stack,
-    chosen: list[Component],
-    mirror: Path | None,
-    engine: HelmEngine | None,
-    progress: Callable[[str], None],
-    helper: parallel.Helper | None,
-) -> list[ComponentOutput]:
-    """Every chosen component rendered, in order, each reported as it is done."""
     from eksinf.build.charts import read_lock  # the miss path only (see the imports)
     from eksinf.build.chartsplit import chart_values
 
@@ -99,13 +72,16 @@ def _render_fresh(
     lock = read_lock(stack)
     outputs = []
     for comp in chosen:
-        done = helper.work(comp) if helper is not None and comp.render == "manifest" else None
         output = _render_component(
-            stack, comp, handwritten[comp.name], values[comp.name], mirror, engine, lock, done
+            stack, comp, handwritten[comp.name], values[comp.name], mirror, engine, lock
         )
         outputs.append(output)
         _report(output, progress)
-    return outputs
+    provenance = _provenance(stack, engine, inputs, outputs)
+    result = RenderResult(stack, tuple(outputs), provenance, partial=bool(components))
+    if whole is not None and _store_result(whole, result):
+        result = dataclasses.replace(result, key=whole)
+    return result
 
 
 def _render_component(
@@ -116,14 +92,13 @@ def _render_component(
     mirror: Path | None,
     engine: HelmEngine | None,
     lock: dict[tuple[str, str, str], LockEntry],
-    done: parallel.ManifestWork | None = None,
 ) -> ComponentOutput:
-    """One component's units: copied, split from pinned manifests (`done`: as the helper split
-    them, taken when from the same bytes), or split from its charts (`values`: each chart's,
-    read once before any chart is fetched)."""
+    """One component's units: copied, split from pinned manifests, or split from its charts
+    (`values`: each chart's, read once before any chart is fetched)."""
     from eksinf.build import manifests  # the miss path only (see the imports)
     from eksinf.build.charts import resolve
     from eksinf.build.chartsplit import helm_units
+    from eksinf.build.manifestsplit import manifest_units
 
     if comp.render == "copy":
         return ComponentOutput(comp, tuple(handwritten))
@@ -133,7 +108,7 @@ def _render_component(
         fetched = {
             s.name: manifests.resolve(stack, s, manifest_mirror, pinned) for s in comp.manifests
         }
-        units, made = _manifest_units(stack, comp, fetched, done)
+        units, made = manifest_units(stack, comp, fetched)
         units = with_handwritten(comp, units, handwritten, "manifest")
         return ComponentOutput(comp, tuple(units), manifests=tuple(made))
     resolved = {spec.name: resolve(stack, spec, mirror, lock) for spec in comp.charts}
@@ -141,29 +116,6 @@ def _render_component(
     units, renders = helm_units(stack, comp, resolved, values, engine)
     units = with_handwritten(comp, units, handwritten, "chart")
     return ComponentOutput(comp, tuple(units), tuple(renders))
-
-
-def _manifest_units(
-    stack: Stack,
-    comp: Component,
-    fetched: dict[str, ResolvedManifest],
-    done: parallel.ManifestWork | None,
-) -> tuple[list[Unit], list[ManifestRender]]:
-    """`manifest_units`, or what the helper made of the same bytes, its cache writes made here
-    as the split would have made them (the parent is the one writer)."""
-    from eksinf.build.manifestsplit import manifest_units
-
-    if done is None or {n: m[0] for n, m in done.manifests.items()} != {
-        n: r.sha256 for n, r in fetched.items()
-    }:
-        return manifest_units(stack, comp, fetched)
-    for space, key, data in done.held:
-        cache.put(space, key, data)
-    made = [
-        ManifestRender(s.spec, s.sha256, s.origin, *done.manifests[n][1:])
-        for n, s in fetched.items()
-    ]
-    return list(done.units), made
 
 
 def _provenance(

@@ -258,9 +258,6 @@ def put_many(space: str, entries: dict[str, bytes]) -> None:
     """`put` of several entries, the space pruned once after them all."""
     if not enabled() or not entries:
         return
-    if _held is not None:
-        _held.extend((space, k, v) for k, v in entries.items())
-        return
     trust = _trusted()
     if trust is None or trust.secret is None:
         return
@@ -314,9 +311,6 @@ def _read_many(space: str, entry_keys: list[str]) -> dict[str, bytes]:
 
 
 def write_record(space: str, entry_key: str, data: bytes) -> None:
-    if _held is not None:
-        _held.append((space, entry_key, data))
-        return
     trust = _trusted()
     if trust is None or trust.secret is None or len(data) > MAX_ENTRY_BYTES:
         return
@@ -327,18 +321,6 @@ def write_record(space: str, entry_key: str, data: bytes) -> None:
     with contextlib.suppress(OSError):
         write_private(folder / entry_key, mac + data)
         _prune(folder, SPACE_ENTRIES.get(space, MAX_ENTRIES))
-
-
-# A forked helper's writes (build/parallel.py), held for its parent, the one writer, to make
-_held: list[tuple[str, str, bytes]] | None = None
-
-
-def hold_writes() -> list[tuple[str, str, bytes]]:
-    """From now on this process writes no entry: each write, (space, key, bytes), is appended
-    to the list returned instead (a forked helper hands them to its parent to `put`)."""
-    global _held
-    _held = []
-    return _held
 
 
 def write_private(path: Path, data: bytes) -> None:
