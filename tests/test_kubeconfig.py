@@ -14,6 +14,7 @@ import socket
 import socketserver
 import sys
 import threading
+import warnings
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -22,7 +23,7 @@ import pytest
 import yaml
 
 from eksinf.errors import ENVIRONMENT, USAGE, EksinfError
-from eksinf.kube import kubeconfig
+from eksinf.kube import client, kubeconfig
 from eksinf.kube.client import KubeAccessError, KubeClient, resource_path
 from eksinf.model.names import kubeconfig_path
 
@@ -148,7 +149,7 @@ def test_ca_and_client_certificate_as_files_and_as_data(kube_plane, tmp_path):
 
 
 def test_the_kubeconfig_ca_is_checked_and_insecure_skip_tls_verify_skips_it(
-    kube_plane, tmp_path, monkeypatch
+    kube_plane, tmp_path, monkeypatch, capfd
 ):
     # a CA bundle in the environment never replaces the kubeconfig's (requests would let it)
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(tmp_path / "no-such-bundle.pem"))
@@ -161,7 +162,15 @@ def test_the_kubeconfig_ca_is_checked_and_insecure_skip_tls_verify_skips_it(
     assert caught.value.exit_code == ENVIRONMENT and "unreachable" in caught.value.message
     insecure = config(kube_plane.server, {"insecure-skip-tls-verify": True},
                       {"token": kube_plane.admin_token})  # fmt: skip
-    assert_admin(KubeClient.from_kubeconfig(write(tmp_path / "insecure", insecure)))
+    monkeypatch.setattr(client, "_UNVERIFIED", set())  # as in a new process
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # urllib3's per-request warning would fail the test
+        assert_admin(KubeClient.from_kubeconfig(write(tmp_path / "insecure", insecure)))
+        assert_admin(KubeClient.from_kubeconfig(write(tmp_path / "insecure", insecure)))
+    said = capfd.readouterr().err
+    # said once, in eksinf's words, however many requests and clients
+    assert said.count("certificate is not verified") == 1, said
+    assert f"{kube_plane.server}: the server's certificate is not verified" in said
 
 
 def test_token_file_and_relative_paths_resolve_against_the_kubeconfig_folder(

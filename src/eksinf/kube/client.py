@@ -8,14 +8,18 @@ calls act as the same identity as the AWS calls (DESIGN §1 principle 6).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlparse
 
 import requests
+import urllib3
 import yaml
 
 from eksinf.core.atomic import write_file
@@ -158,6 +162,19 @@ def access_error(
     )
 
 
+_UNVERIFIED: set[str] = set()  # the servers this process has said it does not verify
+
+
+def _say_unverified(server: str) -> None:
+    if server not in _UNVERIFIED:
+        _UNVERIFIED.add(server)
+        print(
+            f"eksinf: warning: {server}: the server's certificate is not verified "
+            "(insecure-skip-tls-verify in the kubeconfig)",
+            file=sys.stderr,
+        )
+
+
 class KubeClient:
     """REST calls to one cluster. Paths come from discovery; TLS settings from the kubeconfig.
 
@@ -218,7 +235,8 @@ class KubeClient:
         headers = dict(kwargs.pop("headers", None) or {})
         if bearer:
             headers["Authorization"] = f"Bearer {bearer}"
-        return self._http.request(
+        request = functools.partial(
+            self._http.request,
             method,
             url,
             timeout=self._timeout,
@@ -228,6 +246,14 @@ class KubeClient:
             headers=headers,
             **kwargs,
         )
+        if self._verify is not False:
+            return request()
+        # insecure-skip-tls-verify: said once per cluster in eksinf's words (_say_unverified),
+        # not as urllib3's warning on every request
+        _say_unverified(self.server)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", urllib3.exceptions.InsecureRequestWarning)
+            return request()
 
     def _call(self, method: str, path: str, **kwargs: Any) -> requests.Response:
         url = f"{self.server}{path}"
