@@ -51,8 +51,9 @@ def _root(
         None,
         STACK_OPTION,
         metavar="<dir>",
-        help="Stack directory (holds components.yaml). Default: the current directory when it "
-        "holds one, else the stack shipped inside eksinf (docs/plugin.md).",
+        help="Stack directory (holds components.yaml). Default: the nearest folder holding "
+        "one, from the current directory up to the top of its git checkout; else the stack "
+        "shipped inside eksinf (docs/plugin.md).",
     ),
 ) -> None:
     ctx.obj = State(stack_dir=stack)

@@ -14,12 +14,21 @@ COMPONENTS_SCHEMA = Path(__file__).parents[1] / "schemas" / "components.schema.j
 
 
 def find_stack_root(start: Path | None) -> Path:
-    """The stack a run reads: `start` (--stack) when given; else the working folder when it holds
-    a stack; else the user's copy of the stack shipped inside eksinf (model.shipped)."""
-    root = (start or Path.cwd()).resolve()
-    if (root / "components.yaml").is_file():
-        return root
-    if start is None:
+    """The stack a run reads: `start` (--stack) when given; else the nearest folder holding
+    components.yaml from the working folder up (as git finds its repository: a command run in
+    a stack's render/ or configs/ acts on that stack, never on another), not past the top of
+    a git checkout; else the user's copy of the stack shipped inside eksinf (model.shipped)."""
+    if start is not None:
+        root = start.resolve()
+        if (root / "components.yaml").is_file():
+            return root
+    else:
+        root = Path.cwd().resolve()
+        for folder in (root, *root.parents):  # bounded: a path has finitely many parents
+            if (folder / "components.yaml").is_file():
+                return folder
+            if (folder / ".git").exists():
+                break  # a checkout's top: a stack above it is not this checkout's
         found = shipped.shipped_root()
         if found is not None:
             return found
