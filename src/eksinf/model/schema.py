@@ -90,8 +90,8 @@ class SchemaError:
 
 
 def _order(error: SchemaError) -> tuple[tuple[tuple[int, Any], ...], str]:
-    """Errors in document order of their place (list indices as numbers), then by message: the
-    first one reported is the same on every run."""
+    """Errors by place (keys as text, list indices as numbers, so [2] comes before [10]), then
+    by message: the first one reported is the same on every run."""
     place = tuple((0, p) if type(p) is int else (1, str(p)) for p in error.path)
     return place, error.message
 
