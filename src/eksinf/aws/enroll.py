@@ -30,7 +30,8 @@ from ..kube.client import (
 )
 from ..kube.kubeconfig import load as load_kubeconfig
 from ..kube.kubeconfig import one_context
-from ..model.names import apps_space, kubeconfig_path, schema_validator
+from ..model.names import apps_space, kubeconfig_path
+from ..model.schema import Schema
 from .scope import StackScope
 from .session import AwsSession
 from .status import describe_cluster
@@ -73,14 +74,10 @@ def repo_creds_secret(
 
 
 def check_application(doc: dict[str, Any]) -> None:
-    errors = sorted(
-        schema_validator(application_schema()).iter_errors(doc),
-        key=lambda e: list(map(str, e.absolute_path)),
-    )
-    if errors:
-        where = ".".join(map(str, errors[0].absolute_path)) or "(top level)"
+    first = Schema(application_schema(), "argocd-application.schema.json").first_error(doc)
+    if first:
         raise EksinfError(
-            f"Application {doc.get('metadata', {}).get('name')}: {where}: {errors[0].message}",
+            f"Application {doc.get('metadata', {}).get('name')}: {first.dotted}: {first.message}",
             exit_code=CONTRACT,
         )
 

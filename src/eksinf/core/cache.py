@@ -356,8 +356,8 @@ def _written_at(path: Path) -> float:
 
 
 def passed(check: str, *inputs: bytes) -> bool:
-    """Whether `check` passed before on exactly these inputs (a pure check: schema validation of
-    a text, say), so a run can skip it and the library it needs."""
+    """Whether `check` passed before on exactly these inputs (a pure check: that units parsed,
+    say), so a run can skip it and the library it needs."""
     return get("checks", key(check.encode(), *inputs)) is not None
 
 

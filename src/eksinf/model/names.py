@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..errors import USAGE, EksinfError
 
@@ -113,11 +111,6 @@ def cub_cluster_kubeconfig(cluster: str) -> Path:
 # ---- the character rules of names that reach AWS or Kubernetes ---------------------------------
 
 
-# Part of the key of a recorded schema pass (cache.passed): a pass recorded under laxer rules
-# must not skip these.
-RULES_VERSION = b"name rules 2: ASCII, whole string"
-
-
 @dataclass(frozen=True)
 class NameRule:
     """A name rule matched against the whole string, in ASCII. A rule written `^...$` and
@@ -147,24 +140,3 @@ def schema_pattern(pattern: str) -> re.Pattern[str]:
     if pattern.endswith("$") and not pattern.endswith("\\$"):
         pattern = pattern[:-1] + r"\Z"
     return re.compile(pattern, re.ASCII)
-
-
-def _ascii_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
-    import jsonschema
-
-    if not validator.is_type(instance, "string"):
-        return
-    if not instance.isascii() or not schema_pattern(pattern).search(instance):
-        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
-
-
-def schema_validator(schema: dict[str, Any]) -> Any:
-    """A JSON Schema (2020-12) validator whose `pattern` keyword follows NameRule: ASCII only,
-    and `$` is the end of the string. eksinf's own schemas (components.yaml, the profile, Argo
-    CD Applications) hold names that become AWS and Kubernetes names."""
-    import jsonschema
-
-    strict = jsonschema.validators.extend(
-        jsonschema.Draft202012Validator, {"pattern": _ascii_pattern}
-    )
-    return strict(schema)

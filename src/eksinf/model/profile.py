@@ -15,18 +15,15 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from eksinf.core import cache as derived
 from eksinf.core.types import Doc
 from eksinf.core.yamlio import load_mapping_docs
 from eksinf.errors import CONTRACT, EksinfError
-from eksinf.model.names import DISCOVERY_KEY, RULES_VERSION, name_rule, schema_validator
+from eksinf.model.names import DISCOVERY_KEY, name_rule
 from eksinf.model.quantity import whole_gib
+from eksinf.model.schema import Schema
 from eksinf.model.stack import Stack
-
-if TYPE_CHECKING:
-    import jsonschema
 
 API_VERSION = "eks-inference.eksinf.dev/v1"
 KIND = "PlatformProfile"
@@ -108,15 +105,9 @@ def default_path(stack: Stack) -> Path:
 
 
 @cache
-def _schema_text() -> str:
-    return resources.files("eksinf").joinpath("schemas/profile.schema.json").read_text()
-
-
-def _field(error: jsonschema.ValidationError) -> str:
-    out = ""
-    for part in error.absolute_path:
-        out += f".{part}" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
+def _schema() -> Schema:
+    text = resources.files("eksinf").joinpath("schemas/profile.schema.json").read_text()
+    return Schema(json.loads(text), "profile.schema.json")
 
 
 def _fail(label: str, field: str, why: str, hint: str) -> EksinfError:
@@ -124,27 +115,15 @@ def _fail(label: str, field: str, why: str, hint: str) -> EksinfError:
 
 
 def _check_shape(label: str, doc: Doc) -> None:
-    """The JSON Schema, on the first problem. A pass is recorded for the exact document (its
-    repr names types and key order), so a later run skips jsonschema and its import."""
-    schema = _schema_text().encode()
-    shown = repr(doc).encode()
-    if derived.passed("profile.schema", RULES_VERSION, schema, shown):
-        return
-    # ~45 ms to import jsonschema: only when this document was not checked before
-
-    errors = sorted(
-        schema_validator(json.loads(schema)).iter_errors(doc),
-        key=lambda e: (list(map(str, e.absolute_path)), e.message),
-    )
-    if errors:
-        first = errors[0]
+    """The JSON Schema, on the first problem."""
+    first = _schema().first_error(doc)
+    if first:
         raise _fail(
             label,
-            _field(first),
+            first.dotted,
             first.message,
             "See docs/address-plan.md for the profile fields and their format.",
         )
-    derived.record_pass("profile.schema", RULES_VERSION, schema, shown)
 
 
 def check_profile(doc: Any, label: str) -> Profile:
