@@ -129,7 +129,7 @@ def test_a_broken_stack_is_reported_by_the_app(stack_dir: Path) -> None:
         ["components", "--hub", "local"],
         ["components", "--json=1"],
         ["--stack"],
-        ["render"],
+        ["guard"],
         ["version", "-h"],
     ],
 )

@@ -1,8 +1,8 @@
 """The command line: parse, call one stage, format. No logic of its own lives here.
 
 This package's import is kept light on purpose: `main` answers `--help` from the recorded help
-pages (help.py), and `version` and `components` in their plain forms (quick.py), before the
-argument layer (app.py: typer and a command module) is imported at all.
+pages (help.py), and `version`, `components`, `render` and `verify` in their plain forms
+(quick.py), before the argument layer (app.py: typer and a command module) is imported at all.
 """
 
 from __future__ import annotations
@@ -27,14 +27,13 @@ def main() -> None:
     from .help import recorded_page
 
     # A shell asking for completions (the script `eksinf completion SHELL` prints) is answered
-    # by the argument layer, never by a recorded help page.
-    page = None
+    # by the argument layer whatever the command line, never by a recorded help page or quick.py.
     if "_EKSINF_COMPLETE" in os.environ:
         from .completion import enable
 
         enable()
-    else:
-        page = recorded_page(sys.argv[1:])
+        sys.exit(run())
+    page = recorded_page(sys.argv[1:])
     if page is not None:
         sys.stdout.write(page)
         sys.exit(0)

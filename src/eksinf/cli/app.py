@@ -10,11 +10,10 @@ from typing import Any
 
 import typer
 
-from ..errors import USAGE, EksinfError, write_failure
-from ..flows.runlock import release_locks
-from . import common, original
+from ..errors import USAGE
+from . import original
 from .argv import STACK_OPTION, global_options_anywhere
-from .common import State, progress
+from .runstate import State, aborted, failed, run_command
 
 SETTINGS: dict[str, Any] = {
     "name": "eksinf",
@@ -105,28 +104,6 @@ def app_for(args: list[str]) -> typer.Typer:
     return narrow
 
 
-def _report(exc: EksinfError) -> int:
-    progress(f"eksinf: {exc.message}")
-    if exc.hint:
-        progress(f"  hint: {exc.hint}")
-    return common.failed(exc.message, exc.hint, exc.exit_code, exc.details)
-
-
-def refused_write(exc: OSError) -> int:
-    """What the file system refused where no stage named it: one line naming the path, exit 4;
-    anything else is raised on."""
-    refused = write_failure(exc, exc.filename or "a file", verb="use")
-    if refused is None:
-        raise exc
-    return _report(refused)
-
-
-def interrupted() -> int:
-    """A run stopped by Ctrl-C."""
-    progress("eksinf: interrupted")
-    return common.failed("interrupted", "", 130)
-
-
 def run(argv: list[str] | None = None) -> int:
     """Run one command and return its exit code (tests call this in-process).
 
@@ -134,7 +111,12 @@ def run(argv: list[str] | None = None) -> int:
     command's own, or `{"error", "hint", "exit"}` when it failed before printing one.
     """
     args = global_options_anywhere(list(sys.argv[1:] if argv is None else argv))
-    common.start_run(json_mode="--json" in args)
+    return run_command("--json" in args, functools.partial(_parse_and_call, args))
+
+
+def _parse_and_call(args: list[str]) -> int:
+    """The command `args` name, parsed and called; the argument layer's own outcomes (a usage
+    error, an abort, an exit) as exit codes, every other failure raised to run_command."""
     try:
         command = typer.main.get_command(app_for(args))
         code = command.main(
@@ -149,19 +131,8 @@ def run(argv: list[str] | None = None) -> int:
         fmt = getattr(exc, "format_message", None)
         message = fmt() if fmt is not None else str(exc)
         code = getattr(exc, "exit_code", USAGE)
-        return common.failed(message, "See `eksinf COMMAND --help`.", code)
+        return failed(message, "See `eksinf COMMAND --help`.", code)
     except typer.Abort:
-        progress("eksinf: aborted")
-        return common.failed("aborted", "", 1)
+        return aborted()
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except EksinfError as exc:
-        return _report(exc)
-    # What the file system refuses where no stage named it (a read-only stack, a full disk, a
-    # folder this user may not read or write): one line naming the path, exit 4, no traceback.
-    except OSError as exc:
-        return refused_write(exc)
-    except KeyboardInterrupt:
-        return interrupted()
-    finally:
-        release_locks()

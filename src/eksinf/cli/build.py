@@ -2,28 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import typer
 
 from eksinf.flows.about import version_info
-from eksinf.flows.build import (
-    RenderResult,
-    chart_lock,
-    claim,
-    commit_of,
-    disable_cache,
-    drift,
-    duplicate_ids,
-    guard,
-    lock_pins,
-    mirror_dir,
-    render_stack,
-    write_configs,
-)
+from eksinf.flows.build import chart_lock, guard, lock_pins
 
-from ..errors import CONTRACT, FAILURE, EksinfError
 from ..model.stack import PLANES
 from .common import (
     JSON_OPTION,
@@ -31,12 +16,12 @@ from .common import (
     emit_json,
     one_of,
     print_table,
-    progress,
     stack_context,
     state,
 )
 from .listing import component_rows, keep, sources_key
 from .quick import components_table, version_line
+from .rendering import DIFF_LINES, guard_failure, render, render_of, report_guard, verify
 
 charts_app = typer.Typer(
     help="Pin and inspect the Helm charts the stack renders.", no_args_is_help=True
@@ -88,52 +73,6 @@ COMPONENT_OPTION = typer.Option(
 )
 
 
-def _render(
-    ctx: typer.Context,
-    mirror: Path | None,
-    quiet: bool = False,
-    components: list[str] | None = None,
-) -> RenderResult:
-    stack = stack_context(ctx).stack
-    return render_stack(
-        stack,
-        mirror_dir(mirror, stack.root),
-        progress=(lambda _m: None) if quiet else progress,
-        components=components or None,
-    )
-
-
-def _report_guard(report: guard.GuardReport, *, quiet_allowed: bool = False) -> None:
-    for f in report.findings:
-        where = (
-            f"{f.component}: {f.resource}"
-            if f.file == f.resource
-            else (f"{f.component}/{f.file}: {f.resource}")
-        )
-        if f.allowed:
-            if not quiet_allowed:
-                progress(f"allowed: {f.hazard} {where} (render/{f.component}/HAZARDS.allow)")
-            continue
-        detail = f" [{f.detail}]" if f.detail else ""
-        progress(f"HAZARD {f.hazard}: {where}{detail}")
-        progress(f"  {f.explanation}")
-        progress(f"  fix: {f.fix}")
-    for a in report.unused_allows:
-        progress(
-            f"warning: render/{a.component}/HAZARDS.allow: entry {a.hazard} {a.resource} matches nothing"
-        )
-
-
-def _guard_failure(report: guard.GuardReport) -> EksinfError:
-    names = sorted({f.component for f in report.blocking})
-    return EksinfError(
-        f"flattening guard: {len(report.blocking)} unhandled hazard(s) in {', '.join(names)}",
-        hint="Fix each one, or allow it in render/<component>/HAZARDS.allow with "
-        "`hazard`, `resource` and a `reason` (see docs/flattening.md).",
-        exit_code=CONTRACT,
-    )
-
-
 def render_cmd(
     ctx: typer.Context,
     mirror: Path = MIRROR_OPTION,
@@ -153,45 +92,7 @@ def render_cmd(
     controllers and stamped with sync waves (-20 / -10). The guard runs before anything is
     written: on a hazard, configs/ is left exactly as it was.
     """
-    started = time.perf_counter()
-    stack = stack_context(ctx).stack
-    if out is None or out.resolve() == stack.configs_dir:
-        stack.refuse_writes("render", "configs/ and aws-objects.lock")
-    claim(out or stack.configs_dir, stack.root, allow_configs=True)  # refuse before any work
-    result = _render(ctx, mirror, quiet=json_out)
-    report = guard.check(result)
-    _report_guard(report)
-    if not report.ok and not skip_guard:
-        raise _guard_failure(report)
-    target = write_configs(result, out)
-    units = sum(len(o.units) for o in result.outputs)
-    if json_out:
-        emit_json(
-            {
-                "written": str(target),
-                "units": sorted(p for p in result.files() if p != "provenance.json"),
-                "provenance": result.provenance,
-                # document conservation per chart: emitted = written + shared (written once)
-                "charts": [
-                    {
-                        "component": o.component.name,
-                        "chart": r.spec.name,
-                        "resources": r.resources,
-                        "crds": r.crds,
-                        "sharedCrds": r.shared_crds,
-                    }
-                    for o in result.outputs
-                    for r in o.charts
-                ],
-                "sourceCommit": commit_of(result.stack.root),
-                "hazards": [f.as_dict() for f in report.findings],
-            }
-        )
-        return
-    progress(
-        f"rendered {units} units from {len(result.outputs)} components into {target} "
-        f"in {time.perf_counter() - started:.2f}s"
-    )
+    render(lambda: stack_context(ctx).stack, mirror, out, skip_guard, json_out)
 
 
 def guard_cmd(
@@ -205,7 +106,7 @@ def guard_cmd(
     Renders in memory (nothing is written) and reports each hazard with its component, file,
     resource and fix. Exit 3 when a hazard is not allowed in render/<component>/HAZARDS.allow.
     """
-    result = _render(ctx, mirror, quiet=True, components=component)
+    result = render_of(stack_context(ctx).stack, mirror, quiet=True, components=component)
     report = guard.check(result)
     if json_out:
         emit_json(
@@ -216,9 +117,9 @@ def guard_cmd(
             }
         )
     else:
-        _report_guard(report)
+        report_guard(report)
     if not report.ok:
-        raise _guard_failure(report)
+        raise guard_failure(report)
     if not json_out:
         typer.echo(f"guard: clean ({len(report.findings)} allowed finding(s))")
 
@@ -230,7 +131,7 @@ def verify_cmd(
         False,
         "--full",
         help="Render everything afresh (no derived-data cache) and print the whole diff, not "
-        "the first 60 lines.",
+        f"the first {DIFF_LINES} lines.",
     ),
     component: list[str] = COMPONENT_OPTION,
     json_out: bool = JSON_OPTION,
@@ -241,49 +142,7 @@ def verify_cmd(
 
     The guard runs too: an unhandled hazard fails verify (exit 3) even when configs/ is in sync.
     """
-    started = time.perf_counter()
-    if full:
-        disable_cache()
-    result = _render(ctx, mirror, quiet=True, components=component)
-    report = guard.check(result)
-    changes = drift(result)
-    dupes = duplicate_ids(result)
-    if json_out:
-        emit_json(
-            {
-                **changes.as_dict(),
-                "guard": {"ok": report.ok},
-                "duplicateIds": [d.message for d in dupes],
-            }
-        )
-    elif not changes.clean:
-        lines = changes.diff if full else changes.diff[:60]
-        typer.echo("".join(lines), nl=False)
-        if len(changes.diff) > len(lines):
-            typer.echo(f"... {len(changes.diff) - len(lines)} more diff lines (use --full)")
-    if not report.ok:
-        _report_guard(report, quiet_allowed=True)
-        raise _guard_failure(report)
-    if dupes:
-        for d in dupes:
-            progress(f"duplicate resource id: {d.message}")
-        raise EksinfError(
-            f"{len(dupes)} resource id(s) appear more than once in a plane: {dupes[0].message}",
-            hint="Each object must live in one unit: remove the copy, or rename one of them.",
-            exit_code=CONTRACT,
-        )
-    if not changes.clean:
-        raise EksinfError(
-            f"configs/ is out of sync with its sources: {len(changes.changed)} changed, "
-            f"{len(changes.added)} missing, {len(changes.removed)} stale",
-            hint="Run `eksinf render` and commit the result.",
-            exit_code=FAILURE,
-        )
-    if not json_out:
-        progress(
-            f"configs/ is in sync with its sources ({changes.checked} files, "
-            f"{time.perf_counter() - started:.2f}s)"
-        )
+    verify(lambda: stack_context(ctx).stack, mirror, full, component, json_out)
 
 
 @charts_app.command("lock")

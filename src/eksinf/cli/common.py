@@ -1,39 +1,22 @@
-"""Helpers every command module shares: the stack option, output to stdout/stderr, JSON."""
+"""Helpers every command module shares: the stack option, output to stdout/stderr, JSON (the
+parts without typer live in runstate.py and output.py)."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import typer
 
-from ..flows.context import AwsChoice, Output, StackContext, open_stack, reset_run
+from ..flows.context import AwsChoice, Output, StackContext
 from ..model.config import HUB_BACKENDS
-from ..model.stack import Stack
-from .output import json_text, progress, table_text
+from .output import progress, table_text
+from .runstate import State
+from .runstate import emit_json as emit_json  # the command modules print their report with it
 
 # stdout carries data; stderr carries progress, warnings and errors, as plain lines (no rich
 # console: its import costs more than a whole cached render).
-
-
-@dataclass
-class State:
-    stack_dir: str | None = None
-    context: StackContext | None = None  # built once per command (`context`)
-
-    def stack_root(self) -> Path | None:
-        """The stack folder when there is one (for commands that work without a stack), so
-        their --out can be checked against it."""
-        root = Path(self.stack_dir or ".")
-        return root if (root / "components.yaml").is_file() else None
-
-    def stack(self) -> Stack:
-        # its .eksinf/config.yaml settings (the mirror); one run per stack: the lock is held
-        # until the run ends
-        return open_stack(Path(self.stack_dir) if self.stack_dir else None, progress)
 
 
 def one_of(choices: Iterable[str]) -> str:
@@ -71,37 +54,6 @@ def _colour() -> bool:
     import os
 
     return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-
-
-@dataclass
-class _Run:
-    json_mode: bool = False
-    emitted: bool = False
-
-
-_run = _Run()
-
-
-def start_run(json_mode: bool, emitted: bool = False) -> None:
-    """A new run (`emitted`: its JSON report was printed already, by cli/quick.py)."""
-    global _run
-    _run = _Run(json_mode, emitted)
-    reset_run()  # a mirror, stack or hub named in an earlier in-process run does not carry over
-
-
-def emit_json(data: Any) -> None:
-    """Print the command's one JSON object on stdout (output.json_text)."""
-    text = json_text(data)
-    _run.emitted = True
-    typer.echo(text)
-
-
-def failed(message: str, hint: str, exit_code: int, details: dict[str, Any] | None = None) -> int:
-    """Under --json, a command that failed before printing its object prints the error as one
-    (with the error's details, when it has any, beside its message)."""
-    if _run.json_mode and not _run.emitted:
-        emit_json({**(details or {}), "error": message, "hint": hint, "exit": exit_code})
-    return exit_code
 
 
 def _use_mirror(value: Path | None) -> Path | None:

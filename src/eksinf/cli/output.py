@@ -1,5 +1,6 @@
-"""What commands print, as text: the one JSON report and aligned tables. No typer here: the
-light commands (quick.py) print these too, byte for byte as the argument layer does."""
+"""What commands print, as text: the one JSON report, aligned tables, stdout lines. No typer
+here (but for text it would rewrite): the light commands (quick.py) print these too, byte for
+byte as the argument layer does."""
 
 from __future__ import annotations
 
@@ -14,6 +15,26 @@ def progress(message: str) -> None:
     """One line on stderr: progress, a warning or an error."""
     sys.stderr.write(f"{message}\n")
     sys.stderr.flush()
+
+
+def as_click_writes(text: str) -> bool:
+    """Whether typer's echo (click's, which the argument layer prints with) would write `text`
+    unchanged: it strips ANSI escapes off a non-terminal and re-encodes a stream whose encoding
+    is not UTF-8 (none of which the commands print in practice)."""
+    encoding = (sys.stdout.encoding or "").lower().replace("-", "").replace("_", "")
+    return "\x1b" not in text and (text.isascii() or encoding == "utf8")
+
+
+def echo(text: str, nl: bool = True) -> None:
+    """`text` (and a newline) on stdout, the bytes typer's echo writes: written here when that
+    is `text` itself, so a command printing plain text imports no typer; else by typer."""
+    if not as_click_writes(text):
+        import typer
+
+        typer.echo(text, nl=nl)
+        return
+    sys.stdout.write(text + "\n" if nl else text)
+    sys.stdout.flush()
 
 
 def json_text(data: object) -> str:

@@ -1,12 +1,17 @@
-"""`eksinf version` and `eksinf components`, answered without the argument layer.
+"""`eksinf version`, `components`, `render` and `verify`, answered without the argument layer.
 
-Importing typer and a command module costs several times what these two commands do (read the
-version, list the stack). `answer` takes their plain forms (the root's --stack, --json,
---plane, wherever the app accepts them), does all the work, and prints only when all of it
-succeeded, exactly what the app prints. Any other form, a value it does not expect, an error or
-output it does not write the way click does is left to the app (None), which then answers it
-from the start: every command line gets the app's bytes and exit code
-(tests/test_quick_commands.py runs both ways).
+Importing typer and a command module costs several times what `version` and `components` do
+(read the version, list the stack), and over a third of a cached render. `answer` takes their
+plain forms (the root's --stack and --json wherever the app accepts them, and each command's
+options in OPTIONS) and gives the app's bytes and exit code (tests/test_quick_commands.py and
+tests/test_quick_render.py run both ways). Any other form, or a value it does not expect, is
+left to the app (None).
+
+`version` and `components` do all their work first and print only when all of it succeeded;
+an error, or output typer would not write as it stands, is left to the app, which answers from
+the start. `render` and `verify` print as they go and write configs/, so redoing them would
+repeat both: they call the functions the app's commands call (rendering.py) and end the run
+as the app does (runstate.py), the same lines for the same failure.
 """
 
 from __future__ import annotations
@@ -14,20 +19,34 @@ from __future__ import annotations
 import sys
 
 from .argv import STACK_OPTION, global_options_anywhere
-from .output import json_text, table_text
+from .output import as_click_writes, json_text, table_text
 
 # typing is not imported here (nor in argv.py and output.py): `version` would pay ~2 ms for it
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
     from typing import Any
 
 COMPONENT_COLUMNS = ("component", "plane", "order", "render", "charts", "description")
 
-# each command's options (the option -> whether it takes a value)
-OPTIONS: dict[str, dict[str, bool]] = {
-    "version": {"--json": False},
-    "components": {"--json": False, "--plane": True},
+FLAG, VALUE, VALUES = "flag", "value", "values"  # VALUES: a value, the option repeatable
+# each command's options taken here (the option -> what it takes); -c is --component's short
+# form, given apart from its value (`-c NAME`)
+OPTIONS: dict[str, dict[str, str]] = {
+    "version": {"--json": FLAG},
+    "components": {"--json": FLAG, "--plane": VALUE},
+    "render": {"--json": FLAG, "--chart-mirror": VALUE, "--out": VALUE, "--skip-guard": FLAG},
+    "verify": {
+        "--json": FLAG,
+        "--chart-mirror": VALUE,
+        "--full": FLAG,
+        "--component": VALUES,
+        "-c": VALUES,
+    },
 }
+LONG = {"-c": "--component"}
+WORKING = ("render", "verify")  # commands that print as they go (see the module docstring)
 
 
 def version_line(info: dict[str, str]) -> str:
@@ -54,29 +73,38 @@ class _ToTheApp(Exception):
     """What quick.py does not answer itself."""
 
 
-def _options(words: list[str], known: dict[str, bool]) -> dict[str, str] | None:
-    """The options `words` give (each at most once; a value never an option), or None when
-    they are anything else."""
-    found: dict[str, str] = {}
+def _options(words: list[str], known: dict[str, str]) -> dict[str, list[str]] | None:
+    """The options `words` give, by long name, each with its values (only a VALUES option
+    repeated; a value never empty nor an option), or None when they are anything else."""
+    found: dict[str, list[str]] = {}
     at = 0
     while at < len(words):
         name, eq, value = words[at].partition("=")
         takes = known.get(name)
-        if takes is None or name in found or (eq and not takes):
+        if takes is None or (eq and (takes == FLAG or not name.startswith("--"))):
+            return None  # the app's parser reads `-c=x` as the value "=x"
+        name = LONG.get(name, name)
+        if name in found and takes != VALUES:
             return None
-        if takes and not eq:
+        if takes != FLAG and not eq:
             if at + 1 >= len(words):
                 return None
             value, at = words[at + 1], at + 1
-        if takes and value.startswith("-"):
+        if takes != FLAG and (not value or value.startswith("-")):
             return None
-        found[name] = value
+        found.setdefault(name, []).extend([value] if takes != FLAG else [])
         at += 1
     return found
 
 
-def parse(argv: list[str]) -> tuple[str, str | None, dict[str, str]] | None:
-    """(command, --stack, its options) of a plain `version` or `components` command line."""
+def _value(options: dict[str, list[str]], name: str) -> str | None:
+    """A single-valued option's value (None: not given)."""
+    values = options.get(name)
+    return values[0] if values else None
+
+
+def parse(argv: list[str]) -> tuple[str, str | None, dict[str, list[str]]] | None:
+    """(command, --stack, its options) of a plain command line of a command in OPTIONS."""
     args = global_options_anywhere(argv)
     stack: str | None = None
     while args and args[0].partition("=")[0] == STACK_OPTION:
@@ -94,7 +122,7 @@ def parse(argv: list[str]) -> tuple[str, str | None, dict[str, str]] | None:
     return None if found is None else (args[0], stack, found)
 
 
-def _stdout_text(command: str, stack_dir: str | None, options: dict[str, str]) -> str | None:
+def _stdout_text(command: str, stack_dir: str | None, options: dict[str, list[str]]) -> str | None:
     """What the command prints on stdout (None: nothing)."""
     if command == "version":
         from ..flows.about import version_info
@@ -114,7 +142,7 @@ def _stdout_text(command: str, stack_dir: str | None, options: dict[str, str]) -
     root = find_stack_root(Path(stack_dir) if stack_dir else None)
     key = listing_key(root)
     kept = kept_listing(key) if key is not None else None
-    plane = options.get("--plane")
+    plane = _value(options, "--plane")
     if kept is None or (plane is not None and plane not in kept[0]):
         raise _ToTheApp
     try:
@@ -127,39 +155,109 @@ def _stdout_text(command: str, stack_dir: str | None, options: dict[str, str]) -
     return table_text(*components_table(rows))
 
 
-def _as_click_writes(text: str) -> bool:
-    """Whether click's echo would write `text` unchanged: it strips ANSI escapes off a
-    non-terminal and re-encodes a stream whose encoding is not UTF-8 (none of which the app's
-    commands print in practice)."""
-    encoding = (sys.stdout.encoding or "").lower().replace("-", "").replace("_", "")
-    return "\x1b" not in text and (text.isascii() or encoding == "utf8")
+def _path(options: dict[str, list[str]], name: str, file_okay: bool = True) -> Path | None:
+    """A path option's value as the app's parser gives it (typer's Path type): a path that
+    exists must be readable (and, unless `file_okay`, not a file); otherwise the app says so."""
+    value = _value(options, name)
+    if value is None:
+        return None
+    import os
+    import stat
+    from pathlib import Path
+
+    try:
+        mode = os.stat(value).st_mode
+    except OSError:
+        return Path(value)
+    if (not file_okay and stat.S_ISREG(mode)) or not os.access(value, os.R_OK):
+        raise _ToTheApp
+    return Path(value)
+
+
+def _as_typer_calls(command: Callable[[], None]) -> int:
+    """The exit code of `command` called as the argument layer calls a command (typer's main):
+    a Ctrl-C exits 130 and says nothing; end of input is an abort after an empty line; a
+    closed pipe exits 1."""
+    import errno
+
+    from .output import progress
+    from .runstate import aborted
+
+    try:
+        command()
+    except KeyboardInterrupt:
+        return 130
+    except EOFError:
+        progress("")
+        return aborted()
+    except OSError as exc:
+        if exc.errno != errno.EPIPE:
+            raise
+        return _closed_pipe()
+    return 0
+
+
+def _closed_pipe() -> int:
+    """A write to a closed pipe, as the argument layer ends it: exit 1, nothing said. typer
+    makes the streams' flush ignore the closed pipe; here stdout is pointed at the null device,
+    so the flush at exit writes what is left to nothing instead of failing (stderr's lines are
+    flushed as written, so it has nothing left)."""
+    import os
+
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 1
+
+
+def _work(command: str, stack_dir: str | None, options: dict[str, list[str]]) -> int | None:
+    """The exit code of a plain `render` or `verify` run (None: left to the app)."""
+    try:
+        mirror = _path(options, "--chart-mirror", file_okay=False)
+        out = _path(options, "--out")
+    except _ToTheApp:
+        return None
+    from ..flows.context import use_mirror
+    from .rendering import render, verify
+    from .runstate import State, run_command
+
+    json_out = "--json" in options
+
+    def call() -> None:
+        use_mirror(mirror)  # as parsing --chart-mirror does in the app
+        load = State(stack_dir).stack
+        if command == "render":
+            render(load, mirror, out, "--skip-guard" in options, json_out)
+        else:
+            verify(load, mirror, "--full" in options, options.get("--component"), json_out)
+
+    return run_command(json_out, lambda: _as_typer_calls(call))
 
 
 def answer(argv: list[str]) -> int | None:
-    """The exit code of a plain `version` or `components` run, after printing its output; None
-    (nothing printed) for the app to answer."""
+    """The exit code of a plain `version`, `components`, `render` or `verify` run, after
+    printing its output; None (nothing printed) for the app to answer."""
     parsed = parse(argv)
     if parsed is None:
         return None
+    if parsed[0] in WORKING:
+        return _work(*parsed)
     try:
         text = _stdout_text(*parsed)
     except KeyboardInterrupt:
-        from .app import interrupted  # as the app answers one
-        from .common import start_run
-
-        start_run("--json" in parsed[2])
-        return interrupted()
+        return 130  # as the app's command would end (_as_typer_calls)
     except Exception:  # the app reports it (or raises it) in its own words
         return None
     if text is not None:
-        if not _as_click_writes(text):
+        if not as_click_writes(text):
             return None
         try:
             sys.stdout.write(text + "\n")
             sys.stdout.flush()
         except OSError as exc:  # stdout refused (a full disk, a closed pipe): as the app says
-            from .app import refused_write
-            from .common import start_run
+            import errno
+
+            if exc.errno == errno.EPIPE:
+                return _closed_pipe()
+            from .runstate import refused_write, start_run
 
             # a JSON report counts as printed once it was tried, as emit_json counts it
             start_run("--json" in parsed[2], emitted="--json" in parsed[2])
