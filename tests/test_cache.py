@@ -206,3 +206,44 @@ def test_the_code_digest_follows_every_write_to_a_module(
     assert cache.package_digest(str(package)) == changed
     (package / "notes.txt").write_text("still not a module\n")
     assert cache.package_digest(str(package)) == changed
+
+
+def test_entries_written_behind_are_read_back_in_the_block_and_on_disk_after(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cache, "MAX_ENTRIES", 3)
+    keys = [cache.key(str(i).encode()) for i in range(6)]
+    with cache.written_behind():
+        for i, entry in enumerate(keys):
+            cache.put("yaml", entry, f"entry {i}".encode())
+        assert cache.get("yaml", keys[0]) == b"entry 0"  # written or not yet
+        with cache.written_behind():  # an inner block is part of the outer one
+            cache.write_record("render-references", "r", b"{}")
+    kept = _entries(cache_dir)
+    assert len(kept) == 3  # the space pruned to its bound once, at the end
+    for path in kept:  # each with its HMAC, as an entry written in line
+        assert cache.get("yaml", path.name) == b"entry %d" % keys.index(path.name)
+    assert cache.read_record("render-references", "r") == b"{}"
+    kept[0].write_bytes(kept[0].read_bytes()[:-1] + b"!")
+    assert cache.get("yaml", kept[0].name) is None  # tampered: refused
+
+
+def test_a_write_behind_fails_as_a_write_in_line(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unwritable entry costs time, never a failure; any other error is the block's."""
+
+    def unwritable(path: Path, data: bytes) -> None:
+        raise PermissionError(13, "no")
+
+    monkeypatch.setattr(cache, "write_private", unwritable)
+    with cache.written_behind():
+        cache.put("yaml", "a", b"x")
+    assert _entries(cache_dir) == []
+
+    def broken(path: Path, data: bytes) -> None:
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(cache, "write_private", broken)
+    with pytest.raises(ValueError, match="a bug"), cache.written_behind():
+        cache.put("yaml", "b", b"x")
