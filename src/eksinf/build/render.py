@@ -60,23 +60,6 @@ def render_stack(
             for output in cached.outputs:
                 _report(output, progress)
             return cached
-    # what this render puts in the cache is written meanwhile (see cache.written_behind)
-    with cache.written_behind():
-        result = _render_afresh(stack, chosen, inputs, mirror, engine, progress, components)
-        if whole is not None and _store_result(whole, result):
-            result = dataclasses.replace(result, key=whole)
-    return result
-
-
-def _render_afresh(
-    stack: Stack,
-    chosen: list[Component],
-    inputs: str,
-    mirror: Path | None,
-    engine: HelmEngine | None,
-    progress: Callable[[str], None],
-    components: list[str] | None,
-) -> RenderResult:
     from eksinf.build.charts import read_lock  # the miss path only (see the imports)
     from eksinf.build.chartsplit import chart_values
 
@@ -96,7 +79,10 @@ def _render_afresh(
         outputs.append(output)
         _report(output, progress)
     provenance = _provenance(stack, engine, inputs, outputs)
-    return RenderResult(stack, tuple(outputs), provenance, partial=bool(components))
+    result = RenderResult(stack, tuple(outputs), provenance, partial=bool(components))
+    if whole is not None and _store_result(whole, result):
+        result = dataclasses.replace(result, key=whole)
+    return result
 
 
 def _render_component(

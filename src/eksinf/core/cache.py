@@ -23,9 +23,7 @@ A root or key that fails these rules turns the store off for the run, with one w
 `EKSINF_NO_CACHE=1` turns the store off too, as `verify --full` does for its run, to check a
 fresh computation end to end. Writes are atomic and best-effort (an unwritable cache costs
 time, never a failure), and each space is bounded: past MAX_ENTRIES (or the space's own bound in
-SPACE_ENTRIES) the least recently written entries go. Inside `written_behind()` (a render that
-misses the cache) entries are written by a second thread while the run goes on, and are all on
-disk when the block ends.
+SPACE_ENTRIES) the least recently written entries go.
 """
 
 from __future__ import annotations
@@ -38,7 +36,6 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 CACHE_ENV = "EKSINF_CACHE_DIR"
@@ -267,12 +264,6 @@ def put_many(space: str, entries: dict[str, bytes]) -> None:
     folder = _space(trust, space, create=True)
     if folder is None:
         return
-    behind = _behind
-    if behind is not None:
-        for entry_key, data in entries.items():
-            if len(data) <= MAX_ENTRY_BYTES:
-                behind.add(trust.secret, folder, space, entry_key, data)
-        return
     with contextlib.suppress(OSError):
         for entry_key, data in entries.items():
             if len(data) <= MAX_ENTRY_BYTES:
@@ -300,13 +291,7 @@ def _read_many(space: str, entry_keys: list[str]) -> dict[str, bytes]:
     if folder is None:
         return {}
     found = {}
-    behind = _behind
     for entry_key in entry_keys:
-        if behind is not None:  # put in this run and maybe not on disk yet
-            held = behind.pending.get((folder, entry_key))
-            if held is not None:
-                found[entry_key] = held
-                continue
         try:
             raw = _read_private(folder / entry_key)
         except OSError:
@@ -329,12 +314,8 @@ def write_record(space: str, entry_key: str, data: bytes) -> None:
     trust = _trusted()
     if trust is None or trust.secret is None or len(data) > MAX_ENTRY_BYTES:
         return
-    behind = _behind
-    folder = behind.space(trust, space) if behind is not None else _space(trust, space, True)
+    folder = _space(trust, space, create=True)
     if folder is None:
-        return
-    if behind is not None:
-        behind.add(trust.secret, folder, space, entry_key, data)
         return
     mac = _mac(trust.secret, space, entry_key, data)
     with contextlib.suppress(OSError):
@@ -354,86 +335,6 @@ def write_private(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-class _Behind:
-    """The entries of one `written_behind()` block: a queue one thread writes from, what is
-    queued or being written (so a read in the block finds it), each space's folder checked once,
-    and the first error that was not an unwritable cache's (raised when the block ends)."""
-
-    def __init__(self) -> None:
-        import queue  # only a render that misses the cache writes behind
-        import threading
-
-        self.jobs: queue.SimpleQueue[tuple[bytes, Path, str, str, bytes] | None]
-        self.jobs = queue.SimpleQueue()
-        self.pending: dict[tuple[Path, str], bytes] = {}
-        self.folders: dict[tuple[Path, str], Path | None] = {}
-        self.written: set[tuple[Path, str]] = set()  # (folder, space) to prune at the end
-        self.thread = threading.Thread(target=self._write, name="eksinf-cache", daemon=True)
-        self.error: BaseException | None = None
-
-    def space(self, trust: _Trust, space: str) -> Path | None:
-        at = (trust.folder, space)
-        if at not in self.folders:  # the block's own writes are all that change it meanwhile
-            self.folders[at] = _space(trust, space, create=True)
-        return self.folders[at]
-
-    def add(self, secret: bytes, folder: Path, space: str, entry_key: str, data: bytes) -> None:
-        if not self.written:  # the block's first entry
-            self.thread.start()
-        self.pending[(folder, entry_key)] = data
-        self.written.add((folder, space))
-        self.jobs.put((secret, folder, space, entry_key, data))
-
-    def _write(self) -> None:
-        while (job := self.jobs.get()) is not None:
-            secret, folder, space, entry_key, data = job
-            try:
-                write_private(folder / entry_key, _mac(secret, space, entry_key, data) + data)
-            except OSError:
-                pass  # an unwritable cache costs time, never a failure
-            except BaseException as exc:  # raised in the block's thread when it ends
-                self.error = self.error or exc
-            # only once it is on disk; a later put of the key (the same bytes: a key names its
-            # inputs) stays pending until its own write
-            if self.pending.get((folder, entry_key)) is data:
-                del self.pending[(folder, entry_key)]
-
-    def finish(self) -> None:
-        if self.written:  # the thread was started
-            self.jobs.put(None)
-            self.thread.join()
-        with contextlib.suppress(OSError):
-            for folder, space in sorted(self.written):
-                _prune(folder, SPACE_ENTRIES.get(space, MAX_ENTRIES))
-        if self.error is not None:
-            raise self.error
-
-
-_behind: _Behind | None = None
-
-
-@contextlib.contextmanager
-def written_behind() -> Iterator[None]:
-    """Entries written in the block (`put`, `put_many`, `write_record`) go to a second thread,
-    which computes their HMAC and writes them, atomically as ever, while this one goes on: a
-    cold render's ~70 entries (~6 MB) cost ~30 ms written in line, and the file system calls,
-    the HMAC of a large entry and the engine's render all run without the GIL. A read in the
-    block finds an entry it put, written or not; every entry is on disk, and each space written
-    pruned once, when the block ends. Nothing about an entry changes, only when it is written:
-    a run killed meanwhile loses entries it would have written (recomputed next time), never
-    leaves a partial one. Blocks do not nest: an inner block is part of the outer one."""
-    global _behind
-    if _behind is not None:
-        yield
-        return
-    behind = _behind = _Behind()
-    try:
-        yield
-    finally:
-        _behind = None
-        behind.finish()
 
 
 def _prune(folder: Path, bound: int) -> None:
