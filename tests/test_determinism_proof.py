@@ -60,6 +60,8 @@ def test_a_chart_of_pure_functions_is_proven():
         ("{{ printf $format 1 }}", "printf of a computed format"),
         ('{{ printf "%p" .Values }}', "printf of %p (an address)"),
         ("{{ frobnicate 1 }}", "calls frobnicate, not a known function"),
+        ("{{ .Chart | toString }}", "takes .Chart whole"),
+        ("{{ $.Chart.Maintainers }}", "takes .Chart.Maintainers whole"),
         ("{{ `}}` }} {{ uuidv4 }}", "calls uuidv4 (random)"),
         ('{{ "unclosed }}', "an action the scan cannot read"),
         ("{{ .Values.x ", "an action the scan cannot read"),

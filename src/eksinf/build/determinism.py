@@ -14,8 +14,9 @@ function of its arguments (PURE). Anything else leaves it unproven, and the seco
 - a function known to vary (VARYING: time, randomness, key generation with random salt or IV,
   the unsorted `keys` and `values` of a map, the cluster and the network);
 - `tpl`, which evaluates text that is not in the chart's templates (usually a chart value);
-- `include` of a computed template name, and `printf` of a computed format or of `%p` (an
-  address);
+- `include` of a computed template name, `printf` of a computed format or of `%p` (an
+  address), and Helm's chart objects taken whole (`.Chart`, `.Subcharts`: printed, they show
+  addresses);
 - a function not in either table, text the scan cannot tokenise, or templates past the bound.
 
 RULES names this rule set: it is part of every verdict, and of the key of a whole render kept in
@@ -99,6 +100,10 @@ _KEYWORDS = frozenset((
     "nil", "true", "false",
 ))  # fmt: skip
 _NAMED = frozenset({"template", "block", "define", "include"})
+# Helm's objects that hold pointers: Go prints a pointer inside a value as its address, so
+# `{{ .Chart }}` or `{{ toString .Subcharts }}` differs from run to run. Their plain fields
+# (`.Chart.Name`) are data.
+_WHOLE_OBJECT = r"\.(?:Chart|Subcharts)$|\.Chart\.(?:Maintainers|Dependencies)$"
 
 # One token inside an action, as Go's lexer reads it (lex.go). Numbers come before fields
 # (`.5` is a number); a `-` followed by space is a trim marker.
@@ -163,6 +168,8 @@ def _doubt(text: str) -> tuple[int, str] | None:
                 pending = ""
             if kind == "close":
                 break
+            if kind == "field" and re.search(_WHOLE_OBJECT, token):
+                return match.start(), f"takes {token} whole (printed, it shows memory addresses)"
             if kind == "ident":
                 if token in _KEYWORDS:
                     pending = token if token in _NAMED else ""
