@@ -229,7 +229,7 @@ def test_a_space_is_bounded_across_a_run_of_writes(
     monkeypatch.setattr(cache, "MAX_ENTRIES", 5)
     listed: list[int] = []
     real = cache._prune
-    monkeypatch.setattr(cache, "_prune", lambda f, b: listed.append(b) or real(f, b))
+    monkeypatch.setattr(cache, "_prune", lambda f, b, k: listed.append(b) or real(f, b, k))
     for i in range(12):
         cache.put("yaml", cache.key(str(i).encode()), b"x")
     assert len(_entries(cache_dir)) == 5
@@ -245,3 +245,17 @@ def test_a_space_removed_during_a_run_is_made_again(cache_dir: Path) -> None:
     cache.put("yaml", "c", b"z")
     assert [p.name for p in _entries(cache_dir)] == ["c"]
     assert cache_dir.stat().st_mode & 0o777 == 0o700
+
+
+def test_a_full_space_is_pruned_below_its_bound(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over its bound, a space keeps its newest entries, a sixteenth fewer than the bound, so
+    the writes that follow do not list it each time."""
+    import os
+
+    monkeypatch.setattr(cache, "MAX_ENTRIES", 32)
+    for i in range(33):
+        cache.put("yaml", f"{i:02}", b"x")
+        os.utime(cache_dir / f"{i:02}", ns=(i * 10**9, i * 10**9))  # written in this order
+    assert [p.name for p in _entries(cache_dir)] == [f"{i:02}" for i in range(3, 33)]

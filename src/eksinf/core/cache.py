@@ -184,7 +184,7 @@ class _Trust:
         # before every write (a cold render makes ~70) guards against nothing, and every entry
         # read is still checked on its own (`_read_private`).
         self.spaces: set[str] = set()
-        # Entries each space holds, as far as this run knows (see `_count`).
+        # Entries each space holds, as far as this run knows (see `_bound`).
         self.counts: dict[str, int] = {}
 
 
@@ -397,26 +397,27 @@ def _bound(trust: _Trust, space: str, folder: Path, written: int) -> None:
     """Keep `space` within its bound after `written` more entries. The folder is listed on the
     space's first write of the run, and again only when the entries counted since (each write
     counted as new, an overwrite too) pass the bound: a cold render's 60 writes to one space
-    list it once, not 60 times."""
+    list it once, not 60 times. A space over its bound is pruned to a sixteenth below it, so a
+    full space is not listed again on each of the next writes."""
     bound = SPACE_ENTRIES.get(space, MAX_ENTRIES)
     count = trust.counts.get(space)
     if count is not None and count + written <= bound:
         trust.counts[space] = count + written
         return
-    trust.counts[space] = _prune(folder, bound)
+    trust.counts[space] = _prune(folder, bound, bound - bound // 16)
 
 
-def _prune(folder: Path, bound: int) -> int:
-    """Drop the least recently written entries past `bound`; how many are left."""
+def _prune(folder: Path, bound: int, keep: int) -> int:
+    """Past `bound` entries, drop the least recently written down to `keep`; how many are left."""
     # Names only (no stat) until the space is over its bound.
     with os.scandir(folder) as found:
         names = [e.name for e in found if not e.name.startswith(".") and e.is_file()]
     if len(names) <= bound:
         return len(names)
     entries = sorted((folder / n for n in names), key=_written_at)
-    for old in entries[: len(entries) - bound]:
+    for old in entries[: len(entries) - keep]:
         old.unlink(missing_ok=True)
-    return bound
+    return keep
 
 
 def _written_at(path: Path) -> float:
