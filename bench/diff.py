@@ -95,8 +95,9 @@ def main() -> int:
                 env={**os.environ, **env},
             )
 
-        # cold: an empty cache folder, so charts come from the mirror, every chart is rendered
-        # twice (the determinism check) and no parse or serialisation is cached
+        # cold: an empty cache folder, so charts come from the mirror, every chart not proven
+        # deterministic is rendered twice (the determinism check) and no parse or serialisation
+        # is cached
         cold = timed(lambda: diff(stale, EKSINF_CACHE_DIR=str(scratch / "cold-cache")))
         uncached = timed(lambda: diff(stale, **{NO_CACHE_ENV: "1"}))
         walls: dict[str, list[float]] = {"fresh": [], "stale": []}

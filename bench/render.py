@@ -9,7 +9,8 @@ Both sides render the same charts with the same values and options in the same p
   the guard and the atomic write of a whole configs/ tree into a temp dir.
 Runs alternate; each figure is the median of N. The ratio is eksinf / floor (target <= 1.5).
 "warm" has the chart cache and the determinism records of earlier runs; "cold" starts from an
-empty cache (archives read from the mirror, every chart rendered twice for the determinism check).
+empty cache (archives read from the mirror, every chart not proven deterministic from its
+templates rendered twice for the determinism check).
 Last, the wall time of the full `eksinf verify` command (a new process each run; target < 2 s).
 Charts come from the chart cache, warmed first, so no run measures a download.
 """
@@ -86,7 +87,7 @@ def main() -> None:
             ours(Path(tmp))
             warm_times.append(time.perf_counter() - started)
             # cold: an empty cache, as on a fresh CI machine: archives come from the mirror and
-            # the determinism check renders every chart twice
+            # the determinism check renders every chart it cannot prove deterministic twice
             os.environ["EKSINF_CACHE_DIR"] = str(Path(tmp) / f"cold-cache-{run}")
             started = time.perf_counter()
             ours(Path(tmp))

@@ -15,7 +15,8 @@ alike; each figure is the median of N. Floors:
   render would reach if everything else it does took no time.
 "warm" runs share one cache folder, filled first; "no cache" runs have EKSINF_NO_CACHE=1 (read
 nothing from a cache, write nothing to it); "cold" runs each get an empty one (charts come
-from the mirror, every chart is rendered twice for the determinism check, nothing is cached);
+from the mirror, every chart not proven deterministic from its templates is rendered twice for
+the determinism check, nothing is cached);
 "edited" runs share the warm folder after an edit of one chart's values (a toleration added to
 the device plugin's), the everyday case: that chart is rendered afresh, twice, the rest is not.
 

@@ -187,3 +187,56 @@ def test_the_code_digest_follows_every_write_to_a_module(
     assert cache.package_digest(str(package)) == changed
     (package / "notes.txt").write_text("still not a module\n")
     assert cache.package_digest(str(package)) == changed
+
+
+def test_an_entry_is_written_whole_even_in_short_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The MAC and the data go out in one writev; one that writes less is continued."""
+    import os
+
+    real = os.writev
+    monkeypatch.setattr(os, "writev", lambda fd, parts: real(fd, [bytes(parts[0][:5])]))
+    cache.write_private(tmp_path / "entry", b"0123456789" * 4, b"", b"abcdefg")
+    assert (tmp_path / "entry").read_bytes() == b"0123456789" * 4 + b"abcdefg"
+    assert (tmp_path / "entry").stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["entry"]  # no temporary file left
+
+
+def test_a_space_is_bounded_across_a_run_of_writes(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The space is listed on its first write and when the run's count passes the bound."""
+    monkeypatch.setattr(cache, "MAX_ENTRIES", 5)
+    listed: list[int] = []
+    real = cache._prune
+    monkeypatch.setattr(cache, "_prune", lambda f, b, k: listed.append(b) or real(f, b, k))
+    for i in range(12):
+        cache.put("yaml", cache.key(str(i).encode()), b"x")
+    assert len(_entries(cache_dir)) == 5
+    assert len(listed) < 12
+
+
+def test_a_space_removed_during_a_run_is_made_again(cache_dir: Path) -> None:
+    import shutil
+
+    cache.put("yaml", "a", b"x")
+    shutil.rmtree(cache_dir)
+    cache.put("yaml", "b", b"y")  # lost: the folder went
+    cache.put("yaml", "c", b"z")
+    assert [p.name for p in _entries(cache_dir)] == ["c"]
+    assert cache_dir.stat().st_mode & 0o777 == 0o700
+
+
+def test_a_full_space_is_pruned_below_its_bound(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over its bound, a space keeps its newest entries, a sixteenth fewer than the bound, so
+    the writes that follow do not list it each time."""
+    import os
+
+    monkeypatch.setattr(cache, "MAX_ENTRIES", 32)
+    for i in range(33):
+        cache.put("yaml", f"{i:02}", b"x")
+        os.utime(cache_dir / f"{i:02}", ns=(i * 10**9, i * 10**9))  # written in this order
+    assert [p.name for p in _entries(cache_dir)] == [f"{i:02}" for i in range(3, 33)]

@@ -146,6 +146,14 @@ metadata:
 stringData:
   token: {{ .Values.token | quote }}
 """
+# Deterministic, but not provably so from the text (`tpl` evaluates text outside the templates):
+# the determinism check renders it twice, then records the reference.
+UNPROVEN = (
+    CONFIGMAP
+    + """\
+  echoed: {{ tpl "{{ .Values.greeting }}" . | quote }}
+"""
+)
 CAPABILITIES = """\
 {{- if .Capabilities.APIVersions.Has "monitoring.coreos.com/v1/ServiceMonitor" }}
 apiVersion: monitoring.coreos.com/v1
@@ -372,7 +380,7 @@ def test_determinism_reference_is_recorded_and_checked(tmp_path, registry, monke
 
     monkeypatch.setenv("EKSINF_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("EKSINF_NO_CACHE", "1")
-    chart = ChartSource("recorded", templates={"cm.yaml": CONFIGMAP}, values={"greeting": "x"})
+    chart = ChartSource("recorded", templates={"cm.yaml": UNPROVEN}, values={"greeting": "x"})
     root = publish_stack(tmp_path, registry, [("app", chart)])
     stack = load_stack(root)
 
@@ -427,7 +435,7 @@ def test_a_checked_render_is_served_from_the_cache(tmp_path, registry, monkeypat
         return real(self, archive, values, opts, templates)
 
     monkeypatch.setattr(SdkEngine, "render", counted)
-    chart = ChartSource("served", templates={"cm.yaml": CONFIGMAP}, values={"greeting": "x"})
+    chart = ChartSource("served", templates={"cm.yaml": UNPROVEN}, values={"greeting": "x"})
     stack = load_stack(publish_stack(tmp_path, registry, [("app", chart)]))
     first = render_stack(stack)
     assert len(calls) == 2  # the render and its determinism check

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from eksinf.build.charts import ResolvedChart
+from eksinf.build.determinism import PROOF_SOURCE, prove
 from eksinf.build.helm import HelmEngine, RenderedChart, RenderOptions, read_values
 from eksinf.build.units import (
     CONTROLLER_WAVE,
@@ -219,16 +220,21 @@ def _reference_digests(
     chart: ResolvedChart,
     values: Doc,
     opts: RenderOptions,
-    first: dict[str, str],
+    first: RenderedChart,
+    digests: dict[str, str],
 ) -> tuple[dict[str, str], str]:
     """Digests of an independent render of the same inputs, for the determinism check.
 
-    The first time a set of inputs is seen, the chart is rendered a second time. When both
-    renders agree, their digests are recorded in the cache, keyed by every input (engine and
-    version, archive, values, options); later runs compare against that record instead of
-    rendering twice. A record from an earlier run is a stricter reference than a second render
-    a millisecond later: it also catches output that changes by the day (`now | date`).
+    A chart whose templates call pure functions only (build/determinism.py) renders the same
+    bytes every time: its first render is its own reference. Otherwise, the first time a set of
+    inputs is seen, the chart is rendered a second time. When both renders agree, their digests
+    are recorded in the cache, keyed by every input (engine and version, archive, values,
+    options); later runs compare against that record instead of rendering twice. A record from
+    an earlier run is a stricter reference than a second render a millisecond later: it also
+    catches output that changes by the day (`now | date`).
     """
+    if prove(first.templates).proven:
+        return digests, PROOF_SOURCE
     key = sha256_hex(
         json.dumps(
             {
@@ -248,7 +254,7 @@ def _reference_digests(
     except ValueError:
         pass
     second = output_digests(engine.render(chart.archive, values, opts, templates=False))
-    if second == first:
+    if second == digests:
         # an unwritable cache costs a second render next time, nothing more
         cache.write_record(REFERENCES, key, json.dumps(second, sort_keys=True).encode())
     return second, "second render"
@@ -306,7 +312,9 @@ def helm_units(
         if first is None:
             first = engine.render(chart.archive, values, opts)
         digests = output_digests(first)
-        reference, reference_source = _reference_digests(engine, chart, values, opts, digests)
+        reference, reference_source = _reference_digests(
+            engine, chart, values, opts, first, digests
+        )
         if fresh and reference == digests:
             _store_render(render_key, first)
         parsed = _parse_output(comp, spec, first)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eksinf import __version__
+from eksinf.build.determinism import PROOF_SOURCE, RULES, prove
 from eksinf.build.helm import HelmEngine, RenderedChart, default_engine
 from eksinf.build.inputs import inputs_digest
 from eksinf.build.units import (
@@ -192,7 +193,11 @@ RESULT_CACHE = "render cache"  # the origin of archives and manifests a cached r
 def _result_key(inputs: str, engine: HelmEngine | None) -> str:
     identity = engine.identity if engine is not None else ""
     return cache.key(
-        b"render-result-3", cache.code_digest().encode(), inputs.encode(), identity.encode()
+        b"render-result-4",
+        cache.code_digest().encode(),
+        RULES.encode(),  # which charts were proven deterministic, so rendered once
+        inputs.encode(),
+        identity.encode(),
     )
 
 
@@ -263,6 +268,9 @@ def _store_result(key: str, result: RenderResult) -> bool:
                         "shared_crds": r.shared_crds,
                         "first": _first_out(r.first, texts),
                         "reference": r.reference,
+                        "checked": r.reference_source,
+                        # why the chart was rendered once or twice (the proof is memoised)
+                        "proof": prove(r.first.templates).as_dict(),
                     }
                     for r in o.charts
                 ],
@@ -324,7 +332,8 @@ def _cached_output(stack: Stack, raw: Doc, texts: _Texts) -> ComponentOutput:
             dict(r["shared_crds"]),
             _first_in(r["first"], texts),
             dict(r["reference"]),
-            "recorded render",
+            # a proven chart's reference is its own render; any other was checked when kept
+            PROOF_SOURCE if r["checked"] == PROOF_SOURCE else "recorded render",
         )
         for r in raw["charts"]
     )

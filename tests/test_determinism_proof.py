@@ -1,0 +1,161 @@
+"""The static determinism proof: a chart whose templates call pure functions only is rendered
+once; any doubt leaves it to the second render, which still catches a chart that varies."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from chartkit import CONFIGMAP, ChartSource, publish_stack
+
+from eksinf.build.determinism import PROOF_SOURCE, PURE, RULES, VARYING, prove
+
+HELPERS = """\
+{{/* a comment may say now, randAlphaNum or keys: it is not evaluated */}}
+{{- define "app.labels" -}}
+app: {{ .Chart.Name | trunc 63 | trimSuffix "-" }}
+{{- end -}}
+"""
+PLAIN = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-now
+  labels: {{- include "app.labels" . | nindent 4 }}
+data:
+  word: {{ "randAlphaNum }} keys" | quote }}
+  raw: {{ `{{ now }}` | quote }}
+  field: {{ .Values.now | default "x" | quote }}
+  {{- range $k, $v := .Values.map }}
+  {{ $k }}: {{ $v | toString | quote }}
+  {{- end }}
+  version: {{ (semver "1.2.3").Major | printf "%d" }}
+"""
+
+
+def one(text: str) -> tuple[tuple[str, str], ...]:
+    return (("c/templates/_helpers.tpl", HELPERS), ("c/templates/cm.yaml", text))
+
+
+def test_a_chart_of_pure_functions_is_proven():
+    proof = prove(one(PLAIN))
+    assert proof.proven, proof.reason
+    assert proof.as_dict() == {"rules": RULES, "proven": True, "reason": proof.reason}
+
+
+@pytest.mark.parametrize(
+    ("action", "why"),
+    [
+        ("{{ randAlphaNum 16 | quote }}", "calls randAlphaNum (random)"),
+        ("{{ range keys .Values.map }}{{ . }}{{ end }}", "calls keys (map order)"),
+        ('{{ now | date "2006" }}', "calls now (time)"),
+        ('{{ .Values.ttl | date "2006" }}', "calls date (time)"),
+        ('{{- $ca := genCA "x" 365 }}', "calls genCA (crypto)"),
+        ("{{ values .Values.map | first }}", "calls values (map order)"),
+        ('{{ lookup "v1" "Secret" "ns" "x" }}', "calls lookup (outside the chart)"),
+        ('{{ tpl "{{ .Values.a }}" . }}', "calls tpl (outside the chart)"),
+        ("{{ tpl .Values.text . }}", "calls tpl (outside the chart)"),
+        ('{{ include (print .Template.BasePath "/x.yaml") . }}', "include of a computed"),
+        ("{{ include $name . }}", "include of a computed template name"),
+        ("{{ printf $format 1 }}", "printf of a computed format"),
+        ('{{ printf "%p" .Values }}', "printf of %p (an address)"),
+        ("{{ frobnicate 1 }}", "calls frobnicate, not a known function"),
+        ("{{ .Chart | toString }}", "takes .Chart whole"),
+        ("{{ $.Chart.Maintainers }}", "takes .Chart.Maintainers whole"),
+        ("{{ `}}` }} {{ uuidv4 }}", "calls uuidv4 (random)"),
+        ('{{ "unclosed }}', "an action the scan cannot read"),
+        ("{{ .Values.x ", "an action the scan cannot read"),
+    ],
+)
+def test_any_doubt_leaves_a_chart_unproven(action, why):
+    proof = prove(one(PLAIN + f"  extra: {action}\n"))
+    assert not proof.proven
+    assert proof.reason.startswith("c/templates/cm.yaml:14: " + why), proof.reason
+
+
+def test_a_subchart_is_read_too():
+    templates = (*one(PLAIN), ("c/charts/sub/templates/s.yaml", "x: {{ randInt 1 9 }}\n"))
+    assert prove(templates).reason == "c/charts/sub/templates/s.yaml:1: calls randInt (random)"
+
+
+def test_the_tables_do_not_overlap():
+    varying = {name for names in VARYING.values() for name in names}
+    assert not varying & PURE
+
+
+def test_the_shipped_charts_verdicts(chart_mirror):
+    """The ACK controllers are proven; Karpenter passes values through tpl, and the device
+    plugin takes a map's keys and includes a computed template name."""
+    from eksinf.build.helm import chart_templates
+
+    verdicts = {
+        archive.name: prove(chart_templates(archive.read_bytes()))
+        for archive in sorted(chart_mirror.glob("*.tgz"))
+    }
+    assert {name for name, proof in verdicts.items() if proof.proven} == {
+        "ec2-chart-1.18.4.tgz",
+        "eks-chart-1.16.3.tgz",
+        "iam-chart-1.7.3.tgz",
+    }
+    assert "calls tpl" in verdicts["karpenter-1.14.0.tgz"].reason
+    assert "computed template name" in verdicts["nvidia-device-plugin-0.19.3.tgz"].reason
+
+
+def _counted(monkeypatch) -> list[bool]:
+    from eksinf.build.helm import SdkEngine
+
+    calls: list[bool] = []
+    real = SdkEngine.render
+
+    def counted(self, archive, values, opts, templates=True):
+        calls.append(templates)
+        return real(self, archive, values, opts, templates)
+
+    monkeypatch.setattr(SdkEngine, "render", counted)
+    return calls
+
+
+def test_a_proven_chart_is_rendered_once_and_says_why(tmp_path, registry, monkeypatch):
+    from eksinf.build.chartsplit import REFERENCES
+    from eksinf.build.guard import check
+    from eksinf.build.render import render_stack
+    from eksinf.core import cache
+    from eksinf.model.stack import load_stack
+
+    monkeypatch.setenv("EKSINF_CACHE_DIR", str(tmp_path / "cache"))
+    calls = _counted(monkeypatch)
+    chart = ChartSource("proven", templates={"cm.yaml": CONFIGMAP}, values={"greeting": "x"})
+    stack = load_stack(publish_stack(tmp_path, registry, [("app", chart)]))
+    first = render_stack(stack)
+    assert calls == [True]  # no second render
+    [render] = first.outputs[1].charts
+    assert render.reference_source == PROOF_SOURCE and check(first).ok
+    assert not (tmp_path / "cache" / "derived" / REFERENCES).exists()  # nothing to record
+    head = (cache.get("render", first.key) or b"").partition(b"\n")[0]
+    [kept] = json.loads(head)["outputs"][1]["charts"]
+    assert kept["checked"] == PROOF_SOURCE
+    assert kept["proof"] == {
+        "rules": RULES,
+        "proven": True,
+        "reason": "1 templates call pure functions only",
+    }
+    again = render_stack(stack)  # from the cache, still saying how it was checked
+    assert calls == [True] and again.outputs[1].charts[0].reference_source == PROOF_SOURCE
+
+
+def test_an_unproven_chart_is_still_rendered_twice_and_caught(tmp_path, registry, monkeypatch):
+    from eksinf.build.guard import check
+    from eksinf.build.render import render_stack
+    from eksinf.model.stack import load_stack
+
+    monkeypatch.setenv("EKSINF_CACHE_DIR", str(tmp_path / "cache"))
+    calls = _counted(monkeypatch)
+    varying = CONFIGMAP + "  password: {{ randAlphaNum 16 | quote }}\n"
+    chart = ChartSource("varying", templates={"cm.yaml": varying}, values={"greeting": "x"})
+    stack = load_stack(publish_stack(tmp_path, registry, [("app", chart)]))
+    result = render_stack(stack)
+    assert calls == [True, False]  # the render and its determinism check
+    [render] = result.outputs[1].charts
+    assert render.reference_source == "second render"
+    [finding] = check(result).blocking
+    assert (finding.hazard, finding.resource) == ("non-deterministic", "varying/templates/cm.yaml")
