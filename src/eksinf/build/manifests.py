@@ -23,7 +23,6 @@ from eksinf.build.charts import (
     resolve_pinned,
 )
 from eksinf.build.charts import mirror_dir as chart_mirror_dir
-from eksinf.core.net import Deadline, read_body
 from eksinf.errors import CONTRACT, ENVIRONMENT, EksinfError
 from eksinf.model.digest import sha256_hex
 from eksinf.model.stack import ManifestSpec, Stack
@@ -118,6 +117,8 @@ def fetch(spec: ManifestSpec, mirror: Path | None) -> tuple[bytes, str]:
     if copy is not None:
         return copy, "mirror"
     import requests
+
+    from eksinf.core.net import Deadline, read_body
 
     host = urlparse(spec.url).hostname or ""
     deadline = Deadline.start(FETCH_DEADLINE)
