@@ -591,7 +591,11 @@ def _load_machine_docs(text: str, label: str, unique_keys: bool = False) -> list
             _bound(node, label, True, budget)
             try:
                 doc = _build(node, loader, {}, label if unique_keys else None)
-            except _NeedsConstructor:
+            except (_NeedsConstructor, TypeError):  # a merge key; a key no dict can hold
+                # the constructor builds it, or refuses it as a YAML error ("found unhashable
+                # key") that callers report, never a traceback
+                loader.constructed_objects.clear()
+                loader.recursive_objects.clear()
                 doc = loader.construct_document(node)
             if doc is not None:
                 docs.append(doc)
