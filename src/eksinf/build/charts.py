@@ -38,6 +38,8 @@ LOCK_HEADER = (
 
 @dataclass(frozen=True)
 class LockEntry:
+    """One chart pinned in charts.lock: its archive's sha256 and where it was pinned from."""
+
     chart: str
     version: str
     repo: str
@@ -56,6 +58,8 @@ class LockEntry:
 
 @dataclass(frozen=True)
 class ResolvedChart:
+    """A pinned chart's archive, checked against the lock, and where it came from."""
+
     spec: ChartSpec
     archive: bytes
     sha256: str

@@ -156,6 +156,9 @@ def _split_chart(
 
 @dataclass(frozen=True)
 class _CrdSource:
+    """The first chart of a component to emit a CRD, and the file that emitted it: its unit
+    is the one that writes the CRD."""
+
     chart: str
     origin: str  # the chart file that emitted it
     doc: Doc

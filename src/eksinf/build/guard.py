@@ -90,6 +90,9 @@ class Hazard:
 
 @dataclass(frozen=True)
 class AllowEntry:
+    """One entry of render/<component>/HAZARDS.allow: a hazard on a resource, allowed for a
+    reason."""
+
     component: str
     hazard: str
     resource: str
@@ -98,6 +101,8 @@ class AllowEntry:
 
 @dataclass(frozen=True)
 class GuardReport:
+    """Every finding of a render, allowed or not, and the allow entries that matched nothing."""
+
     findings: tuple[Hazard, ...]
     unused_allows: tuple[AllowEntry, ...]
 

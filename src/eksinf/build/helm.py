@@ -39,6 +39,9 @@ class RenderedChart:
 
 @dataclass(frozen=True)
 class RenderOptions:
+    """What a chart is rendered with besides its values: the release, its namespace, and the
+    Kubernetes version and API versions `.Capabilities` reports."""
+
     release: str
     namespace: str
     kube_version: str

@@ -34,6 +34,8 @@ MAX_BYTES = 64 * 1024 * 1024  # bound on one manifest (Argo CD's install.yaml is
 
 @dataclass(frozen=True)
 class ManifestLock:
+    """One upstream manifest pinned in charts.lock: its sha256 and where it was pinned from."""
+
     name: str
     version: str
     url: str
@@ -52,6 +54,8 @@ class ManifestLock:
 
 @dataclass(frozen=True)
 class ResolvedManifest:
+    """A pinned upstream manifest's text, checked against the lock, and where it came from."""
+
     spec: ManifestSpec
     text: str
     sha256: str
