@@ -131,6 +131,29 @@ def test_document_conservation_catches_a_lossy_split(tmp_path, registry, eksinf,
     assert not (root / "configs").exists()
 
 
+def test_document_conservation_counts_the_separators_written(tmp_path, registry, monkeypatch):
+    root = publish_stack(tmp_path, registry, [("app", split_chart())])
+    real_dump = chartsplit.dump_docs
+
+    def merging_dump(docs):  # two documents of the CRD unit written as one
+        text = real_dump(docs)
+        return text.replace("\n---\n", "\n", 1) if len(docs) > 1 else text
+
+    monkeypatch.setattr(chartsplit, "dump_docs", merging_dump)
+    with pytest.raises(EksinfError) as err:
+        render_stack(load_stack(root))
+    assert err.value.message == "apps: app split lost documents: helm emitted 4, wrote 3"
+
+    # a `---` that only starts a line of text, or ends one, is no separator
+    def padded_dump(docs):
+        return real_dump(docs) + "note: x\n----\nx: ---\n--- \n"
+
+    monkeypatch.setattr(chartsplit, "dump_docs", padded_dump)
+    with pytest.raises(EksinfError) as err:
+        render_stack(load_stack(root))
+    assert "helm emitted 4, wrote 6" in err.value.message  # the `--- ` line of each unit
+
+
 def test_render_is_deterministic(tmp_path, registry, eksinf):
     root = publish_stack(
         tmp_path, registry, [("app", split_chart())], handwritten={"hand.yaml": HANDWRITTEN}

@@ -19,7 +19,6 @@ from urllib.parse import urljoin, urlparse
 
 from eksinf.core import cache
 from eksinf.core.atomic import write_file
-from eksinf.core.net import Deadline, is_loopback, read_body
 from eksinf.core.types import Doc, Docs
 from eksinf.core.yamldump import dump_docs
 from eksinf.core.yamlio import MAX_TEXT, load_docs, load_source
@@ -39,6 +38,8 @@ LOCK_HEADER = (
 
 @dataclass(frozen=True)
 class LockEntry:
+    """One chart pinned in charts.lock: its archive's sha256 and where it was pinned from."""
+
     chart: str
     version: str
     repo: str
@@ -57,6 +58,8 @@ class LockEntry:
 
 @dataclass(frozen=True)
 class ResolvedChart:
+    """A pinned chart's archive, checked against the lock, and where it came from."""
+
     spec: ChartSpec
     archive: bytes
     sha256: str
@@ -252,6 +255,9 @@ def _fetch_oci(spec: ChartSpec) -> bytes:
     import helm_python
     from helm_python.errors import HelmError
 
+    # imported by the fetch paths only: a render from the cache or a mirror needs no network code
+    from eksinf.core.net import is_loopback
+
     ref = f"{spec.repo.rstrip('/')}/{spec.chart}"
     host = urlparse(ref.replace("oci://", "http://", 1)).hostname or ""
     with tempfile.TemporaryDirectory(prefix="eksinf-pull-") as tmp:
@@ -269,6 +275,8 @@ def _fetch_oci(spec: ChartSpec) -> bytes:
 
 def _fetch_http(spec: ChartSpec) -> bytes:
     import requests
+
+    from eksinf.core.net import Deadline, is_loopback, read_body
 
     repo = spec.repo.rstrip("/") + "/"
     parsed = urlparse(repo)

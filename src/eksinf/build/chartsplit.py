@@ -75,7 +75,10 @@ def chart_values(stack: Stack, comp: Component, spec: ChartSpec, *, helm: bool =
     return values
 
 
-_DOC_START = re.compile(r"^---(?: |$)", re.MULTILINE)
+# a line that starts a document (`---` alone or before a space), found after its line break: a
+# pattern that starts with `^` in MULTILINE mode is tried at every character of the text, one
+# that starts with a character is searched for at memchr's speed (~10x quicker over a render)
+_DOC_START = re.compile(r"\n---(?= |\n|\Z)")
 
 
 # Helm's install order of kinds. The helm binary sorts the documents of each template file in
@@ -154,6 +157,9 @@ def _split_chart(
 
 @dataclass(frozen=True)
 class _CrdSource:
+    """The first chart of a component to emit a CRD, and the file that emitted it: its unit
+    is the one that writes the CRD."""
+
     chart: str
     origin: str  # the chart file that emitted it
     doc: Doc
@@ -327,7 +333,7 @@ def helm_units(
                 continue
             text = dump_docs(docs)
             # count the documents the file really holds: a lost separator merges two
-            written += len(_DOC_START.findall(text))
+            written += len(_DOC_START.findall("\n" + text))
             units.append(Unit(comp.name, f"{spec.name}-{suffix}.yaml", text, tuple(docs)))
         if written + len(shared) != emitted:
             dropped = f" + {len(shared)} shared CRDs written once" if shared else ""

@@ -23,7 +23,7 @@ from eksinf.build.hazards import (
     VALUES,
     Chart,
     Document,
-    actions,
+    Template,
     of_scope,
 )
 from eksinf.build.units import ComponentOutput, RenderResult, kept, resource_id
@@ -90,6 +90,9 @@ class Hazard:
 
 @dataclass(frozen=True)
 class AllowEntry:
+    """One entry of render/<component>/HAZARDS.allow: a hazard on a resource, allowed for a
+    reason."""
+
     component: str
     hazard: str
     resource: str
@@ -98,6 +101,8 @@ class AllowEntry:
 
 @dataclass(frozen=True)
 class GuardReport:
+    """Every finding of a render, allowed or not, and the allow entries that matched nothing."""
+
     findings: tuple[Hazard, ...]
     unused_allows: tuple[AllowEntry, ...]
 
@@ -153,19 +158,22 @@ def load_allows(stack: Stack, component: str) -> list[AllowEntry]:
 
 def _findings(output: ComponentOutput, stack: Stack) -> list[Finding]:
     """Every hazard in one component's render, scope by scope: its documents, then per chart
-    its template actions, crds/ files and two renders, then per chart its values."""
+    its templates, crds/ files and two renders, then per chart its values. Each template is
+    read once (`Template.read`), for its own rules and for the values rules."""
     found: list[Finding] = []
     for unit in output.units:
         for doc in unit.docs:
             found += checks.run(of_scope(DOCUMENT), Document(doc, resource_id(doc), unit.filename))
+    charts = []
     for render in output.charts:
-        for path, source in render.first.templates:
-            for action in actions(path, source):
-                found += checks.run(of_scope(TEMPLATE), action)
-        chart = Chart(render, output.component, stack)
+        templates = tuple(Template.read(path, source) for path, source in render.first.templates)
+        for template in templates:
+            found += checks.run(of_scope(TEMPLATE), template)
+        chart = Chart(render, output.component, stack, templates)
         found += checks.run(of_scope(CRDS), chart) + checks.run(of_scope(RENDER), chart)
-    for render in output.charts:
-        found += checks.run(of_scope(VALUES), Chart(render, output.component, stack))
+        charts.append(chart)
+    for chart in charts:
+        found += checks.run(of_scope(VALUES), chart)
     return found
 
 

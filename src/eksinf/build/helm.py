@@ -10,10 +10,7 @@ import functools
 import io
 import json
 import os
-import shutil
-import subprocess
 import tarfile
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -42,6 +39,9 @@ class RenderedChart:
 
 @dataclass(frozen=True)
 class RenderOptions:
+    """What a chart is rendered with besides its values: the release, its namespace, and the
+    Kubernetes version and API versions `.Capabilities` reports."""
+
     release: str
     namespace: str
     kube_version: str
@@ -222,6 +222,10 @@ class BinaryEngine:
     name = "helm"
 
     def __init__(self, path: str) -> None:
+        # shutil, subprocess and tempfile are imported where this engine uses them: a render with
+        # the built-in engine starts no process and need not import them (subprocess: ~3 ms)
+        import shutil
+
         resolved = shutil.which(path)
         if resolved is None:
             raise EksinfError(
@@ -238,6 +242,8 @@ class BinaryEngine:
 
     @functools.cached_property
     def version(self) -> str:
+        import subprocess
+
         done = subprocess.run(
             [self.path, "version", "--short"], capture_output=True, text=True, timeout=30
         )
@@ -250,6 +256,9 @@ class BinaryEngine:
     def render(
         self, archive: bytes, values: dict[str, Any], opts: RenderOptions, templates: bool = True
     ) -> RenderedChart:
+        import subprocess
+        import tempfile
+
         with tempfile.TemporaryDirectory(prefix="eksinf-helm-") as tmp:
             work = Path(tmp)
             (work / "chart.tgz").write_bytes(archive)

@@ -23,7 +23,6 @@ from eksinf.build.charts import (
     resolve_pinned,
 )
 from eksinf.build.charts import mirror_dir as chart_mirror_dir
-from eksinf.core.net import Deadline, read_body
 from eksinf.errors import CONTRACT, ENVIRONMENT, EksinfError
 from eksinf.model.digest import sha256_hex
 from eksinf.model.stack import ManifestSpec, Stack
@@ -35,6 +34,8 @@ MAX_BYTES = 64 * 1024 * 1024  # bound on one manifest (Argo CD's install.yaml is
 
 @dataclass(frozen=True)
 class ManifestLock:
+    """One upstream manifest pinned in charts.lock: its sha256 and where it was pinned from."""
+
     name: str
     version: str
     url: str
@@ -53,6 +54,8 @@ class ManifestLock:
 
 @dataclass(frozen=True)
 class ResolvedManifest:
+    """A pinned upstream manifest's text, checked against the lock, and where it came from."""
+
     spec: ManifestSpec
     text: str
     sha256: str
@@ -118,6 +121,8 @@ def fetch(spec: ManifestSpec, mirror: Path | None) -> tuple[bytes, str]:
     if copy is not None:
         return copy, "mirror"
     import requests
+
+    from eksinf.core.net import Deadline, read_body
 
     host = urlparse(spec.url).hostname or ""
     deadline = Deadline.start(FETCH_DEADLINE)

@@ -51,6 +51,9 @@ class Unit:
 
 @dataclass(frozen=True)
 class ChartRender:
+    """One chart of a component as rendered: its pin, what it emitted, and what the guard and the
+    determinism check read."""
+
     spec: ChartSpec
     sha256: str
     origin: str
@@ -69,6 +72,8 @@ class ChartRender:
 
 @dataclass(frozen=True)
 class ManifestRender:
+    """One pinned upstream manifest of a component as split: its pin and what it held."""
+
     spec: ManifestSpec
     sha256: str
     origin: str
@@ -79,6 +84,8 @@ class ManifestRender:
 
 @dataclass(frozen=True)
 class ComponentOutput:
+    """One component's render: its units, and the charts and manifests they came from."""
+
     component: Component
     units: tuple[Unit, ...]
     charts: tuple[ChartRender, ...] = ()
@@ -87,6 +94,9 @@ class ComponentOutput:
 
 @dataclass(frozen=True)
 class RenderResult:
+    """A whole render in memory (or, `partial`, some of its components) with its provenance
+    record."""
+
     stack: Stack
     outputs: tuple[ComponentOutput, ...]
     provenance: dict[str, Any] = field(default_factory=dict)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 _NO_COMMIT = "(initial)"  # git's branch.oid in a repository without a commit yet
@@ -13,6 +12,8 @@ def commit_of(path: Path) -> str | None:
 
     One git process (`eksinf version` runs this): porcelain v2's headers name HEAD's commit,
     and every other line is a tracked file that differs from it."""
+    import subprocess  # here: a render or verify that prints no provenance starts no process
+
     try:
         lines = subprocess.run(
             ["git", "-C", str(path), "status", "--porcelain=v2", "--branch"]

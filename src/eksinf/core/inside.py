@@ -108,7 +108,11 @@ def read_bytes(path: Path, folder: Path, base: Path | None = None, what: str = "
             )
         if st.st_size > MAX_FILE_BYTES:
             raise _too_large(label, st.st_size)
-        data = fh.read(MAX_FILE_BYTES + 1)
+        # the size fstat gave and one byte more: a read of MAX_FILE_BYTES at once allocates that
+        # much for every file (a render reads ~100); a file grown since is read on to the limit
+        data = fh.read(st.st_size + 1)
+        if len(data) > st.st_size:
+            data += fh.read(MAX_FILE_BYTES + 1 - len(data))
     if len(data) > MAX_FILE_BYTES:
         raise _too_large(label, len(data))
     return data

@@ -401,7 +401,7 @@ def _load_source_docs(text: str, name: str, aliases: bool, ambiguous: bool) -> l
                 _bound(node, name, aliases, budget)
                 if not ambiguous:
                     _refuse_ambiguous(node, name)
-            docs.append(loader.construct_document(node))
+                docs.append(_construct_strict(loader, node, name))
     except _DuplicateKey as exc:
         raise EksinfError(
             f"{_location(name, exc.problem_mark)}: {exc.problem}, "
@@ -420,6 +420,21 @@ def _load_source_docs(text: str, name: str, aliases: bool, ambiguous: bool) -> l
     finally:
         loader.dispose()
     return [d for d in docs if d is not None]
+
+
+def _construct_strict(loader: _StrictLoader, node: yaml.Node, name: str) -> Any:
+    """The document under `node`, as the strict constructor makes it: built straight from the
+    node tree (`_build`, several times quicker) when that can, which it cannot for a merge key,
+    keys that collide as JSON keys, or a scalar the constructor refuses; those go to the
+    constructor, which says what is wrong exactly as it always has (duplicates by their two
+    places, checked before the values)."""
+    try:
+        return _build(node, loader, {}, name)
+    except (_NeedsConstructor, EksinfError, yaml.YAMLError, TypeError):  # TypeError: unhashable
+        # a failed build leaves nodes marked as being built: they are not recursive
+        loader.constructed_objects.clear()
+        loader.recursive_objects.clear()
+        return loader.construct_document(node)
 
 
 def load_mapping_docs(
@@ -576,7 +591,11 @@ def _load_machine_docs(text: str, label: str, unique_keys: bool = False) -> list
             _bound(node, label, True, budget)
             try:
                 doc = _build(node, loader, {}, label if unique_keys else None)
-            except _NeedsConstructor:
+            except (_NeedsConstructor, TypeError):  # a merge key; a key no dict can hold
+                # the constructor builds it, or refuses it as a YAML error ("found unhashable
+                # key") that callers report, never a traceback
+                loader.constructed_objects.clear()
+                loader.recursive_objects.clear()
                 doc = loader.construct_document(node)
             if doc is not None:
                 docs.append(doc)
