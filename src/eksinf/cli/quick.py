@@ -215,7 +215,7 @@ def _work(command: str, stack_dir: str | None, options: dict[str, list[str]]) ->
         out = _path(options, "--out")
     except _ToTheApp:
         return None
-    from ..flows.context import use_mirror
+    from ..flows.run import use_mirror
     from .rendering import render, verify
     from .runstate import State, run_command
 
