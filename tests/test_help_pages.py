@@ -125,6 +125,17 @@ def test_a_render_from_the_cache_loads_no_chart_code(stack_dir: Path, chart_mirr
     assert not modules & (chart_code | {"eksinf.build.verify"})
 
 
+def test_a_render_without_the_cache_loads_only_what_it_uses(
+    stack_dir: Path, chart_mirror: Path
+) -> None:
+    """A plain render answered without the argument layer opens the stack but builds no
+    StackContext, so it does not load the module that defines it."""
+    env = {"EKSINF_CHART_MIRROR": str(chart_mirror), "EKSINF_NO_CACHE": "1"}
+    _, modules = _loaded(["--stack", str(stack_dir), "render"], env)
+    assert {"eksinf.build.render", "eksinf.flows.run"} <= modules  # it ran
+    assert "eksinf.flows.context" not in modules
+
+
 def test_bundle_to_a_folder_loads_no_registry_client(stack_dir: Path, tmp_path: Path) -> None:
     _, modules = _loaded(["--stack", str(stack_dir), "bundle", "--out", str(tmp_path / "out")])
     assert "eksinf.publish.bundle" in modules  # it ran

@@ -19,6 +19,24 @@ def test_a_file_is_read_whole(tmp_path: Path):
         assert inside.read_bytes(path, tmp_path) == path.read_bytes()
 
 
+def test_a_file_the_system_hands_over_in_pieces_is_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A read may return fewer bytes than asked for before the end of the file."""
+    path = tmp_path / "f"
+    path.write_bytes(bytes(range(256)) * 40)
+    real_read = os.read
+    monkeypatch.setattr(os, "read", lambda fd, size: real_read(fd, min(size, 7)))
+    assert inside.read_bytes(path, tmp_path) == bytes(range(256)) * 40
+
+
+def test_a_folder_is_not_read(tmp_path: Path):
+    (tmp_path / "d").mkdir()
+    with pytest.raises(IsADirectoryError) as err:
+        inside.read_bytes(tmp_path / "d", tmp_path)
+    assert err.value.filename == str(tmp_path / "d")
+
+
 def test_a_file_over_the_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(inside, "MAX_FILE_BYTES", 100)
     (tmp_path / "ok").write_bytes(b"x" * 100)

@@ -57,7 +57,7 @@ def _colour() -> bool:
 
 
 def _use_mirror(value: Path | None) -> Path | None:
-    from ..flows.context import use_mirror
+    from ..flows.run import use_mirror
 
     use_mirror(value)
     return value
@@ -78,7 +78,7 @@ MIRROR_OPTION = typer.Option(
 
 
 def _use_hub(value: str | None) -> str | None:
-    from ..flows.context import use_hub
+    from ..flows.run import use_hub
 
     use_hub(value)
     return value

@@ -8,13 +8,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import EksinfError, write_failure
-from ..flows.context import StackContext, open_stack, reset_run
+from ..flows.run import open_stack, reset_run
 from ..flows.runlock import release_locks
 from ..model.stack import Stack
 from .output import echo, json_text, progress
+
+if TYPE_CHECKING:  # a plain render or verify (cli/quick.py) builds no context
+    from ..flows.context import StackContext
 
 
 @dataclass

@@ -16,6 +16,7 @@ Walks are iterative and bounded (entries and depth), and each file is capped in 
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -48,21 +49,41 @@ def check(path: Path, folder: Path, base: Path | None = None, what: str = "file"
 
     `base` (usually the stack root) only shortens names in messages.
     """
-    folder = Path(os.path.abspath(folder))
-    full = Path(os.path.normpath(folder / path))
-    if not full.is_relative_to(folder):
+    # on strings, not Path objects: a render checks ~120 paths, and building a Path for every
+    # step of each cost more than the lstat calls themselves
+    top = os.path.abspath(folder)
+    full = os.path.normpath(os.path.join(top, path))
+    prefix = top if top.endswith("/") else top + "/"
+    if full != top and not full.startswith(prefix):
+        folder = Path(top)
         raise EksinfError(
             f"{_label(Path(os.path.abspath(folder / path)), base)}: {what} resolves outside "
             f"{_label(folder, base)}/ (to {full})",
             hint=f"Keep every {what} inside {_label(folder, base)}/.",
             exit_code=CONTRACT,
         )
-    current = folder
-    for part in full.relative_to(folder).parts:
-        current = current / part
-        if current.is_symlink():
-            raise _link_error(current, base)
-    return full
+    current = top
+    for part in full[len(prefix) :].split("/") if full != top else ():
+        current = os.path.join(current, part)
+        if _is_link(current):
+            raise _link_error(Path(current), base)
+    return Path(full)
+
+
+def _is_link(path: str) -> bool:
+    """`Path.is_symlink`: a path that does not exist (or cannot, under a file) is no link;
+    any other failure to lstat it (a folder this user may not search) is raised."""
+    try:
+        return stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError as exc:
+        if exc.errno in _NO_SUCH_PATH:
+            return False
+        raise
+    except ValueError:  # a NUL byte in the name
+        return False
+
+
+_NO_SUCH_PATH = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)  # as pathlib ignores
 
 
 def _kind(mode: int) -> str:
@@ -89,33 +110,52 @@ def read_bytes(path: Path, folder: Path, base: Path | None = None, what: str = "
     """The bytes of a regular file inside `folder` (see `check`) with one hard link, at most
     MAX_FILE_BYTES."""
     full = check(path, folder, base, what)
-    label = _label(full, base)
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat below refuses it
         fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
-        raise EksinfError(f"{label}: cannot read: {exc.strerror}", exit_code=CONTRACT) from exc
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fh.fileno())
+        raise EksinfError(
+            f"{_label(full, base)}: cannot read: {exc.strerror}", exit_code=CONTRACT
+        ) from exc
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):  # refused as opening it as a file object always refused it
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(full))
         if not stat.S_ISREG(st.st_mode):
-            raise _special_error(label, st.st_mode)
+            raise _special_error(_label(full, base), st.st_mode)
         if st.st_nlink > 1:
             raise EksinfError(
-                f"{label}: has {st.st_nlink} hard links; eksinf reads only files that exist once",
+                f"{_label(full, base)}: has {st.st_nlink} hard links; eksinf reads only files "
+                "that exist once",
                 hint="Replace it with a copy (`cp --remove-destination`); a hard link can "
                 "carry an outside file into configs/, a bundle or the hub.",
                 exit_code=CONTRACT,
             )
         if st.st_size > MAX_FILE_BYTES:
-            raise _too_large(label, st.st_size)
+            raise _too_large(_label(full, base), st.st_size)
         # the size fstat gave and one byte more: a read of MAX_FILE_BYTES at once allocates that
         # much for every file (a render reads ~100); a file grown since is read on to the limit
-        data = fh.read(st.st_size + 1)
+        data = _read_up_to(fd, st.st_size + 1)
         if len(data) > st.st_size:
-            data += fh.read(MAX_FILE_BYTES + 1 - len(data))
+            data += _read_up_to(fd, MAX_FILE_BYTES + 1 - len(data))
+    finally:
+        os.close(fd)
     if len(data) > MAX_FILE_BYTES:
-        raise _too_large(label, len(data))
+        raise _too_large(_label(full, base), len(data))
     return data
+
+
+def _read_up_to(fd: int, size: int) -> bytes:
+    """`size` bytes from `fd`, or fewer at the end of the file (a buffered file object costs
+    more than the read of a small file)."""
+    chunks: list[bytes] = []
+    while size > 0:
+        chunk = os.read(fd, size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)  # one chunk (the usual case) is returned as it is, not copied
 
 
 def _too_large(label: str, size: int) -> EksinfError:

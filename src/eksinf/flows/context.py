@@ -13,12 +13,9 @@ import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..model import config
-from ..model.stack import Stack, load_stack
-from .runlock import hold_stack
+from ..model.stack import Stack
 
 # The hub (~0.2 s), the profile's schema and AWS are imported when a flow first needs them, so
 # building a context costs a command nothing it does not use.
@@ -121,39 +118,3 @@ class StackContext:
             return
         with self.open_hub() as hub:
             yield hub
-
-
-# ---- the run's settings, set as the command line is parsed ---------------------------------
-
-
-def open_stack(stack_dir: Path | None, say: Callable[[str], None]) -> Stack:
-    """Load the stack and hold its run lock until the run ends (one run per stack)."""
-    stack = load_stack(stack_dir)
-    config.use_stack_root(stack.root)  # its .eksinf/config.yaml settings (the mirror)
-    hold_stack(stack.root, say)
-    return stack
-
-
-def use_mirror(path: Path | None) -> None:
-    """The offline chart and manifest mirror this run reads first (None: the environment's)."""
-    config.use_mirror(path)
-
-
-def use_hub(choice: str | None) -> None:
-    """This run's --hub, for every hub a flow opens."""
-    from ..hub import use_backend
-
-    use_backend(choice)
-
-
-def reset_run() -> None:
-    """A mirror, stack or hub named in an earlier in-process run does not carry over (the hub
-    is imported only by the commands that open it: a run that never loaded it has nothing to
-    clear)."""
-    import sys
-
-    config.use_mirror(None)
-    config.use_stack_root(None)
-    hub = sys.modules.get("eksinf.hub")
-    if hub is not None:
-        hub.use_backend(None)
