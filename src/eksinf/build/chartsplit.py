@@ -28,7 +28,13 @@ from eksinf.build.units import (
 from eksinf.core import cache, inside
 from eksinf.core.types import Doc, Docs
 from eksinf.core.yamldump import dump_docs
-from eksinf.core.yamlio import load_docs, load_mapping_docs, read_source_text
+from eksinf.core.yamlio import (
+    CACHE_FORMAT,
+    docs_json,
+    load_docs_uncached,
+    load_mapping_docs,
+    read_source_text,
+)
 from eksinf.errors import CONTRACT, FAILURE, EksinfError
 from eksinf.model.digest import sha256_hex
 from eksinf.model.stack import ChartSpec, Component, Stack
@@ -103,24 +109,40 @@ def _install_rank(doc: Any) -> tuple[int, str]:
     return (_KIND_RANK.get(kind, len(_KIND_RANK)), "" if kind in _KIND_RANK else kind)
 
 
+def _output_files(rendered: RenderedChart) -> list[tuple[str, str]]:
+    """Every file one render produced, crds/ first: (path, text)."""
+    return [*rendered.crds, *rendered.manifests.items()]
+
+
+Parsed = list[list[Any] | None]  # each output file's documents as parsed (None: not kept)
+
+
 def _parse_output(
-    comp: Component, spec: ChartSpec, rendered: RenderedChart
-) -> list[tuple[str, bool, list[Any]]]:
-    """Parse each file the engine produced once: (origin, is a crds/ file, documents)."""
+    comp: Component, spec: ChartSpec, rendered: RenderedChart, kept: Parsed | None
+) -> tuple[list[tuple[str, bool, list[Any]]], Parsed]:
+    """Parse each file the engine produced once: (origin, is a crds/ file, documents), and each
+    file's documents as parsed, to keep with the render (None where JSON would not give them
+    back exactly). `kept`: what an earlier run kept, taken instead of a parse."""
     crd_files = {path for path, _ in rendered.crds}
-    parsed = []
-    for origin, text in [*rendered.crds, *rendered.manifests.items()]:
-        try:
-            docs = sorted(load_docs(text), key=_install_rank)  # stable: kind order only
-            parsed.append((origin, origin in crd_files, docs))
-        except yaml.YAMLError as exc:
-            raise EksinfError(
-                f"{comp.name}: chart {spec.name} template {origin} rendered invalid YAML: "
-                f"{str(exc).splitlines()[0]}",
-                hint="Check the chart values that feed this template.",
-                exit_code=CONTRACT,
-            ) from exc
-    return parsed
+    parsed, raw = [], []
+    for at, (origin, text) in enumerate(_output_files(rendered)):
+        docs = kept[at] if kept is not None else None
+        exact = docs is not None
+        if docs is None:
+            try:
+                docs, exact = load_docs_uncached(text)
+            except yaml.YAMLError as exc:
+                raise EksinfError(
+                    f"{comp.name}: chart {spec.name} template {origin} rendered invalid YAML: "
+                    f"{str(exc).splitlines()[0]}",
+                    hint="Check the chart values that feed this template.",
+                    exit_code=CONTRACT,
+                ) from exc
+        raw.append(docs if exact else None)
+        # sorted into a new list (stable: kind order only); the split stamps waves on the
+        # documents themselves, so a record is made of `raw` before it
+        parsed.append((origin, origin in crd_files, sorted(docs, key=_install_rank)))
+    return parsed, raw
 
 
 def _split_chart(
@@ -214,8 +236,7 @@ def _dedupe_crds(
 
 def output_digests(rendered: RenderedChart) -> dict[str, str]:
     """sha256 of every file one render produced (templates and crds/), by path."""
-    files = [*rendered.crds, *rendered.manifests.items()]
-    return {path: sha256_hex(text) for path, text in files}
+    return {path: sha256_hex(text) for path, text in _output_files(rendered)}
 
 
 REFERENCES = "render-references"  # the cache space of determinism references
@@ -268,7 +289,8 @@ def _reference_digests(
 
 def _render_key(engine: HelmEngine, chart: ResolvedChart, values: Doc, opts: RenderOptions) -> str:
     return cache.key(
-        b"render-1",
+        b"render-2",
+        CACHE_FORMAT,  # the record holds the output's parse, as yamlio reads it
         engine.identity.encode(),
         chart.sha256.encode(),
         json.dumps(values, sort_keys=True, default=str).encode(),
@@ -276,24 +298,42 @@ def _render_key(engine: HelmEngine, chart: ResolvedChart, values: Doc, opts: Ren
     )
 
 
-def _cached_render(key: str) -> RenderedChart | None:
-    """A chart's output from the derived-data cache. An entry is stored only after the
-    determinism check agreed (below), so serving one never skips that check: the check compares
-    against the recorded reference, exactly as it does for a fresh render once one is recorded."""
+def _cached_render(key: str) -> tuple[RenderedChart, Parsed] | None:
+    """A chart's output, and its files' documents as parsed, from the derived-data cache. An
+    entry is stored only after the determinism check agreed (below), so serving one never
+    skips that check: the check compares against the recorded reference, exactly as it does for
+    a fresh render once one is recorded."""
     data = cache.get("helm", key)
     if data is None:
         return None
     try:
-        return RenderedChart.from_dict(json.loads(data))
-    except (ValueError, KeyError, TypeError):
+        head, texts = cache.Texts.split(data)
+        record = json.loads(head)
+        rendered = RenderedChart.from_record(record["render"], texts)
+        kept = record["docs"]
+        if not texts.done() or not isinstance(kept, list):
+            return None
+        if len(kept) != len(_output_files(rendered)):
+            return None
+        if not all(docs is None or isinstance(docs, list) for docs in kept):
+            return None
+        return rendered, kept
+    except (ValueError, KeyError, TypeError, RecursionError):
         return None
 
 
-def _store_render(key: str, rendered: RenderedChart) -> None:
-    if cache.enabled():  # not encoded for a cache that is off
-        # the fields by hand: dataclasses.asdict deep-copies every tuple of the output first
-        fields = {f: getattr(rendered, f) for f in ("manifests", "crds", "templates")}
-        cache.put("helm", key, json.dumps(fields).encode())
+def _store_render(key: str, rendered: RenderedChart, parsed: Parsed) -> None:
+    """Keep a chart's output (its texts as they are, beside a JSON head: see cache.Texts) and
+    its parse in one entry: a later render of the same chart (one whose values elsewhere in the
+    stack changed) reads one entry, not one per file."""
+    if not cache.enabled():  # not encoded for a cache that is off
+        return
+    texts = cache.Texts()
+    try:
+        head = docs_json({"render": rendered.to_record(texts), "docs": parsed})
+    except (ValueError, TypeError, RecursionError):
+        return
+    cache.put_parts("helm", key, texts.entry(head))
 
 
 def helm_units(
@@ -313,17 +353,17 @@ def helm_units(
         values = values_of[spec.name]
         opts = RenderOptions(spec.release, spec.namespace, stack.kube_version, stack.api_versions)
         render_key = _render_key(engine, chart, values, opts)
-        first = _cached_render(render_key)
-        fresh = first is None
+        cached = _cached_render(render_key)
+        first, kept = cached if cached is not None else (None, None)
         if first is None:
             first = engine.render(chart.archive, values, opts)
         digests = output_digests(first)
         reference, reference_source = _reference_digests(
             engine, chart, values, opts, first, digests
         )
-        if fresh and reference == digests:
-            _store_render(render_key, first)
-        parsed = _parse_output(comp, spec, first)
+        parsed, raw = _parse_output(comp, spec, first, kept)
+        if cached is None and reference == digests:
+            _store_render(render_key, first, raw)
         emitted = sum(1 for _, _, docs in parsed for d in docs if kind_of(d) is not None)
         controllers, crds, stubs = _split_chart(comp, spec, parsed)
         crds, shared = _dedupe_crds(comp, spec, parsed, crds, crd_owners)

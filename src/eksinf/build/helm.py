@@ -13,10 +13,13 @@ import os
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from eksinf.build import engineid
 from eksinf.errors import CONTRACT, ENVIRONMENT, EksinfError
+
+if TYPE_CHECKING:
+    from eksinf.core.cache import Texts
 
 
 @dataclass(frozen=True)
@@ -27,13 +30,21 @@ class RenderedChart:
     crds: tuple[tuple[str, str], ...]  # (file path, YAML text) for crds/ of the chart and subcharts
     templates: tuple[tuple[str, str], ...]  # (template path, source) for the guard's text checks
 
+    def to_record(self, texts: Texts) -> dict[str, Any]:
+        """This render as a cache record's JSON, its texts put in `texts` (see cache.Texts)."""
+        return {
+            "manifests": [[p, texts.put(t)] for p, t in self.manifests.items()],
+            "crds": [[p, texts.put(t)] for p, t in self.crds],
+            "templates": [[p, texts.put(t)] for p, t in self.templates],
+        }
+
     @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> RenderedChart:
-        """The inverse of `dataclasses.asdict`, for a render kept in the derived-data cache."""
+    def from_record(cls, raw: dict[str, Any], texts: Texts) -> RenderedChart:
+        """The inverse of `to_record`, its texts taken from `texts` in the same order."""
         return cls(
-            manifests=dict(raw["manifests"]),
-            crds=tuple((p, t) for p, t in raw["crds"]),
-            templates=tuple((p, t) for p, t in raw["templates"]),
+            manifests={p: texts.take(n) for p, n in raw["manifests"]},
+            crds=tuple((p, texts.take(n)) for p, n in raw["crds"]),
+            templates=tuple((p, texts.take(n)) for p, n in raw["templates"]),
         )
 
 

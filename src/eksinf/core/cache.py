@@ -38,6 +38,11 @@ import sys
 import time
 from pathlib import Path
 
+# typing is not imported: `eksinf version` reads the cache, and pays for every import here
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
 CACHE_ENV = "EKSINF_CACHE_DIR"
 NO_CACHE_ENV = "EKSINF_NO_CACHE"
 KEY_ENV = "EKSINF_CACHE_KEY"  # the key file's path
@@ -245,10 +250,12 @@ def _read_private(path: Path) -> bytes | None:
         os.close(fd)
 
 
-def _mac(secret: bytes, space: str, entry_key: str, data: bytes | memoryview) -> bytes:
+def _mac(secret: bytes, space: str, entry_key: str, *data: bytes | memoryview) -> bytes:
+    """The MAC of an entry whose bytes are `data`, one part after the other."""
     head = _MAC_CONTEXT + space.encode() + b"\0" + entry_key.encode() + b"\0"
     mac = hmac.new(secret, head, hashlib.sha256)
-    mac.update(data)  # not head + data: a copy of a large entry
+    for part in data:
+        mac.update(part)  # not head + data: a copy of a large entry
     return mac.digest()
 
 
@@ -271,6 +278,14 @@ def get(space: str, entry_key: str) -> bytes | None:
 def put(space: str, entry_key: str, data: bytes) -> None:
     if enabled():
         write_record(space, entry_key, data)
+
+
+def put_parts(space: str, entry_key: str, parts: Sequence[bytes]) -> None:
+    """`put` of the bytes `parts` make one after the other, never joined: a whole render's
+    record is a JSON head and its ~3.5 MB of texts, and a joined copy of them costs a cold run
+    time (the MAC is taken over the parts, and one writev writes them)."""
+    if enabled():
+        _write(space, entry_key, tuple(parts))
 
 
 def put_many(space: str, entries: dict[str, bytes]) -> None:
@@ -332,15 +347,19 @@ def _read_many(space: str, entry_keys: list[str]) -> dict[str, bytes]:
 
 
 def write_record(space: str, entry_key: str, data: bytes) -> None:
+    _write(space, entry_key, (data,))
+
+
+def _write(space: str, entry_key: str, parts: tuple[bytes, ...]) -> None:
     trust = _trusted()
-    if trust is None or trust.secret is None or len(data) > MAX_ENTRY_BYTES:
+    if trust is None or trust.secret is None or sum(map(len, parts)) > MAX_ENTRY_BYTES:
         return
     folder = _space(trust, space, create=True)
     if folder is None:
         return
-    mac = _mac(trust.secret, space, entry_key, data)
+    mac = _mac(trust.secret, space, entry_key, *parts)
     try:
-        write_private(folder / entry_key, mac, data)
+        write_private(folder / entry_key, mac, *parts)
         _bound(trust, space, folder, 1)
     except OSError as exc:
         _unwritten(trust, space, exc)
@@ -425,6 +444,48 @@ def _written_at(path: Path) -> float:
         return path.stat().st_mtime
     except OSError:  # removed meanwhile by another eksinf: oldest, so it is dropped again
         return 0.0
+
+
+class Texts:
+    """A record's long texts (a render's units and chart outputs), kept beside its JSON head
+    rather than in it, as UTF-8 one after the other: the head says where each one is by its
+    length, in the order it was written. Reading ~3.5 MB of YAML back through JSON's string
+    escapes costs several times slicing it out of the bytes, and writing it costs an escaped
+    copy. An entry is the head, a newline (JSON escapes every newline inside it), the texts:
+    `parts` to write with `put_parts`, `split` to read."""
+
+    def __init__(self, data: bytes | memoryview = b"") -> None:
+        self.parts: list[bytes] = []
+        self.data = memoryview(data)
+        self.at = 0
+
+    def put(self, text: str) -> int:
+        raw = text.encode("utf-8")
+        self.parts.append(raw)
+        return len(raw)
+
+    def take(self, size: int) -> str:
+        if not isinstance(size, int) or size < 0 or self.at + size > len(self.data):
+            raise ValueError("a text past the record's end")
+        text = str(self.data[self.at : self.at + size], "utf-8")
+        self.at += size
+        return text
+
+    def entry(self, head: bytes) -> tuple[bytes, ...]:
+        """The entry's parts: `head` (JSON, no newline in it), a newline, the texts."""
+        return (head, b"\n", *self.parts)
+
+    @classmethod
+    def split(cls, data: bytes) -> tuple[bytes, Texts]:
+        """An entry's head, and its texts to take."""
+        end = data.find(b"\n")
+        if end < 0:
+            raise ValueError("a record without its head's end")
+        return data[:end], cls(memoryview(data)[end + 1 :])  # the texts are not copied
+
+    def done(self) -> bool:
+        """Whether every text was taken (an entry with bytes left over is not the one written)."""
+        return self.at == len(self.data)
 
 
 def passed(check: str, *inputs: bytes) -> bool:

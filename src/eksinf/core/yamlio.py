@@ -495,6 +495,25 @@ def load_docs(
     return _through_cache(kind, text, lambda: _load_docs(text, label, unique_keys))
 
 
+def load_docs_uncached(text: str, label: str = "YAML input") -> tuple[list[Any], bool]:
+    """`load_docs` kept out of the derived-data cache, for a caller that keeps the documents in
+    a record of its own (a chart's output, in its render's): the documents, and whether JSON
+    gives them back exactly (`docs_json`; only then may they be kept)."""
+    _check_text(text, label)
+    docs, exact = _load_docs(text, label)
+    return docs, exact or _json_exact(docs)
+
+
+def docs_json(value: Any) -> bytes:
+    """Parsed documents (or a record holding them) as a cache entry's JSON. No check for
+    cycles (a fifth of the time): every reader refuses a document deeper than MAX_DEPTH, so a
+    parse holds none, and a cycle would only be a RecursionError for the caller."""
+    return _JSON_ENCODE(value).encode()
+
+
+_JSON_ENCODE = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
+
+
 def load_objects(text: str, label: str, hint: str = "Fix the YAML at that position.") -> Docs:
     """`load_docs` for units (a bundle's, a hub upload's, configs/): every document must be a
     mapping, a Kubernetes object. A list or a bare scalar is refused (exit 3) naming
@@ -537,7 +556,7 @@ def _through_cache(
     docs, exact = parse()
     if exact or _json_exact(docs):
         with contextlib.suppress(ValueError, RecursionError):
-            cache.put("yaml", entry, json.dumps(docs, ensure_ascii=False).encode())
+            cache.put("yaml", entry, docs_json(docs))
     return docs
 
 
