@@ -503,9 +503,9 @@ def test_a_chart_record_that_does_not_fit_its_output_is_recomputed(tmp_path, mon
     monkeypatch.setenv("EKSINF_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("EKSINF_NO_CACHE", raising=False)
     rendered = RenderedChart({"c/templates/a.yaml": "a: 1\n"}, (("c/crds/b.yaml", "b: 2\n"),), ())
-    chartsplit._store_render("k" * 64, rendered, [[{"b": 2}], [{"a": 1}]])
-    assert chartsplit._cached_render("k" * 64) == (rendered, [[{"b": 2}], [{"a": 1}]])
-    chartsplit._store_render("k" * 64, rendered, [[{"b": 2}]])
+    chartsplit._store_render("k" * 64, rendered, [([{"b": 2}], True), ([{1: "a"}], False)])
+    assert chartsplit._cached_render("k" * 64) == (rendered, [[{"b": 2}], None])  # an int key
+    chartsplit._store_render("k" * 64, rendered, [([{"b": 2}], True)])
     assert chartsplit._cached_render("k" * 64) is None
     texts = cache.Texts()
     head = json.dumps({"render": rendered.to_record(texts), "docs": [None, None]}).encode()

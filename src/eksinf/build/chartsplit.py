@@ -31,6 +31,7 @@ from eksinf.core.yamldump import dump_docs
 from eksinf.core.yamlio import (
     CACHE_FORMAT,
     docs_json,
+    json_exact,
     load_docs_uncached,
     load_mapping_docs,
     read_source_text,
@@ -119,10 +120,10 @@ Parsed = list[list[Any] | None]  # each output file's documents as parsed (None:
 
 def _parse_output(
     comp: Component, spec: ChartSpec, rendered: RenderedChart, kept: Parsed | None
-) -> tuple[list[tuple[str, bool, list[Any]]], Parsed]:
+) -> tuple[list[tuple[str, bool, list[Any]]], list[tuple[list[Any], bool]]]:
     """Parse each file the engine produced once: (origin, is a crds/ file, documents), and each
-    file's documents as parsed, to keep with the render (None where JSON would not give them
-    back exactly). `kept`: what an earlier run kept, taken instead of a parse."""
+    file's documents as parsed, to keep with the render, with whether they are known to be
+    JSON-exact. `kept`: what an earlier run kept, taken instead of a parse."""
     crd_files = {path for path, _ in rendered.crds}
     parsed, raw = [], []
     for at, (origin, text) in enumerate(_output_files(rendered)):
@@ -138,7 +139,7 @@ def _parse_output(
                     hint="Check the chart values that feed this template.",
                     exit_code=CONTRACT,
                 ) from exc
-        raw.append(docs if exact else None)
+        raw.append((docs, exact))
         # sorted into a new list (stable: kind order only); the split stamps waves on the
         # documents themselves, so a record is made of `raw` before it
         parsed.append((origin, origin in crd_files, sorted(docs, key=_install_rank)))
@@ -322,15 +323,17 @@ def _cached_render(key: str) -> tuple[RenderedChart, Parsed] | None:
         return None
 
 
-def _store_render(key: str, rendered: RenderedChart, parsed: Parsed) -> None:
+def _store_render(key: str, rendered: RenderedChart, parsed: list[tuple[list[Any], bool]]) -> None:
     """Keep a chart's output (its texts as they are, beside a JSON head: see cache.Texts) and
     its parse in one entry: a later render of the same chart (one whose values elsewhere in the
-    stack changed) reads one entry, not one per file."""
+    stack changed) reads one entry, not one per file. A file's documents that JSON would not
+    give back exactly are left out (None), and parsed again when read."""
     if not cache.enabled():  # not encoded for a cache that is off
         return
+    kept = [docs if exact or json_exact(docs) else None for docs, exact in parsed]
     texts = cache.Texts()
     try:
-        head = docs_json({"render": rendered.to_record(texts), "docs": parsed})
+        head = docs_json({"render": rendered.to_record(texts), "docs": kept})
     except (ValueError, TypeError, RecursionError):
         return
     cache.put_parts("helm", key, texts.entry(head))

@@ -499,14 +499,21 @@ def record_pass(check: str, *inputs: bytes) -> None:
 
 
 def _modules(package: str) -> list[tuple[str, os.stat_result]]:
-    """Every module file under `package`: (its posix path inside it, its stat), in path order."""
-    found = []
-    for folder, dirs, files in os.walk(package):
-        dirs[:] = [d for d in dirs if d != "__pycache__"]
-        for name in files:
-            if name.endswith(".py"):
-                full = os.path.join(folder, name)
-                found.append((os.path.relpath(full, package).replace(os.sep, "/"), os.stat(full)))
+    """Every module file under `package`: (its posix path inside it, its stat), in path order.
+    Walked with scandir, each path built as it goes (os.walk and a relpath per file cost a run
+    on an empty cache ~0.7 ms more); a link to a folder is not followed, as os.walk does not."""
+    found: list[tuple[str, os.stat_result]] = []
+
+    def walk(folder: str, prefix: str) -> None:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir():
+                    if entry.name != "__pycache__" and not entry.is_symlink():
+                        walk(entry.path, f"{prefix}{entry.name}/")
+                elif entry.name.endswith(".py"):
+                    found.append((prefix + entry.name, entry.stat()))
+
+    walk(package, "")
     return sorted(found, key=lambda f: f[0].split("/"))
 
 

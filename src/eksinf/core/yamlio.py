@@ -497,11 +497,16 @@ def load_docs(
 
 def load_docs_uncached(text: str, label: str = "YAML input") -> tuple[list[Any], bool]:
     """`load_docs` kept out of the derived-data cache, for a caller that keeps the documents in
-    a record of its own (a chart's output, in its render's): the documents, and whether JSON
-    gives them back exactly (`docs_json`; only then may they be kept)."""
+    a record of its own (a chart's output, in its render's): the documents, and whether they
+    are known to be JSON-exact (the fast reader's are; others may be: `json_exact`)."""
     _check_text(text, label)
-    docs, exact = _load_docs(text, label)
-    return docs, exact or _json_exact(docs)
+    return _load_docs(text, label)
+
+
+def json_exact(docs: list[Any]) -> bool:
+    """Whether JSON (`docs_json`) gives back exactly these documents: only then may they be
+    kept in the cache."""
+    return _json_exact(docs)
 
 
 def docs_json(value: Any) -> bytes:
