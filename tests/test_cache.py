@@ -36,6 +36,16 @@ def test_a_parse_is_stored_and_served_equal(cache_dir: Path) -> None:
     assert yamlio.load_docs(BIG)[0]["kind"] == "ConfigMap"
 
 
+def test_a_parse_of_text_beyond_ascii_is_served_equal(cache_dir: Path) -> None:
+    """Entries are ASCII JSON: other characters are escaped and read back the same."""
+    text = BIG.replace("v1", "grüße 日本 \U0001f680 v1")
+    first = yamlio.load_docs(text)
+    [entry] = _entries(cache_dir)
+    assert entry.read_bytes()[cache.MAC_BYTES :].isascii()
+    again = yamlio.load_docs(text)
+    assert again == first and again[1]["data"]["k"] == "grüße 日本 \U0001f680 v1"
+
+
 def test_a_corrupt_entry_is_recomputed(cache_dir: Path) -> None:
     expected = yamlio.load_docs(BIG)
     for entry in _entries(cache_dir):
