@@ -178,13 +178,13 @@ def test_the_code_digest_follows_every_write_to_a_module(
     monkeypatch.setattr(time, "time_ns", lambda: later)  # as if they were written long ago
     first = cache.package_digest(str(package))
     reads: list[str] = []
-    real_open = open
+    real_read = cache._module_bytes
 
-    def counted(path, *args, **kwargs):  # type: ignore[no-untyped-def]
-        reads.append(str(path))
-        return real_open(path, *args, **kwargs)
+    def counted(path: str, size: int) -> bytes:
+        reads.append(path)
+        return real_read(path, size)
 
-    monkeypatch.setattr("builtins.open", counted)
+    monkeypatch.setattr(cache, "_module_bytes", counted)
     assert cache.package_digest(str(package)) == first and not reads  # kept: nothing read
     before = os.stat(package / "a.py")
     (package / "a.py").write_text("A = 2\n")  # the same size
@@ -250,3 +250,12 @@ def test_a_full_space_is_pruned_below_its_bound(
         cache.put("yaml", f"{i:02}", b"x")
         os.utime(cache_dir / f"{i:02}", ns=(i * 10**9, i * 10**9))  # written in this order
     assert [p.name for p in _entries(cache_dir)] == [f"{i:02}" for i in range(3, 33)]
+
+
+def test_a_module_is_read_whole_whatever_size_its_stat_gave(tmp_path: Path) -> None:
+    """A module written between its stat and its read is hashed as it is now, not cut off at
+    the stat's size nor padded."""
+    module = tmp_path / "m.py"
+    module.write_bytes(b"x = 1\n" * 1000)
+    for size in (0, 100, 6000, 9000):
+        assert cache._module_bytes(str(module), size) == b"x = 1\n" * 1000

@@ -517,6 +517,21 @@ def _modules(package: str) -> list[tuple[str, os.stat_result]]:
     return sorted(found, key=lambda f: f[0].split("/"))
 
 
+def _module_bytes(path: str, size: int) -> bytes:
+    """A module's bytes: the size its stat gave and one byte more at once (a file object per
+    module costs an empty cache's run ~0.5 ms more over eksinf's ~180), then on to its end
+    when that was not all of it (it grew or shrank since)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        data = os.read(fd, size + 1)
+        if len(data) != size:
+            while more := os.read(fd, 1 << 20):
+                data += more
+        return data
+    finally:
+        os.close(fd)
+
+
 @functools.cache
 def code_digest() -> str:
     """sha256 over eksinf's own source files: part of the key of anything eksinf's code decides
@@ -544,10 +559,10 @@ def package_digest(package: str) -> str:
     if known is not None and len(known) == 64:
         return known.decode("ascii")
     digest = hashlib.sha256()
-    for rel, _ in modules:
+    for rel, st in modules:
         digest.update(rel.encode() + b"\0")
-        with open(os.path.join(package, rel), "rb") as fh:
-            digest.update(fh.read() + b"\0")
+        digest.update(_module_bytes(f"{package}/{rel}", st.st_size))
+        digest.update(b"\0")
     found = digest.hexdigest()
     # Kept only when every module was last written a while ago: a file system stamps times in
     # ticks, and a second write in the tick of the first would leave its stat as it was (git's
