@@ -110,11 +110,6 @@ def _install_rank(doc: Any) -> tuple[int, str]:
     return (_KIND_RANK.get(kind, len(_KIND_RANK)), "" if kind in _KIND_RANK else kind)
 
 
-def _output_files(rendered: RenderedChart) -> list[tuple[str, str]]:
-    """Every file one render produced, crds/ first: (path, text)."""
-    return [*rendered.crds, *rendered.manifests.items()]
-
-
 Parsed = list[list[Any] | None]  # each output file's documents as parsed (None: not kept)
 
 
@@ -126,7 +121,7 @@ def _parse_output(
     JSON-exact. `kept`: what an earlier run kept, taken instead of a parse."""
     crd_files = {path for path, _ in rendered.crds}
     parsed, raw = [], []
-    for at, (origin, text) in enumerate(_output_files(rendered)):
+    for at, (origin, text) in enumerate(rendered.files()):
         docs = kept[at] if kept is not None else None
         exact = docs is not None
         if docs is None:
@@ -235,11 +230,6 @@ def _dedupe_crds(
     return kept, shared
 
 
-def output_digests(rendered: RenderedChart) -> dict[str, str]:
-    """sha256 of every file one render produced (templates and crds/), by path."""
-    return {path: sha256_hex(text) for path, text in _output_files(rendered)}
-
-
 REFERENCES = "render-references"  # the cache space of determinism references
 
 
@@ -281,7 +271,7 @@ def _reference_digests(
             return recorded, "recorded render"
     except ValueError:
         pass
-    second = output_digests(engine.render(chart.archive, values, opts, templates=False))
+    second = engine.render(chart.archive, values, opts, templates=False).digests
     if second == digests:
         # an unwritable cache costs a second render next time, nothing more
         cache.write_record(REFERENCES, key, json.dumps(second, sort_keys=True).encode())
@@ -314,7 +304,7 @@ def _cached_render(key: str) -> tuple[RenderedChart, Parsed] | None:
         kept = record["docs"]
         if not texts.done() or not isinstance(kept, list):
             return None
-        if len(kept) != len(_output_files(rendered)):
+        if len(kept) != len(rendered.files()):
             return None
         if not all(docs is None or isinstance(docs, list) for docs in kept):
             return None
@@ -360,7 +350,7 @@ def helm_units(
         first, kept = cached if cached is not None else (None, None)
         if first is None:
             first = engine.render(chart.archive, values, opts)
-        digests = output_digests(first)
+        digests = first.digests
         reference, reference_source = _reference_digests(
             engine, chart, values, opts, first, digests
         )

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from eksinf.build import engineid
 from eksinf.errors import CONTRACT, ENVIRONMENT, EksinfError
+from eksinf.model.digest import sha256_hex
 
 if TYPE_CHECKING:
     from eksinf.core.cache import Texts
@@ -29,6 +30,17 @@ class RenderedChart:
     manifests: dict[str, str]  # template path -> rendered YAML text (hooks included)
     crds: tuple[tuple[str, str], ...]  # (file path, YAML text) for crds/ of the chart and subcharts
     templates: tuple[tuple[str, str], ...]  # (template path, source) for the guard's text checks
+
+    def files(self) -> list[tuple[str, str]]:
+        """Every file this render produced, crds/ first: (path, text)."""
+        return [*self.crds, *self.manifests.items()]
+
+    @functools.cached_property
+    def digests(self) -> dict[str, str]:
+        """sha256 of every file this render produced (crds/ and templates), by path: taken
+        once, for the determinism check, the whole render's record and the guard alike (not
+        to be changed by them)."""
+        return {path: sha256_hex(text) for path, text in self.files()}
 
     def to_record(self, texts: Texts) -> dict[str, Any]:
         """This render as a cache record's JSON, its texts put in `texts` (see cache.Texts)."""

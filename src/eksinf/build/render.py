@@ -204,10 +204,8 @@ def _result_key(inputs: str, engine: HelmEngine | None) -> str:
 def _store_result(key: str, result: RenderResult) -> bool:
     """Keep a whole render under `key` (its record's JSON, a newline, its texts); whether it
     was kept (only a deterministic one is)."""
-    from eksinf.build.chartsplit import output_digests  # the miss path only (see the imports)
-
     charts = [r for o in result.outputs for r in o.charts]
-    if any(output_digests(r.first) != r.reference for r in charts):
+    if any(r.first.digests != r.reference for r in charts):
         return False  # a non-deterministic chart is rendered (and reported) every time
     texts = cache.Texts()
     record = {
