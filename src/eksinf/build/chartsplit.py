@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from eksinf.build.charts import ResolvedChart
-from eksinf.build.determinism import PROOF_SOURCE, prove
+from eksinf.build.determinism import PROOF_SOURCE, RULES, Proof, prove
 from eksinf.build.helm import HelmEngine, RenderedChart, RenderOptions, read_values
 from eksinf.build.units import (
     CONTROLLER_WAVE,
@@ -239,19 +239,20 @@ def _reference_digests(
     values: Doc,
     opts: RenderOptions,
     first: RenderedChart,
-    digests: dict[str, str],
+    proof: Proof,
 ) -> tuple[dict[str, str], str]:
     """Digests of an independent render of the same inputs, for the determinism check.
 
-    A chart whose templates call pure functions only (build/determinism.py) renders the same
-    bytes every time: its first render is its own reference. Otherwise, the first time a set of
+    A chart whose templates call pure functions only (`proof`, build/determinism.py) renders
+    the same bytes every time: its first render is its own reference. Otherwise, the first time a set of
     inputs is seen, the chart is rendered a second time. When both renders agree, their digests
     are recorded in the cache, keyed by every input (engine and version, archive, values,
     options); later runs compare against that record instead of rendering twice. A record from
     an earlier run is a stricter reference than a second render a millisecond later: it also
     catches output that changes by the day (`now | date`).
     """
-    if prove(first.templates).proven:
+    digests = first.digests
+    if proof.proven:
         return digests, PROOF_SOURCE
     key = sha256_hex(
         json.dumps(
@@ -289,11 +290,21 @@ def _render_key(engine: HelmEngine, chart: ResolvedChart, values: Doc, opts: Ren
     )
 
 
-def _cached_render(key: str) -> tuple[RenderedChart, Parsed] | None:
-    """A chart's output, and its files' documents as parsed, from the derived-data cache. An
-    entry is stored only after the determinism check agreed (below), so serving one never
-    skips that check: the check compares against the recorded reference, exactly as it does for
-    a fresh render once one is recorded."""
+@dataclass(frozen=True)
+class _Kept:
+    """A chart's record from the derived-data cache: its output, its files' documents as
+    parsed, and the static proof's verdict on its templates (None when the record's verdict is
+    under other rules than this eksinf's)."""
+
+    rendered: RenderedChart
+    parsed: Parsed
+    proof: Proof | None
+
+
+def _cached_render(key: str) -> _Kept | None:
+    """A chart's record (`_Kept`). An entry is stored only after the determinism check agreed
+    (below), so serving one never skips that check: the check compares against the recorded
+    reference, exactly as it does for a fresh render once one is recorded."""
     data = cache.get("helm", key)
     if data is None:
         return None
@@ -301,29 +312,36 @@ def _cached_render(key: str) -> tuple[RenderedChart, Parsed] | None:
         head, texts = cache.Texts.split(data)
         record = json.loads(head)
         rendered = RenderedChart.from_record(record["render"], texts)
-        kept = record["docs"]
+        kept, verdict = record["docs"], record["proof"]
         if not texts.done() or not isinstance(kept, list):
             return None
         if len(kept) != len(rendered.files()):
             return None
         if not all(docs is None or isinstance(docs, list) for docs in kept):
             return None
-        return rendered, kept
+        proof = None
+        if verdict["rules"] == RULES and isinstance(verdict["proven"], bool):
+            proof = Proof(verdict["proven"], str(verdict["reason"]))
+        return _Kept(rendered, kept, proof)
     except (ValueError, KeyError, TypeError, RecursionError):
         return None
 
 
-def _store_render(key: str, rendered: RenderedChart, parsed: list[tuple[list[Any], bool]]) -> None:
-    """Keep a chart's output (its texts as they are, beside a JSON head: see cache.Texts) and
-    its parse in one entry: a later render of the same chart (one whose values elsewhere in the
-    stack changed) reads one entry, not one per file. A file's documents that JSON would not
-    give back exactly are left out (None), and parsed again when read."""
+def _store_render(
+    key: str, rendered: RenderedChart, parsed: list[tuple[list[Any], bool]], proof: Proof
+) -> None:
+    """Keep a chart's output (its texts as they are, beside a JSON head: see cache.Texts), its
+    parse and its proof's verdict in one entry: a later render of the same chart (one whose
+    values elsewhere in the stack changed) reads one entry, not one per file, and scans none
+    of its templates. A file's documents that JSON would not give back exactly are left out
+    (None), and parsed again when read."""
     if not cache.enabled():  # not encoded for a cache that is off
         return
     kept = [docs if exact or json_exact(docs) else None for docs, exact in parsed]
     texts = cache.Texts()
+    record = {"render": rendered.to_record(texts), "docs": kept, "proof": proof.as_dict()}
     try:
-        head = docs_json({"render": rendered.to_record(texts), "docs": kept})
+        head = docs_json(record)
     except (ValueError, TypeError, RecursionError):
         return
     cache.put_parts("helm", key, texts.entry(head))
@@ -347,16 +365,13 @@ def helm_units(
         opts = RenderOptions(spec.release, spec.namespace, stack.kube_version, stack.api_versions)
         render_key = _render_key(engine, chart, values, opts)
         cached = _cached_render(render_key)
-        first, kept = cached if cached is not None else (None, None)
-        if first is None:
-            first = engine.render(chart.archive, values, opts)
-        digests = first.digests
-        reference, reference_source = _reference_digests(
-            engine, chart, values, opts, first, digests
-        )
-        parsed, raw = _parse_output(comp, spec, first, kept)
-        if cached is None and reference == digests:
-            _store_render(render_key, first, raw)
+        first = cached.rendered if cached else engine.render(chart.archive, values, opts)
+        # the verdict a record keeps, under these rules; else the templates are scanned
+        proof = (cached.proof if cached else None) or prove(first.templates)
+        reference, reference_source = _reference_digests(engine, chart, values, opts, first, proof)
+        parsed, raw = _parse_output(comp, spec, first, cached.parsed if cached else None)
+        if cached is None and reference == first.digests:
+            _store_render(render_key, first, raw, proof)
         emitted = sum(1 for _, _, docs in parsed for d in docs if kind_of(d) is not None)
         controllers, crds, stubs = _split_chart(comp, spec, parsed)
         crds, shared = _dedupe_crds(comp, spec, parsed, crds, crd_owners)
@@ -388,6 +403,7 @@ def helm_units(
                 first,
                 reference,
                 reference_source,
+                proof,
             )
         )
     return units, renders

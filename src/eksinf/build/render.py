@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eksinf import __version__
-from eksinf.build.determinism import PROOF_SOURCE, RULES, prove
+from eksinf.build.determinism import PROOF_SOURCE, RULES, Proof
 from eksinf.build.helm import HelmEngine, RenderedChart, default_engine
 from eksinf.build.inputs import inputs_digest
 from eksinf.build.units import (
@@ -225,8 +225,8 @@ def _store_result(key: str, result: RenderResult) -> bool:
                         "first": r.first.to_record(texts),
                         "reference": r.reference,
                         "checked": r.reference_source,
-                        # why the chart was rendered once or twice (the proof is memoised)
-                        "proof": prove(r.first.templates).as_dict(),
+                        # why the chart was rendered once or twice
+                        "proof": r.proof.as_dict(),
                     }
                     for r in o.charts
                 ],
@@ -290,6 +290,7 @@ def _cached_output(stack: Stack, raw: Doc, texts: cache.Texts) -> ComponentOutpu
             dict(r["reference"]),
             # a proven chart's reference is its own render; any other was checked when kept
             PROOF_SOURCE if r["checked"] == PROOF_SOURCE else "recorded render",
+            Proof(bool(r["proof"]["proven"]), str(r["proof"]["reason"])),
         )
         for r in raw["charts"]
     )
