@@ -228,24 +228,26 @@ def _trusted() -> _Trust | None:
     return trust if trust.secret is not None else None
 
 
-def _read_private(path: Path) -> bytes | None:
-    """The bytes of `path` if it is a regular file of the user's that only the user may read
-    (None otherwise), read without following a link and at most one entry's worth."""
+def _read_private(path: Path) -> tuple[bytes, bytes] | None:
+    """The MAC and the bytes of the entry at `path` if it is a regular file of the user's that
+    only the user may read (None otherwise), read without following a link and at most one
+    entry's worth."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & _PRIVATE:
             return None
-        # the whole entry in one read, as big as the file (a whole render is ~3.5 MB, and every
-        # copy of it costs a warm run time); more only if it grew meanwhile
-        chunks, left, size = [], MAC_BYTES + MAX_ENTRY_BYTES + 1, st.st_size + 1
+        mac = os.read(fd, MAC_BYTES)
+        # the rest in one read, as big as the file, and handed on as read (a whole render is
+        # ~3.5 MB, and every copy of it costs a warm run time); more only if it grew meanwhile
+        chunks, left, size = [], MAX_ENTRY_BYTES + 1, max(st.st_size - MAC_BYTES, 0) + 1
         while left > 0:
             chunk = os.read(fd, min(left, size))
             if not chunk:
                 break
             chunks.append(chunk)
             left, size = left - len(chunk), 1 << 20
-        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        return mac, chunks[0] if len(chunks) == 1 else b"".join(chunks)
     finally:
         os.close(fd)
 
@@ -329,20 +331,19 @@ def _read_many(space: str, entry_keys: list[str]) -> dict[str, bytes]:
     found = {}
     for entry_key in entry_keys:
         try:
-            raw = _read_private(folder / entry_key)
+            read = _read_private(folder / entry_key)
         except OSError:
             continue
-        if raw is None:
+        if read is None:
             _warn("entry", f"cache entry {folder / entry_key} refused: not a private file of yours")
             continue
-        view = memoryview(raw)
-        mac, data = raw[:MAC_BYTES], view[MAC_BYTES:]
-        if len(raw) < MAC_BYTES or len(data) > MAX_ENTRY_BYTES:
+        mac, data = read
+        if len(mac) < MAC_BYTES or len(data) > MAX_ENTRY_BYTES:
             continue
         if not hmac.compare_digest(mac, _mac(trust.secret, space, entry_key, data)):
             _warn("entry", f"cache entry {folder / entry_key} refused: it fails its HMAC check")
             continue
-        found[entry_key] = data.tobytes()
+        found[entry_key] = data
     return found
 
 
