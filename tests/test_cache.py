@@ -36,6 +36,16 @@ def test_a_parse_is_stored_and_served_equal(cache_dir: Path) -> None:
     assert yamlio.load_docs(BIG)[0]["kind"] == "ConfigMap"
 
 
+def test_a_parse_of_text_beyond_ascii_is_served_equal(cache_dir: Path) -> None:
+    """Entries are ASCII JSON: other characters are escaped and read back the same."""
+    text = BIG.replace("v1", "grüße 日本 \U0001f680 v1")
+    first = yamlio.load_docs(text)
+    [entry] = _entries(cache_dir)
+    assert entry.read_bytes()[cache.MAC_BYTES :].isascii()
+    again = yamlio.load_docs(text)
+    assert again == first and again[1]["data"]["k"] == "grüße 日本 \U0001f680 v1"
+
+
 def test_a_corrupt_entry_is_recomputed(cache_dir: Path) -> None:
     expected = yamlio.load_docs(BIG)
     for entry in _entries(cache_dir):
@@ -168,13 +178,13 @@ def test_the_code_digest_follows_every_write_to_a_module(
     monkeypatch.setattr(time, "time_ns", lambda: later)  # as if they were written long ago
     first = cache.package_digest(str(package))
     reads: list[str] = []
-    real_open = open
+    real_read = cache._module_bytes
 
-    def counted(path, *args, **kwargs):  # type: ignore[no-untyped-def]
-        reads.append(str(path))
-        return real_open(path, *args, **kwargs)
+    def counted(path: str, size: int) -> bytes:
+        reads.append(path)
+        return real_read(path, size)
 
-    monkeypatch.setattr("builtins.open", counted)
+    monkeypatch.setattr(cache, "_module_bytes", counted)
     assert cache.package_digest(str(package)) == first and not reads  # kept: nothing read
     before = os.stat(package / "a.py")
     (package / "a.py").write_text("A = 2\n")  # the same size
@@ -240,3 +250,12 @@ def test_a_full_space_is_pruned_below_its_bound(
         cache.put("yaml", f"{i:02}", b"x")
         os.utime(cache_dir / f"{i:02}", ns=(i * 10**9, i * 10**9))  # written in this order
     assert [p.name for p in _entries(cache_dir)] == [f"{i:02}" for i in range(3, 33)]
+
+
+def test_a_module_is_read_whole_whatever_size_its_stat_gave(tmp_path: Path) -> None:
+    """A module written between its stat and its read is hashed as it is now, not cut off at
+    the stat's size nor padded."""
+    module = tmp_path / "m.py"
+    module.write_bytes(b"x = 1\n" * 1000)
+    for size in (0, 100, 6000, 9000):
+        assert cache._module_bytes(str(module), size) == b"x = 1\n" * 1000

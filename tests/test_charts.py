@@ -202,6 +202,30 @@ def test_mirror_archive_that_disagrees_with_the_mirrors_sums_is_refused(tmp_path
     assert "disagrees with the mirror's SHA256SUMS" in err.value.message
 
 
+def test_a_mirror_copy_is_hashed_once_for_its_sums_and_the_lock(tmp_path, cache, monkeypatch):
+    """A copy from a mirror that publishes SHA256SUMS is checked against both the sums and
+    charts.lock, with one hash of its bytes; a copy that disagrees with either is still
+    refused (the tests above)."""
+    chart = ChartSource("m4", templates={"cm.yaml": CONFIGMAP})
+    archive = chart.package()
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    (mirror / "m4-0.1.0.tgz").write_bytes(archive)
+    (mirror / "SHA256SUMS").write_text(f"{sha256_hex(archive)}  m4-0.1.0.tgz\n")
+    root = write_stack(tmp_path / "stack", [("app", chart, "oci://127.0.0.1:9/x")])
+    pin_charts(load_stack(root), mirror)
+    hashed: list[int] = []
+
+    def counted(data: bytes | str) -> str:
+        hashed.append(len(data))
+        return sha256_hex(data)
+
+    monkeypatch.setattr(charts, "sha256_hex", counted)
+    stack = load_stack(root)
+    resolved = charts.resolve(stack, stack.component("apps").charts[0], mirror)
+    assert (resolved.origin, resolved.archive, hashed) == ("mirror", archive, [len(archive)])
+
+
 def test_chart_missing_from_the_lock_is_a_contract_error(tmp_path, registry, cache, eksinf):
     chart = ChartSource("unpinned", templates={"cm.yaml": CONFIGMAP})
     root, repo = oci_stack(tmp_path, registry, chart)

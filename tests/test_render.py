@@ -467,3 +467,63 @@ def test_a_warm_render_and_verify_parse_no_unit(stack_dir, chart_mirror, eksinf,
     assert checked.code == 0 and json.loads(checked.out)["duplicateIds"] == []
     monkeypatch.setenv("EKSINF_NO_CACHE", "1")  # nothing read back: a fresh render, parsed
     assert eksinf("--stack", str(stack_dir), "verify").code == 0
+
+
+def test_a_chart_render_is_served_whole_from_its_record(tmp_path, registry, monkeypatch):
+    """A chart rendered before (a render whose whole-render entry misses: here, one component
+    asked for) is served from its one record: output and parse, neither the engine nor the
+    YAML reader called, and the units are the fresh render's, documents included."""
+    from eksinf.build import helm
+
+    monkeypatch.setenv("EKSINF_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("EKSINF_NO_CACHE", raising=False)
+    root = publish_stack(tmp_path, registry, [("app", split_chart())])
+    fresh = render_stack(load_stack(root), components=["apps"])
+    helm_records = list((tmp_path / "cache/derived/helm").iterdir())
+    assert len(helm_records) == 1
+    assert not (tmp_path / "cache/derived/yaml").exists()  # the parse is in the chart's record
+
+    def refuse(*args: object, **kwargs: object) -> object:
+        raise AssertionError("rendered or parsed again")
+
+    monkeypatch.setattr(helm.SdkEngine, "render", refuse)
+    monkeypatch.setattr(chartsplit, "load_docs_uncached", refuse)
+    monkeypatch.setattr(chartsplit, "prove", refuse)  # its verdict is in the record too
+    served = render_stack(load_stack(root), components=["apps"])
+    units = [(u.filename, u.text, u.docs) for o in served.outputs for u in o.units]
+    assert units == [(u.filename, u.text, u.docs) for o in fresh.outputs for u in o.units]
+    [chart] = served.outputs[0].charts
+    assert (chart.first, chart.proof) == (
+        fresh.outputs[0].charts[0].first,
+        fresh.outputs[0].charts[0].proof,
+    )
+    assert chart.reference_source == fresh.outputs[0].charts[0].reference_source
+
+
+def test_a_chart_record_that_does_not_fit_its_output_is_recomputed(tmp_path, monkeypatch):
+    """A record whose parse lists another number of files than its output holds, or holds
+    texts past those its head names, is no record: the chart is rendered afresh."""
+    from eksinf.build.determinism import RULES, Proof
+    from eksinf.build.helm import RenderedChart
+    from eksinf.core import cache
+
+    monkeypatch.setenv("EKSINF_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("EKSINF_NO_CACHE", raising=False)
+    rendered = RenderedChart({"c/templates/a.yaml": "a: 1\n"}, (("c/crds/b.yaml", "b: 2\n"),), ())
+    proof = Proof(True, "0 templates call pure functions only")
+    parsed = [([{"b": 2}], True), ([{1: "a"}], False)]  # an int key: not kept
+    chartsplit._store_render("k" * 64, rendered, parsed, proof)
+    kept = chartsplit._cached_render("k" * 64)
+    assert kept == chartsplit._Kept(rendered, [[{"b": 2}], None], proof)
+    chartsplit._store_render("k" * 64, rendered, [([{"b": 2}], True)], proof)
+    assert chartsplit._cached_render("k" * 64) is None
+    texts = cache.Texts()
+    record = {"render": rendered.to_record(texts), "docs": [None, None], "proof": proof.as_dict()}
+    cache.put_parts("helm", "k" * 64, (*texts.entry(json.dumps(record).encode()), b"more"))
+    assert chartsplit._cached_render("k" * 64) is None
+    # a verdict under other rules is no verdict: the templates are scanned again
+    texts = cache.Texts()
+    record = {"render": rendered.to_record(texts), "docs": [None, None], "proof": proof.as_dict()}
+    record["proof"]["rules"] = RULES + "-older"
+    cache.put_parts("helm", "k" * 64, texts.entry(json.dumps(record).encode()))
+    assert chartsplit._cached_render("k" * 64) == chartsplit._Kept(rendered, [None, None], None)

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from eksinf.build.charts import ResolvedChart
-from eksinf.build.determinism import PROOF_SOURCE, prove
+from eksinf.build.determinism import PROOF_SOURCE, RULES, Proof, prove
 from eksinf.build.helm import HelmEngine, RenderedChart, RenderOptions, read_values
 from eksinf.build.units import (
     CONTROLLER_WAVE,
@@ -28,7 +28,14 @@ from eksinf.build.units import (
 from eksinf.core import cache, inside
 from eksinf.core.types import Doc, Docs
 from eksinf.core.yamldump import dump_docs
-from eksinf.core.yamlio import load_docs, load_mapping_docs, read_source_text
+from eksinf.core.yamlio import (
+    CACHE_FORMAT,
+    docs_json,
+    json_exact,
+    load_docs_uncached,
+    load_mapping_docs,
+    read_source_text,
+)
 from eksinf.errors import CONTRACT, FAILURE, EksinfError
 from eksinf.model.digest import sha256_hex
 from eksinf.model.stack import ChartSpec, Component, Stack
@@ -103,24 +110,35 @@ def _install_rank(doc: Any) -> tuple[int, str]:
     return (_KIND_RANK.get(kind, len(_KIND_RANK)), "" if kind in _KIND_RANK else kind)
 
 
+Parsed = list[list[Any] | None]  # each output file's documents as parsed (None: not kept)
+
+
 def _parse_output(
-    comp: Component, spec: ChartSpec, rendered: RenderedChart
-) -> list[tuple[str, bool, list[Any]]]:
-    """Parse each file the engine produced once: (origin, is a crds/ file, documents)."""
+    comp: Component, spec: ChartSpec, rendered: RenderedChart, kept: Parsed | None
+) -> tuple[list[tuple[str, bool, list[Any]]], list[tuple[list[Any], bool]]]:
+    """Parse each file the engine produced once: (origin, is a crds/ file, documents), and each
+    file's documents as parsed, to keep with the render, with whether they are known to be
+    JSON-exact. `kept`: what an earlier run kept, taken instead of a parse."""
     crd_files = {path for path, _ in rendered.crds}
-    parsed = []
-    for origin, text in [*rendered.crds, *rendered.manifests.items()]:
-        try:
-            docs = sorted(load_docs(text), key=_install_rank)  # stable: kind order only
-            parsed.append((origin, origin in crd_files, docs))
-        except yaml.YAMLError as exc:
-            raise EksinfError(
-                f"{comp.name}: chart {spec.name} template {origin} rendered invalid YAML: "
-                f"{str(exc).splitlines()[0]}",
-                hint="Check the chart values that feed this template.",
-                exit_code=CONTRACT,
-            ) from exc
-    return parsed
+    parsed, raw = [], []
+    for at, (origin, text) in enumerate(rendered.files()):
+        docs = kept[at] if kept is not None else None
+        exact = docs is not None
+        if docs is None:
+            try:
+                docs, exact = load_docs_uncached(text)
+            except yaml.YAMLError as exc:
+                raise EksinfError(
+                    f"{comp.name}: chart {spec.name} template {origin} rendered invalid YAML: "
+                    f"{str(exc).splitlines()[0]}",
+                    hint="Check the chart values that feed this template.",
+                    exit_code=CONTRACT,
+                ) from exc
+        raw.append((docs, exact))
+        # sorted into a new list (stable: kind order only); the split stamps waves on the
+        # documents themselves, so a record is made of `raw` before it
+        parsed.append((origin, origin in crd_files, sorted(docs, key=_install_rank)))
+    return parsed, raw
 
 
 def _split_chart(
@@ -212,12 +230,6 @@ def _dedupe_crds(
     return kept, shared
 
 
-def output_digests(rendered: RenderedChart) -> dict[str, str]:
-    """sha256 of every file one render produced (templates and crds/), by path."""
-    files = [*rendered.crds, *rendered.manifests.items()]
-    return {path: sha256_hex(text) for path, text in files}
-
-
 REFERENCES = "render-references"  # the cache space of determinism references
 
 
@@ -227,19 +239,20 @@ def _reference_digests(
     values: Doc,
     opts: RenderOptions,
     first: RenderedChart,
-    digests: dict[str, str],
+    proof: Proof,
 ) -> tuple[dict[str, str], str]:
     """Digests of an independent render of the same inputs, for the determinism check.
 
-    A chart whose templates call pure functions only (build/determinism.py) renders the same
-    bytes every time: its first render is its own reference. Otherwise, the first time a set of
-    inputs is seen, the chart is rendered a second time. When both renders agree, their digests
-    are recorded in the cache, keyed by every input (engine and version, archive, values,
-    options); later runs compare against that record instead of rendering twice. A record from
-    an earlier run is a stricter reference than a second render a millisecond later: it also
-    catches output that changes by the day (`now | date`).
+    A chart whose templates call pure functions only (`proof`, build/determinism.py) renders
+    the same bytes every time: its first render is its own reference. Otherwise, the first
+    time a set of inputs is seen, the chart is rendered a second time. When both renders agree,
+    their digests are recorded in the cache, keyed by every input (engine and version, archive,
+    values, options); later runs compare against that record instead of rendering twice. A
+    record from an earlier run is a stricter reference than a second render a millisecond
+    later: it also catches output that changes by the day (`now | date`).
     """
-    if prove(first.templates).proven:
+    digests = first.digests
+    if proof.proven:
         return digests, PROOF_SOURCE
     key = sha256_hex(
         json.dumps(
@@ -259,7 +272,7 @@ def _reference_digests(
             return recorded, "recorded render"
     except ValueError:
         pass
-    second = output_digests(engine.render(chart.archive, values, opts, templates=False))
+    second = engine.render(chart.archive, values, opts, templates=False).digests
     if second == digests:
         # an unwritable cache costs a second render next time, nothing more
         cache.write_record(REFERENCES, key, json.dumps(second, sort_keys=True).encode())
@@ -268,7 +281,8 @@ def _reference_digests(
 
 def _render_key(engine: HelmEngine, chart: ResolvedChart, values: Doc, opts: RenderOptions) -> str:
     return cache.key(
-        b"render-1",
+        b"render-2",
+        CACHE_FORMAT,  # the record holds the output's parse, as yamlio reads it
         engine.identity.encode(),
         chart.sha256.encode(),
         json.dumps(values, sort_keys=True, default=str).encode(),
@@ -276,24 +290,61 @@ def _render_key(engine: HelmEngine, chart: ResolvedChart, values: Doc, opts: Ren
     )
 
 
-def _cached_render(key: str) -> RenderedChart | None:
-    """A chart's output from the derived-data cache. An entry is stored only after the
-    determinism check agreed (below), so serving one never skips that check: the check compares
-    against the recorded reference, exactly as it does for a fresh render once one is recorded."""
+@dataclass(frozen=True)
+class _Kept:
+    """A chart's record from the derived-data cache: its output, its files' documents as
+    parsed, and the static proof's verdict on its templates (None when the record's verdict is
+    under other rules than this eksinf's)."""
+
+    rendered: RenderedChart
+    parsed: Parsed
+    proof: Proof | None
+
+
+def _cached_render(key: str) -> _Kept | None:
+    """A chart's record (`_Kept`). An entry is stored only after the determinism check agreed
+    (below), so serving one never skips that check: the check compares against the recorded
+    reference, exactly as it does for a fresh render once one is recorded."""
     data = cache.get("helm", key)
     if data is None:
         return None
     try:
-        return RenderedChart.from_dict(json.loads(data))
-    except (ValueError, KeyError, TypeError):
+        head, texts = cache.Texts.split(data)
+        record = json.loads(head)
+        rendered = RenderedChart.from_record(record["render"], texts)
+        kept, verdict = record["docs"], record["proof"]
+        if not texts.done() or not isinstance(kept, list):
+            return None
+        if len(kept) != len(rendered.files()):
+            return None
+        if not all(docs is None or isinstance(docs, list) for docs in kept):
+            return None
+        proof = None
+        if verdict["rules"] == RULES and isinstance(verdict["proven"], bool):
+            proof = Proof(verdict["proven"], str(verdict["reason"]))
+        return _Kept(rendered, kept, proof)
+    except (ValueError, KeyError, TypeError, RecursionError):
         return None
 
 
-def _store_render(key: str, rendered: RenderedChart) -> None:
-    if cache.enabled():  # not encoded for a cache that is off
-        # the fields by hand: dataclasses.asdict deep-copies every tuple of the output first
-        fields = {f: getattr(rendered, f) for f in ("manifests", "crds", "templates")}
-        cache.put("helm", key, json.dumps(fields).encode())
+def _store_render(
+    key: str, rendered: RenderedChart, parsed: list[tuple[list[Any], bool]], proof: Proof
+) -> None:
+    """Keep a chart's output (its texts as they are, beside a JSON head: see cache.Texts), its
+    parse and its proof's verdict in one entry: a later render of the same chart (one whose
+    values elsewhere in the stack changed) reads one entry, not one per file, and scans none
+    of its templates. A file's documents that JSON would not give back exactly are left out
+    (None), and parsed again when read."""
+    if not cache.enabled():  # not encoded for a cache that is off
+        return
+    kept = [docs if exact or json_exact(docs) else None for docs, exact in parsed]
+    texts = cache.Texts()
+    record = {"render": rendered.to_record(texts), "docs": kept, "proof": proof.as_dict()}
+    try:
+        head = docs_json(record)
+    except (ValueError, TypeError, RecursionError):
+        return
+    cache.put_parts("helm", key, texts.entry(head))
 
 
 def helm_units(
@@ -313,17 +364,14 @@ def helm_units(
         values = values_of[spec.name]
         opts = RenderOptions(spec.release, spec.namespace, stack.kube_version, stack.api_versions)
         render_key = _render_key(engine, chart, values, opts)
-        first = _cached_render(render_key)
-        fresh = first is None
-        if first is None:
-            first = engine.render(chart.archive, values, opts)
-        digests = output_digests(first)
-        reference, reference_source = _reference_digests(
-            engine, chart, values, opts, first, digests
-        )
-        if fresh and reference == digests:
-            _store_render(render_key, first)
-        parsed = _parse_output(comp, spec, first)
+        cached = _cached_render(render_key)
+        first = cached.rendered if cached else engine.render(chart.archive, values, opts)
+        # the verdict a record keeps, under these rules; else the templates are scanned
+        proof = (cached.proof if cached else None) or prove(first.templates)
+        reference, reference_source = _reference_digests(engine, chart, values, opts, first, proof)
+        parsed, raw = _parse_output(comp, spec, first, cached.parsed if cached else None)
+        if cached is None and reference == first.digests:
+            _store_render(render_key, first, raw, proof)
         emitted = sum(1 for _, _, docs in parsed for d in docs if kind_of(d) is not None)
         controllers, crds, stubs = _split_chart(comp, spec, parsed)
         crds, shared = _dedupe_crds(comp, spec, parsed, crds, crd_owners)
@@ -355,6 +403,7 @@ def helm_units(
                 first,
                 reference,
                 reference_source,
+                proof,
             )
         )
     return units, renders

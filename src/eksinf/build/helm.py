@@ -14,10 +14,14 @@ import tarfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from eksinf.build import engineid
 from eksinf.errors import CONTRACT, ENVIRONMENT, EksinfError
+from eksinf.model.digest import sha256_hex
+
+if TYPE_CHECKING:
+    from eksinf.core.cache import Texts
 
 
 @dataclass(frozen=True)
@@ -28,13 +32,32 @@ class RenderedChart:
     crds: tuple[tuple[str, str], ...]  # (file path, YAML text) for crds/ of the chart and subcharts
     templates: tuple[tuple[str, str], ...]  # (template path, source) for the guard's text checks
 
+    def files(self) -> list[tuple[str, str]]:
+        """Every file this render produced, crds/ first: (path, text)."""
+        return [*self.crds, *self.manifests.items()]
+
+    @functools.cached_property
+    def digests(self) -> dict[str, str]:
+        """sha256 of every file this render produced (crds/ and templates), by path: taken
+        once, for the determinism check, the whole render's record and the guard alike (not
+        to be changed by them)."""
+        return {path: sha256_hex(text) for path, text in self.files()}
+
+    def to_record(self, texts: Texts) -> dict[str, Any]:
+        """This render as a cache record's JSON, its texts put in `texts` (see cache.Texts)."""
+        return {
+            "manifests": [[p, texts.put(t)] for p, t in self.manifests.items()],
+            "crds": [[p, texts.put(t)] for p, t in self.crds],
+            "templates": [[p, texts.put(t)] for p, t in self.templates],
+        }
+
     @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> RenderedChart:
-        """The inverse of `dataclasses.asdict`, for a render kept in the derived-data cache."""
+    def from_record(cls, raw: dict[str, Any], texts: Texts) -> RenderedChart:
+        """The inverse of `to_record`, its texts taken from `texts` in the same order."""
         return cls(
-            manifests=dict(raw["manifests"]),
-            crds=tuple((p, t) for p, t in raw["crds"]),
-            templates=tuple((p, t) for p, t in raw["templates"]),
+            manifests={p: texts.take(n) for p, n in raw["manifests"]},
+            crds=tuple((p, texts.take(n)) for p, n in raw["crds"]),
+            templates=tuple((p, texts.take(n)) for p, n in raw["templates"]),
         )
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eksinf import __version__
-from eksinf.build.determinism import PROOF_SOURCE, RULES, prove
+from eksinf.build.determinism import PROOF_SOURCE, RULES, Proof
 from eksinf.build.helm import HelmEngine, RenderedChart, default_engine
 from eksinf.build.inputs import inputs_digest
 from eksinf.build.units import (
@@ -201,57 +201,13 @@ def _result_key(inputs: str, engine: HelmEngine | None) -> str:
     )
 
 
-class _Texts:
-    """A record's long texts (units, and what each chart's first render gave), kept beside its
-    JSON rather than in it, as UTF-8 one after the other: the record says where each one is by
-    its length, in the order it was written. Reading a render's ~3.5 MB of YAML back through
-    JSON's string escapes costs several times slicing it out of the bytes."""
-
-    def __init__(self, data: bytes = b"") -> None:
-        self.parts: list[bytes] = []
-        self.data = memoryview(data)
-        self.at = 0
-
-    def put(self, text: str) -> int:
-        raw = text.encode("utf-8")
-        self.parts.append(raw)
-        return len(raw)
-
-    def take(self, size: int) -> str:
-        if not isinstance(size, int) or size < 0 or self.at + size > len(self.data):
-            raise ValueError("a text past the record's end")
-        text = str(self.data[self.at : self.at + size], "utf-8")
-        self.at += size
-        return text
-
-
-def _first_out(first: RenderedChart, texts: _Texts) -> dict[str, Any]:
-    return {
-        "manifests": [[p, texts.put(t)] for p, t in first.manifests.items()],
-        "crds": [[p, texts.put(t)] for p, t in first.crds],
-        "templates": [[p, texts.put(t)] for p, t in first.templates],
-    }
-
-
-def _first_in(raw: Doc, texts: _Texts) -> RenderedChart:
-    return RenderedChart.from_dict(
-        {
-            "manifests": {p: texts.take(n) for p, n in raw["manifests"]},
-            "crds": [(p, texts.take(n)) for p, n in raw["crds"]],
-            "templates": [(p, texts.take(n)) for p, n in raw["templates"]],
-        }
-    )
-
-
 def _store_result(key: str, result: RenderResult) -> bool:
     """Keep a whole render under `key` (its record's JSON, a newline, its texts); whether it
     was kept (only a deterministic one is)."""
-    from eksinf.build.chartsplit import output_digests  # the miss path only (see the imports)
-
     charts = [r for o in result.outputs for r in o.charts]
-    if any(output_digests(r.first) != r.reference for r in charts):
+    if any(r.first.digests != r.reference for r in charts):
         return False  # a non-deterministic chart is rendered (and reported) every time
-    texts = _Texts()
+    texts = cache.Texts()
     record = {
         "provenance": result.provenance,
         "outputs": [
@@ -266,11 +222,11 @@ def _store_result(key: str, result: RenderResult) -> bool:
                         "crds": r.crds,
                         "crd_stubs": list(r.crd_stubs),
                         "shared_crds": r.shared_crds,
-                        "first": _first_out(r.first, texts),
+                        "first": r.first.to_record(texts),
                         "reference": r.reference,
                         "checked": r.reference_source,
-                        # why the chart was rendered once or twice (the proof is memoised)
-                        "proof": prove(r.first.templates).as_dict(),
+                        # why the chart was rendered once or twice
+                        "proof": r.proof.as_dict(),
                     }
                     for r in o.charts
                 ],
@@ -292,7 +248,7 @@ def _store_result(key: str, result: RenderResult) -> bool:
         head = json.dumps(record, ensure_ascii=False).encode()
     except (ValueError, TypeError):  # not plain data: rendered each time
         return False
-    cache.put("render", key, head + b"\n" + b"".join(texts.parts))
+    cache.put_parts("render", key, texts.entry(head))
     return True
 
 
@@ -301,10 +257,10 @@ def _cached_result(stack: Stack, key: str) -> RenderResult | None:
     if data is None:
         return None
     try:
-        head, _, rest = data.partition(b"\n")
-        record, texts = json.loads(head), _Texts(rest)
+        head, texts = cache.Texts.split(data)
+        record = json.loads(head)
         outputs = tuple(_cached_output(stack, o, texts) for o in record["outputs"])
-        if texts.at != len(texts.data):
+        if not texts.done():
             return None
         if [o.component.name for o in outputs] != [c.name for c in stack.components]:
             return None
@@ -313,7 +269,7 @@ def _cached_result(stack: Stack, key: str) -> RenderResult | None:
         return None  # unreadable or from another stack shape: render afresh
 
 
-def _cached_output(stack: Stack, raw: Doc, texts: _Texts) -> ComponentOutput:
+def _cached_output(stack: Stack, raw: Doc, texts: cache.Texts) -> ComponentOutput:
     comp = stack.component(raw["component"])
     charts = {s.name: s for s in comp.charts}
     specs = {s.name: s for s in comp.manifests}
@@ -330,10 +286,11 @@ def _cached_output(stack: Stack, raw: Doc, texts: _Texts) -> ComponentOutput:
             r["crds"],
             tuple(r["crd_stubs"]),
             dict(r["shared_crds"]),
-            _first_in(r["first"], texts),
+            RenderedChart.from_record(r["first"], texts),
             dict(r["reference"]),
             # a proven chart's reference is its own render; any other was checked when kept
             PROOF_SOURCE if r["checked"] == PROOF_SOURCE else "recorded render",
+            Proof(bool(r["proof"]["proven"]), str(r["proof"]["reason"])),
         )
         for r in raw["charts"]
     )

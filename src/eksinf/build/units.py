@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from eksinf.build.determinism import Proof
 from eksinf.build.helm import RenderedChart
 from eksinf.core import cache, inside
 from eksinf.core.types import Doc
@@ -67,7 +68,8 @@ class ChartRender:
     # sha256 per output file of an independent render of the same inputs (determinism check):
     # a second render now, or the record of an earlier run that rendered twice and agreed.
     reference: dict[str, str]
-    reference_source: str  # "second render" | "recorded render"
+    reference_source: str  # "second render" | "recorded render" | PROOF_SOURCE
+    proof: Proof  # the static proof's verdict on the chart's templates (build/determinism.py)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,11 @@ import sys
 import time
 from pathlib import Path
 
+# typing is not imported: `eksinf version` reads the cache, and pays for every import here
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
 CACHE_ENV = "EKSINF_CACHE_DIR"
 NO_CACHE_ENV = "EKSINF_NO_CACHE"
 KEY_ENV = "EKSINF_CACHE_KEY"  # the key file's path
@@ -223,32 +228,36 @@ def _trusted() -> _Trust | None:
     return trust if trust.secret is not None else None
 
 
-def _read_private(path: Path) -> bytes | None:
-    """The bytes of `path` if it is a regular file of the user's that only the user may read
-    (None otherwise), read without following a link and at most one entry's worth."""
+def _read_private(path: Path) -> tuple[bytes, bytes] | None:
+    """The MAC and the bytes of the entry at `path` if it is a regular file of the user's that
+    only the user may read (None otherwise), read without following a link and at most one
+    entry's worth."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & _PRIVATE:
             return None
-        # the whole entry in one read, as big as the file (a whole render is ~3.5 MB, and every
-        # copy of it costs a warm run time); more only if it grew meanwhile
-        chunks, left, size = [], MAC_BYTES + MAX_ENTRY_BYTES + 1, st.st_size + 1
+        mac = os.read(fd, MAC_BYTES)
+        # the rest in one read, as big as the file, and handed on as read (a whole render is
+        # ~3.5 MB, and every copy of it costs a warm run time); more only if it grew meanwhile
+        chunks, left, size = [], MAX_ENTRY_BYTES + 1, max(st.st_size - MAC_BYTES, 0) + 1
         while left > 0:
             chunk = os.read(fd, min(left, size))
             if not chunk:
                 break
             chunks.append(chunk)
             left, size = left - len(chunk), 1 << 20
-        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        return mac, chunks[0] if len(chunks) == 1 else b"".join(chunks)
     finally:
         os.close(fd)
 
 
-def _mac(secret: bytes, space: str, entry_key: str, data: bytes | memoryview) -> bytes:
+def _mac(secret: bytes, space: str, entry_key: str, *data: bytes | memoryview) -> bytes:
+    """The MAC of an entry whose bytes are `data`, one part after the other."""
     head = _MAC_CONTEXT + space.encode() + b"\0" + entry_key.encode() + b"\0"
     mac = hmac.new(secret, head, hashlib.sha256)
-    mac.update(data)  # not head + data: a copy of a large entry
+    for part in data:
+        mac.update(part)  # not head + data: a copy of a large entry
     return mac.digest()
 
 
@@ -271,6 +280,14 @@ def get(space: str, entry_key: str) -> bytes | None:
 def put(space: str, entry_key: str, data: bytes) -> None:
     if enabled():
         write_record(space, entry_key, data)
+
+
+def put_parts(space: str, entry_key: str, parts: Sequence[bytes]) -> None:
+    """`put` of the bytes `parts` make one after the other, never joined: a whole render's
+    record is a JSON head and its ~3.5 MB of texts, and a joined copy of them costs a cold run
+    time (the MAC is taken over the parts, and one writev writes them)."""
+    if enabled():
+        _write(space, entry_key, tuple(parts))
 
 
 def put_many(space: str, entries: dict[str, bytes]) -> None:
@@ -314,33 +331,36 @@ def _read_many(space: str, entry_keys: list[str]) -> dict[str, bytes]:
     found = {}
     for entry_key in entry_keys:
         try:
-            raw = _read_private(folder / entry_key)
+            read = _read_private(folder / entry_key)
         except OSError:
             continue
-        if raw is None:
+        if read is None:
             _warn("entry", f"cache entry {folder / entry_key} refused: not a private file of yours")
             continue
-        view = memoryview(raw)
-        mac, data = raw[:MAC_BYTES], view[MAC_BYTES:]
-        if len(raw) < MAC_BYTES or len(data) > MAX_ENTRY_BYTES:
+        mac, data = read
+        if len(mac) < MAC_BYTES or len(data) > MAX_ENTRY_BYTES:
             continue
         if not hmac.compare_digest(mac, _mac(trust.secret, space, entry_key, data)):
             _warn("entry", f"cache entry {folder / entry_key} refused: it fails its HMAC check")
             continue
-        found[entry_key] = data.tobytes()
+        found[entry_key] = data
     return found
 
 
 def write_record(space: str, entry_key: str, data: bytes) -> None:
+    _write(space, entry_key, (data,))
+
+
+def _write(space: str, entry_key: str, parts: tuple[bytes, ...]) -> None:
     trust = _trusted()
-    if trust is None or trust.secret is None or len(data) > MAX_ENTRY_BYTES:
+    if trust is None or trust.secret is None or sum(map(len, parts)) > MAX_ENTRY_BYTES:
         return
     folder = _space(trust, space, create=True)
     if folder is None:
         return
-    mac = _mac(trust.secret, space, entry_key, data)
+    mac = _mac(trust.secret, space, entry_key, *parts)
     try:
-        write_private(folder / entry_key, mac, data)
+        write_private(folder / entry_key, mac, *parts)
         _bound(trust, space, folder, 1)
     except OSError as exc:
         _unwritten(trust, space, exc)
@@ -427,6 +447,48 @@ def _written_at(path: Path) -> float:
         return 0.0
 
 
+class Texts:
+    """A record's long texts (a render's units and chart outputs), kept beside its JSON head
+    rather than in it, as UTF-8 one after the other: the head says where each one is by its
+    length, in the order it was written. Reading ~3.5 MB of YAML back through JSON's string
+    escapes costs several times slicing it out of the bytes, and writing it costs an escaped
+    copy. An entry is the head, a newline (JSON escapes every newline inside it), the texts:
+    `parts` to write with `put_parts`, `split` to read."""
+
+    def __init__(self, data: bytes | memoryview = b"") -> None:
+        self.parts: list[bytes] = []
+        self.data = memoryview(data)
+        self.at = 0
+
+    def put(self, text: str) -> int:
+        raw = text.encode("utf-8")
+        self.parts.append(raw)
+        return len(raw)
+
+    def take(self, size: int) -> str:
+        if not isinstance(size, int) or size < 0 or self.at + size > len(self.data):
+            raise ValueError("a text past the record's end")
+        text = str(self.data[self.at : self.at + size], "utf-8")
+        self.at += size
+        return text
+
+    def entry(self, head: bytes) -> tuple[bytes, ...]:
+        """The entry's parts: `head` (JSON, no newline in it), a newline, the texts."""
+        return (head, b"\n", *self.parts)
+
+    @classmethod
+    def split(cls, data: bytes) -> tuple[bytes, Texts]:
+        """An entry's head, and its texts to take."""
+        end = data.find(b"\n")
+        if end < 0:
+            raise ValueError("a record without its head's end")
+        return data[:end], cls(memoryview(data)[end + 1 :])  # the texts are not copied
+
+    def done(self) -> bool:
+        """Whether every text was taken (an entry with bytes left over is not the one written)."""
+        return self.at == len(self.data)
+
+
 def passed(check: str, *inputs: bytes) -> bool:
     """Whether `check` passed before on exactly these inputs (a pure check: that units parsed,
     say), so a run can skip it and the library it needs."""
@@ -438,15 +500,37 @@ def record_pass(check: str, *inputs: bytes) -> None:
 
 
 def _modules(package: str) -> list[tuple[str, os.stat_result]]:
-    """Every module file under `package`: (its posix path inside it, its stat), in path order."""
-    found = []
-    for folder, dirs, files in os.walk(package):
-        dirs[:] = [d for d in dirs if d != "__pycache__"]
-        for name in files:
-            if name.endswith(".py"):
-                full = os.path.join(folder, name)
-                found.append((os.path.relpath(full, package).replace(os.sep, "/"), os.stat(full)))
+    """Every module file under `package`: (its posix path inside it, its stat), in path order.
+    Walked with scandir, each path built as it goes (os.walk and a relpath per file cost a run
+    on an empty cache ~0.7 ms more); a link to a folder is not followed, as os.walk does not."""
+    found: list[tuple[str, os.stat_result]] = []
+
+    def walk(folder: str, prefix: str) -> None:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir():
+                    if entry.name != "__pycache__" and not entry.is_symlink():
+                        walk(entry.path, f"{prefix}{entry.name}/")
+                elif entry.name.endswith(".py"):
+                    found.append((prefix + entry.name, entry.stat()))
+
+    walk(package, "")
     return sorted(found, key=lambda f: f[0].split("/"))
+
+
+def _module_bytes(path: str, size: int) -> bytes:
+    """A module's bytes: the size its stat gave and one byte more at once (a file object per
+    module costs an empty cache's run ~0.5 ms more over eksinf's ~180), then on to its end
+    when that was not all of it (it grew or shrank since)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        data = os.read(fd, size + 1)
+        if len(data) != size:
+            while more := os.read(fd, 1 << 20):
+                data += more
+        return data
+    finally:
+        os.close(fd)
 
 
 @functools.cache
@@ -476,10 +560,10 @@ def package_digest(package: str) -> str:
     if known is not None and len(known) == 64:
         return known.decode("ascii")
     digest = hashlib.sha256()
-    for rel, _ in modules:
+    for rel, st in modules:
         digest.update(rel.encode() + b"\0")
-        with open(os.path.join(package, rel), "rb") as fh:
-            digest.update(fh.read() + b"\0")
+        digest.update(_module_bytes(f"{package}/{rel}", st.st_size))
+        digest.update(b"\0")
     found = digest.hexdigest()
     # Kept only when every module was last written a while ago: a file system stamps times in
     # ticks, and a second write in the tick of the first would leave its stat as it was (git's
