@@ -27,6 +27,7 @@ import yaml
 
 from eksinf.core.yamldump import dump_docs
 from eksinf.core.yamlio import load_docs
+from eksinf.errors import EksinfError
 
 # A line with content at column 0, after its line break: a top-level key, an item of a list that
 # is a key's value (`rules:` then `- apiGroups: ...`), a marker, or something this does not handle.
@@ -165,7 +166,7 @@ def verify(splices: list[Splice | None]) -> list[Splice | None]:
         return splices
     try:
         parsed = load_docs("".join("---\n" + s.block for s in made), cached=False)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, EksinfError):
         parsed = []
     if len(parsed) != len(made):
         parsed = [_parse_alone(s.block) for s in made]
@@ -178,7 +179,7 @@ def verify(splices: list[Splice | None]) -> list[Splice | None]:
 def _parse_alone(block: str) -> Any:
     try:
         docs = load_docs(block, cached=False)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, EksinfError):
         return None
     return docs[0] if len(docs) == 1 else None
 
