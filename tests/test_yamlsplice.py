@@ -139,6 +139,9 @@ CASES = {
         "    apiVersion: v1 # kept\n    kind: ConfigMap\n    metadata:\n      name: a\n", False
     ),
     "CRLF": ((HEAD + "metadata:\n  name: a\n").replace("\n", "\r\n"), False),
+    "a key after NEL, a line break to YAML": (
+        'apiVersion: v1\nkind: ConfigMap # kept\ndata: "x"\x85metadata:\n  name: a\n', False
+    ),
     "anchor in metadata": (
         HEAD + "metadata:\n  labels: &l\n    x: y\n  name: a\ndata:\n  copy: *l\n", False
     ),

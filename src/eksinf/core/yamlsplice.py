@@ -7,7 +7,7 @@ text and the new entries are written into its `metadata:` block.
 
 Meaning never changes. `documents` answers a stream's documents only when it can tell exactly
 where each begins and ends (`---` lines, a leading `---`, `...` end markers, a BOM; no
-directives, no content on a marker line, no carriage return) and they are as many as the parse
+directives, no content on a marker line, no line break but LF) and they are as many as the parse
 found. `splice` writes into one document only when every line with content at column 0 is one
 of its top-level keys, in order (so `metadata:` is its metadata key, and the lines up to the
 next key are its value), that value holds no anchor, and the stamps only add entries, to
@@ -38,6 +38,7 @@ _ITEM = re.compile(r"-(?: |$)")
 # line's end.
 _KEY = re.compile(r"([A-Za-z][A-Za-z0-9]*):(?: |$)")
 _MARKER_REST = re.compile(r"[ \t]*(?:#.*)?")  # what may follow `---` or `...` on its line
+_OTHER_BREAKS = ("\r", "\x85", "\u2028", "\u2029")
 _HAS_CONTENT = re.compile(r"^[ \t]*[^ \t\n#]", re.MULTILINE)
 
 
@@ -57,7 +58,8 @@ class DocText:
 def documents(text: str, count: int) -> list[DocText] | None:
     """The text of each non-empty document of `text`, in order; None when the stream is not one
     this splits exactly or does not hold `count` documents."""
-    if "\r" in text:
+    # YAML breaks lines at CR, NEL, LS and PS too: lines here are cut at LF only
+    if any(brk in text for brk in _OTHER_BREAKS):
         return None
     if text.startswith("\ufeff"):
         text = text[1:]
