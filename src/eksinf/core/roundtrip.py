@@ -10,6 +10,11 @@ functions, link writes). Its answer is trusted only where it means what `yamlio`
 
 Where either fails, the edit runs on `yamlio`'s documents and the unit is written in eksinf's one
 style (`yamldump.dump_docs`): its meaning is always right; only its layout may be lost.
+
+ruamel does not keep how a plain scalar was folded over lines: it writes each on one line. The
+units eksinf writes never fold; those that keep a pinned manifest's own text (Argo CD's, whose
+upstream folds long descriptions and commands at 80 columns) have such scalars written on one
+line by any edit that writes them, with the same meaning.
 """
 
 from __future__ import annotations
