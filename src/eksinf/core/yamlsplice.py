@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from eksinf.core.kubeyaml import same_tree
 from eksinf.core.yamldump import dump_docs
 from eksinf.core.yamlio import load_docs
 from eksinf.errors import EksinfError
@@ -143,11 +144,11 @@ def splice(doc: DocText, parsed: dict[str, Any], before: dict[str, Any] | None) 
         old, new = before[key], after[key]
         if type(old) is dict and type(new) is dict and list(new)[: len(old)] == list(old):
             added = {k: new[k] for k in list(new)[len(old) :]}
-            if any(not _same(old[k], new[k]) for k in old):
+            if any(not same_tree(old[k], new[k]) for k in old):
                 return None
             if added and not _append_into(lines, key, added):
                 return None
-        elif not _same(old, new):
+        elif not same_tree(old, new):
             return None
     added = {k: after[k] for k in list(after)[len(before_keys) :]}
     if added:
@@ -173,7 +174,9 @@ def verify(splices: list[Splice | None]) -> list[Splice | None]:
     if len(parsed) != len(made):
         parsed = [_parse_alone(s.block) for s in made]
     good = {
-        id(s) for s, got in zip(made, parsed, strict=True) if _same(got, {"metadata": s.metadata})
+        id(s)
+        for s, got in zip(made, parsed, strict=True)
+        if same_tree(got, {"metadata": s.metadata})
     }
     return [s if s is not None and id(s) in good else None for s in splices]
 
@@ -184,20 +187,6 @@ def _parse_alone(block: str) -> Any:
     except (yaml.YAMLError, EksinfError):
         return None
     return docs[0] if len(docs) == 1 else None
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal as YAML readers see it: types (1 is not true, "1" is not 1) and key order too."""
-    if type(a) is not type(b):
-        return False
-    if type(a) is dict:
-        return len(a) == len(b) and all(
-            ka == kb and _same(va, vb)
-            for (ka, va), (kb, vb) in zip(a.items(), b.items(), strict=True)
-        )
-    if type(a) is list:
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
 
 
 def _indent(line: str) -> int:
