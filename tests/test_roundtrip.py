@@ -8,7 +8,8 @@ import difflib
 import pytest
 from conftest import REPO
 
-from eksinf.core.roundtrip import edit_text
+from eksinf.core.kubeyaml import same_tree
+from eksinf.core.roundtrip import _placed, edit_text
 from eksinf.core.yamlio import load_docs
 from eksinf.hub.functions import set_annotation, set_env_var, set_replicas
 
@@ -37,8 +38,9 @@ def test_an_edit_that_changes_nothing_writes_nothing():
 
 @pytest.mark.parametrize("path", UNITS, ids=lambda p: str(p.relative_to(REPO)))
 def test_every_unit_keeps_its_layout_through_an_edit(path):
-    """Indentless and indented sequences, quoting, nulls, comments before a first `---`: an
-    added annotation is the only change in every unit the stack has."""
+    """Indentless and indented sequences, quoting, nulls, comments before a first `---`, and the
+    long lines a pinned manifest's upstream folded (Argo CD's): an added annotation is the only
+    change in every unit the stack has."""
     text = path.read_text(encoding="utf-8")
     after = edit_text(text, lambda docs: set_annotation(docs, ["example.dev/edited", "yes"]))
     if after is None:
@@ -51,7 +53,95 @@ def test_every_unit_keeps_its_layout_through_an_edit(path):
     assert other == []
     edited = load_docs(text)
     set_annotation(edited, ["example.dev/edited", "yes"])
-    assert load_docs(after) == edited  # meaning: exactly the edit
+    assert same_tree(load_docs(after), edited)  # meaning: exactly the edit
+
+
+# a scalar folded over lines, as upstream manifests write long descriptions and commands
+FOLDED = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  annotations:
+    description: a long text that its author folded over two lines at eighty
+      columns, as upstream does
+spec:
+  replicas: 1
+  template:
+    spec:
+      containers:
+      - name: web
+        command:
+        - /bin/sh
+        - -c
+        - /bin/cp /usr/local/bin/tool /var/run/tool && /bin/ln -sf /var/run/tool
+          /var/run/tool-server
+        image: "web:1"
+"""
+
+
+def _annotate(key: str, value: str):
+    def edit(docs: list) -> bool:
+        docs[0]["metadata"]["annotations"][key] = value
+        return True
+
+    return edit
+
+
+def test_an_edit_beside_a_folded_line_changes_only_its_own_line():
+    """The field right after a folded scalar, and one added right after another: the folded
+    lines stay as written (the edit is placed on the original text, and reads as the edit)."""
+    after = edit_text(FOLDED, lambda docs: set_replicas(docs, ["3"]))
+    assert after is not None
+    assert _changed(FOLDED, after) == ["-  replicas: 1", "+  replicas: 3"]
+    after = edit_text(FOLDED, _annotate("owner", "team-a"))
+    assert after is not None
+    assert _changed(FOLDED, after) == ["+    owner: team-a"]
+    expected = load_docs(FOLDED)
+    expected[0]["metadata"]["annotations"]["owner"] = "team-a"
+    assert same_tree(load_docs(after), expected)
+
+
+def test_an_edit_of_a_folded_scalar_means_exactly_the_edit():
+    """Rewriting the folded value itself touches lines the round trip changed: the edit cannot
+    be placed on the original, and the round trip's text is written, with the edit's meaning."""
+    after = edit_text(FOLDED, _annotate("description", "short now"))
+    assert after is not None
+    assert "    description: short now\n" in after
+    assert "/var/run/tool /var/run/tool-server\n" in after  # R1: the other fold undone too
+    expected = load_docs(FOLDED)
+    expected[0]["metadata"]["annotations"]["description"] = "short now"
+    assert same_tree(load_docs(after), expected)
+
+
+def test_a_text_whose_round_trip_is_itself_is_written_once(monkeypatch):
+    """Where nothing spans lines, ruamel's round trip is the text itself: only the edited
+    documents are written, and the answer is that text."""
+    import eksinf.core.roundtrip as roundtrip
+
+    text = (REPO / "configs" / "inference-workloads" / "vllm.yaml").read_text()
+    real = roundtrip._dump
+    dumps: list[str] = []
+    monkeypatch.setattr(roundtrip, "_dump", lambda *a: dumps.append(real(*a)) or dumps[-1])
+    after = edit_text(text, lambda docs: set_replicas(docs, ["3"]))
+    assert dumps == [after]
+    dumps.clear()
+    after = edit_text(FOLDED, lambda docs: set_replicas(docs, ["3"]))
+    assert len(dumps) == 2 and after not in dumps  # the unedited and the edited round trips
+
+
+def test_a_placed_edit_must_read_as_the_round_trip_does():
+    """Placing refuses a hunk on lines where the original and its round trip differ, and a
+    result whose reading is not the edited one (key order and types included)."""
+    original = "a: 'x'\nb: 1\n"
+    unedited = "a: x\nb: 1\n"  # differs from the original on its first line
+    edited = "a: x\nb: 2\n"
+    meaning = load_docs(edited)
+    assert _placed(original, unedited, edited, meaning, "t") == "a: 'x'\nb: 2\n"
+    assert _placed(original, unedited, "a: z\nb: 1\n", load_docs("a: z\nb: 1\n"), "t") is None
+    # a first line that reads otherwise than the round trip's: the result is not the edit
+    assert _placed("a: y\nb: 1\n", unedited, edited, meaning, "t") is None
+    assert _placed(original, unedited, "a: x\nb: '2'\n", meaning, "t") is None
 
 
 def test_a_new_string_kubernetes_would_read_otherwise_is_quoted():

@@ -6,6 +6,8 @@ import yaml
 
 from eksinf.build.manifests import ResolvedManifest
 from eksinf.build.units import CONTROLLER_WAVE, CRD_WAVE, ManifestRender, Unit, kind_of, stamp_wave
+from eksinf.core import yamlsplice
+from eksinf.core.types import Doc
 from eksinf.core.yamldump import dump_docs
 from eksinf.core.yamlio import load_docs
 from eksinf.errors import CONTRACT, EksinfError
@@ -32,8 +34,14 @@ def manifest_units(
                 f"{comp.name}: manifest {label} is not valid YAML: {str(exc).splitlines()[0]}",
                 exit_code=CONTRACT,
             ) from exc
-        controllers, crds, excluded = [], [], []
-        for doc in docs:
+        # each document's own text, to write the stamps into (None: the stream is not one the
+        # splicer reads exactly, and every document is written again)
+        texts = yamlsplice.documents(manifest.text, len(docs))
+        controllers: list[Doc] = []
+        crds: list[Doc] = []
+        excluded: list[str] = []
+        spliced: dict[int, yamlsplice.Splice | None] = {}
+        for index, doc in enumerate(docs):
             if not isinstance(doc, dict) or kind_of(doc) is None:
                 raise EksinfError(
                     f"{comp.name}: manifest {label} holds a document that is not a Kubernetes "
@@ -44,12 +52,15 @@ def manifest_units(
             if key in spec.exclude:
                 excluded.append(key)
                 continue
+            before = yamlsplice.metadata_copy(doc) if texts is not None else None
             if doc["kind"] not in CLUSTER_SCOPED_KINDS:
                 doc.setdefault("metadata", {}).setdefault("namespace", spec.namespace)
             if doc["kind"] == "CustomResourceDefinition":
                 crds.append(stamp_wave(doc, CRD_WAVE))
             else:
                 controllers.append(stamp_wave(doc, CONTROLLER_WAVE))
+            if texts is not None:
+                spliced[id(doc)] = yamlsplice.splice(texts[index], doc, before)
         missing = sorted(set(spec.exclude) - set(excluded))
         if missing:
             raise EksinfError(
@@ -58,11 +69,11 @@ def manifest_units(
                 hint="Remove the stale exclude entry (the upstream manifest changed).",
                 exit_code=CONTRACT,
             )
+        checked = dict(zip(spliced, yamlsplice.verify(list(spliced.values())), strict=True))
         for suffix, part in (("controller", controllers), ("crds", crds)):
             if part:
-                units.append(
-                    Unit(comp.name, f"{spec.name}-{suffix}.yaml", dump_docs(part), tuple(part))
-                )
+                text = _unit_text(part, checked)
+                units.append(Unit(comp.name, f"{spec.name}-{suffix}.yaml", text, tuple(part)))
         renders.append(
             ManifestRender(
                 spec,
@@ -74,3 +85,19 @@ def manifest_units(
             )
         )
     return units, renders
+
+
+def _unit_text(docs: list[Doc], spliced: dict[int, yamlsplice.Splice | None]) -> str:
+    """The documents as upstream wrote them, with their stamps spliced in; those the splicer
+    does not handle are written by the one writer. Either way each begins with `---`."""
+    if not any(spliced.get(id(doc)) for doc in docs):
+        return dump_docs(docs)
+    out: list[str] = []
+    for doc in docs:
+        made = spliced.get(id(doc))
+        if made is None:
+            out.append(dump_docs([doc]))
+        else:
+            out.append("---\n")
+            out.extend(made.pieces)
+    return "".join(out)

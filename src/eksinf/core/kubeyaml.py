@@ -150,6 +150,21 @@ def same(a: Any, b: Any) -> bool:
     return a == b or (isinstance(a, float) and math.isnan(a) and math.isnan(b))
 
 
+def same_tree(a: Any, b: Any) -> bool:
+    """Whether two parses are one reading: `same` at every leaf and key, and mappings in one key
+    order (`==` takes 1 for true and ignores order; a writer or a reader would not)."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return len(a) == len(b) and all(
+            same(ka, kb) and same_tree(va, vb)
+            for (ka, va), (kb, vb) in zip(a.items(), b.items(), strict=True)
+        )
+    if type(a) is list:
+        return len(a) == len(b) and all(same_tree(x, y) for x, y in zip(a, b, strict=True))
+    return same(a, b)
+
+
 def shown(value: Any) -> str:
     """A reading as the user would write it unambiguously (JSON, which all readers agree on)."""
     if isinstance(value, float) and not math.isfinite(value):

@@ -10,10 +10,21 @@ functions, link writes). Its answer is trusted only where it means what `yamlio`
 
 Where either fails, the edit runs on `yamlio`'s documents and the unit is written in eksinf's one
 style (`yamldump.dump_docs`): its meaning is always right; only its layout may be lost.
+
+ruamel does not keep how a scalar was folded over lines: it writes each on one line. The units
+eksinf writes never fold, so their round trip with no edit is their own text. Those that keep a
+pinned manifest's text (Argo CD's upstream folds long descriptions and commands at 80 columns)
+do not, and there an edit's round trip would unfold every such scalar. So where the text holds a
+scalar over several lines (seen while ruamel reads it), the unedited documents are written too
+(R0), and the line diff from R0 to the edited text (R1) is applied to the original text instead:
+each hunk only where the original's lines are exactly R0's, so the lines an edit did not touch
+stay as written. That result is kept only when `yamlio.load_docs` reads it exactly as it reads R1
+(key order and types included); a hunk that cannot be placed, or any other reading, gives R1.
 """
 
 from __future__ import annotations
 
+import difflib
 import io
 import re
 from collections.abc import Callable
@@ -54,8 +65,18 @@ def _indents(text: str) -> tuple[int, int]:
 
 def _yaml(text: str) -> Any:
     from ruamel.yaml import YAML
+    from ruamel.yaml.constructor import RoundTripConstructor
+
+    class Constructor(RoundTripConstructor):
+        folded = False  # whether a plain or quoted scalar spans lines (ruamel writes it on one)
+
+        def construct_scalar(self, node: Any) -> Any:
+            if node.style not in ("|", ">") and node.start_mark.line != node.end_mark.line:
+                self.folded = True
+            return super().construct_scalar(node)
 
     yaml = YAML(typ="rt")
+    yaml.Constructor = Constructor
     yaml.preserve_quotes = True
     yaml.width = 1 << 30  # never fold a long line the author did not fold
     mapping, offset = _indents(text)
@@ -103,20 +124,83 @@ def edit_text(text: str, edit: Edit, label: str = "unit") -> str | None:
     except (YAMLError, RecursionError, ValueError):
         same = False
     if same:
+        # the unedited round trip, only where it is known not to be the text itself
+        unedited = _dump(yaml, docs, text, head) if yaml.constructor.folded else text
         if not edit(docs):
             return None
-        out = io.StringIO()
-        yaml.dump_all(docs, out)
-        written = _keep_trailer(text, head + out.getvalue())
+        written = _dump(yaml, docs, text, head)
         try:
-            if load_docs(written, label, cached=False) == docs:
-                return written
+            meaning = load_docs(written, label, cached=False)
+            if meaning == docs:
+                if unedited == text:
+                    return written
+                return _placed(text, unedited, written, meaning, label) or written
         except Exception:  # noqa: BLE001 - any doubt: the canonical writer below
             pass
         plain = load_docs(text, label)  # the edit ran on the round-trip copy; start again
     if not edit(plain):
         return None
     return dump_docs(plain)
+
+
+def _dump(yaml: Any, docs: list[Any], text: str, head: str) -> str:
+    out = io.StringIO()
+    yaml.dump_all(docs, out)
+    return _keep_trailer(text, head + out.getvalue())
+
+
+def _placed(original: str, unedited: str, edited: str, meaning: Any, label: str) -> str | None:
+    """The edit (the line diff `unedited` -> `edited`) applied to `original`, where the round
+    trip `unedited` differs from it; None when a hunk falls where the two differ, or the result
+    does not read exactly as `meaning` (the reading of `edited`)."""
+    o_lines = original.splitlines(keepends=True)
+    r0_lines = unedited.splitlines(keepends=True)
+    r1_lines = edited.splitlines(keepends=True)
+    # the runs where the original and R0 agree, as (start in R0, end in R0, start in original)
+    agree = [(j1, j2, i1) for tag, i1, _i2, j1, j2 in _opcodes(o_lines, r0_lines) if tag == "equal"]
+    out: list[str] = []
+    cursor = 0  # the original's lines up to here are written
+    run = 0
+    for tag, i1, i2, j1, j2 in _opcodes(r0_lines, r1_lines):
+        if tag == "equal":
+            continue
+        while run < len(agree) and agree[run][1] < i2:
+            run += 1
+        if run == len(agree) or not agree[run][0] <= i1:
+            return None  # the hunk touches lines the round trip changed
+        start = agree[run][2] + i1 - agree[run][0]
+        out += o_lines[cursor:start]
+        out += r1_lines[j1:j2]
+        cursor = start + i2 - i1
+    out += o_lines[cursor:]
+    result = "".join(out)
+    try:
+        reading = load_docs(result, label, cached=False)
+    except Exception:  # noqa: BLE001 - not read as YAML: the round trip's text
+        return None
+    return result if kubeyaml.same_tree(reading, meaning) else None
+
+
+def _opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """difflib's opcodes from `a` to `b`; the common head and tail (all of a text but an edit's
+    few lines, or a round trip's unfolded ones) are matched first, as difflib would be slow on
+    tens of thousands of lines."""
+    head = 0
+    limit = min(len(a), len(b))
+    while head < limit and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < limit - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    middle = difflib.SequenceMatcher(None, a[head : len(a) - tail], b[head : len(b) - tail], False)
+    codes = [("equal", 0, head, 0, head)] if head else []
+    codes += [
+        (tag, i1 + head, i2 + head, j1 + head, j2 + head)
+        for tag, i1, i2, j1, j2 in middle.get_opcodes()
+    ]
+    if tail:
+        codes.append(("equal", len(a) - tail, len(a), len(b) - tail, len(b)))
+    return codes
 
 
 def _keep_trailer(before: str, after: str) -> str:
