@@ -86,3 +86,21 @@ def test_a_value_rendered_through_a_tpl_variable_is_followed_too(tmp_path, regis
     found = [f for f in json.loads(result.out)["findings"] if f["hazard"] == "tpl-value"]
     assert [f["resource"] for f in found] == ["app values .env.CERT"]
     assert "calls genCA (crypto)" in found[0]["detail"]
+
+
+def test_every_time_function_of_the_table_is_followed(tmp_path, registry, eksinf):
+    """The guard's kinds come from the one table of template functions: toDate and
+    durationRound read the clock as `now` does (the age below agrees on both renders, so only
+    the guard sees it)."""
+    template = (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: age\n  namespace: apps\ndata:\n"
+        "  age: {{ tpl .Values.age $ | quote }}\n"
+    )
+    chart = ChartSource("tplage", templates={"cm.yaml": template})
+    values = 'age: \'{{ durationRound (toDate "2006-01-02" "2017-12-31") }}\'\n'
+    root = publish_stack(tmp_path, registry, [("app", chart)], values={"app": values})
+    result = eksinf("guard", "--json", cwd=root)
+    assert result.code == CONTRACT, result.err
+    found = [f for f in json.loads(result.out)["findings"] if f["hazard"] == "tpl-value"]
+    assert [f["resource"] for f in found] == ["app values .age"]
+    assert "calls durationRound, toDate (time)" in found[0]["detail"]

@@ -80,6 +80,27 @@ def test_variant_space_rule_is_written_once() -> None:
     assert len(found) == 1 and found[0].startswith("model/names.py:"), found
 
 
+def _compound(name: str) -> bool:
+    """A camelCase or snake_case function name: no word of prose, no other fact spells it."""
+    return any(c.isupper() or c == "_" for c in name)
+
+
+def test_each_template_function_is_named_in_one_table() -> None:
+    """The proof's and the guard's functions come from one table (build/templatefuncs.py): a
+    function name spelt in another module is a second list of them."""
+    from eksinf.build.templatefuncs import FUNCTIONS
+
+    names = {name for name in FUNCTIONS if _compound(name)}
+    assert {"decryptAES", "toDate", "getHostByName", "randAlphaNum", "date_modify"} <= names
+    found = [
+        f"{name}:{line} {value}"
+        for name, tree in _modules()
+        for line, value in _strings(tree)
+        if value in names and name != "build/templatefuncs.py"
+    ]
+    assert not found, f"template functions named outside build/templatefuncs.py: {found}"
+
+
 def test_the_checker_sees_a_second_spelling() -> None:
     """The scan above is not vacuous: a module spelling a fact again is found."""
     tree = ast.parse(

@@ -29,71 +29,16 @@ import functools
 import re
 from dataclasses import dataclass
 
+from eksinf.build import templatefuncs
+
 RULES = "template-proof-1"
 PROOF_SOURCE = "template proof"  # the determinism reference of a proven chart: its own render
 MAX_TEMPLATE_BYTES = 8 << 20  # the shipped charts have ~0.3 MB of templates; past this, unproven
 
-# Functions whose result may differ between two renders of the same inputs, by why.
-VARYING: dict[str, tuple[str, ...]] = {
-    "time": (
-        "now", "date", "dateInZone", "date_in_zone", "dateModify", "date_modify",
-        "mustDateModify", "must_date_modify", "htmlDate", "htmlDateInZone", "ago", "unixEpoch",
-        "toDate", "mustToDate", "durationRound",
-    ),
-    "random": (
-        "randAlphaNum", "randAlpha", "randNumeric", "randAscii", "randBytes", "randInt",
-        "randSeededNumeric", "uuidv4", "shuffle",
-    ),
-    "crypto": (
-        "genCA", "genCAWithKey", "genPrivateKey", "genSelfSignedCert", "genSelfSignedCertWithKey",
-        "genSignedCert", "genSignedCertWithKey", "htpasswd", "bcrypt", "encryptAES",
-        "derivePassword", "buildCustomCert",
-    ),
-    "map order": ("keys", "values"),
-    "outside the chart": ("lookup", "getHostByName", "env", "expandenv", "tpl", "call"),
-}  # fmt: skip
-
-# Functions of Go's text/template, sprig and Helm whose result is a function of their arguments
-# (Helm's `include` and `required` too: `include` of a literal name renders a template of the
-# chart, which the scan reads as well).
-PURE = frozenset((
-    "and", "or", "not", "len", "index", "slice", "print", "println", "html", "js", "urlquery",
-    "eq", "ne", "lt", "le", "gt", "ge",
-    "include", "required", "fail",
-    "toYaml", "toYamlPretty", "mustToYaml", "fromYaml", "fromYamlArray", "toJson", "fromJson",
-    "fromJsonArray",
-    "toToml", "fromToml", "toPrettyJson", "toRawJson", "mustFromJson", "mustToJson",
-    "mustToPrettyJson", "mustToRawJson",
-    "hello", "abbrev", "abbrevboth", "trunc", "trim", "upper", "lower", "title", "untitle",
-    "substr", "repeat", "trimall", "trimAll",
-    "trimSuffix", "trimPrefix", "nospace", "initials", "swapcase", "snakecase", "camelcase",
-    "kebabcase", "wrap", "wrapWith",
-    "contains", "hasPrefix", "hasSuffix", "quote", "squote", "cat", "indent", "nindent", "replace",
-    "plural",
-    "sha1sum", "sha256sum", "sha512sum", "adler32sum", "toString", "atoi", "int64", "int",
-    "float64", "seq", "toDecimal",
-    "split", "splitList", "splitn", "toStrings", "until", "untilStep", "duration",
-    "add1", "add", "sub", "div", "mod", "mul", "add1f", "addf", "subf", "divf", "mulf", "biggest",
-    "max", "min", "maxf", "minf", "ceil", "floor", "round",
-    "join", "sortAlpha", "default", "empty", "coalesce", "all", "any", "compact", "mustCompact",
-    "ternary", "deepCopy",
-    "mustDeepCopy", "typeOf", "typeIs", "typeIsLike", "kindOf", "kindIs", "deepEqual",
-    "base", "dir", "clean", "ext", "isAbs", "osBase", "osClean", "osDir", "osExt", "osIsAbs",
-    "b64enc", "b64dec", "b32enc", "b32dec",
-    "tuple", "list", "dict", "get", "set", "unset", "hasKey", "pluck", "pick", "omit", "merge",
-    "mergeOverwrite", "mustMerge",
-    "mustMergeOverwrite", "append", "push", "mustAppend", "mustPush", "prepend", "mustPrepend",
-    "first", "mustFirst", "rest",
-    "mustRest", "last", "mustLast", "initial", "mustInitial", "reverse", "mustReverse", "uniq",
-    "mustUniq", "without",
-    "mustWithout", "has", "mustHas", "mustSlice", "concat", "dig", "chunk", "mustChunk",
-    "decryptAES",
-    "semver", "semverCompare", "regexMatch", "mustRegexMatch", "regexFindAll", "mustRegexFindAll",
-    "regexFind",
-    "mustRegexFind", "regexReplaceAll", "mustRegexReplaceAll", "regexReplaceAllLiteral",
-    "mustRegexReplaceAllLiteral", "regexSplit", "mustRegexSplit", "regexQuoteMeta", "urlParse",
-    "urlJoin",
-))  # fmt: skip
+# Functions whose result may differ between two renders of the same inputs, by why, and those
+# whose result is a function of their arguments: both read from the one table of functions.
+VARYING: dict[str, tuple[str, ...]] = templatefuncs.varying()
+PURE = templatefuncs.pure()
 # Words of the template language itself; `template`, `block` and `define` take a literal name.
 _KEYWORDS = frozenset((
     "if", "else", "end", "range", "with", "define", "template", "block", "break", "continue",

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from eksinf.build import templatefuncs
 from eksinf.model import checks
 from eksinf.model.checks import Finding, Rule, RuleFn
 
@@ -40,22 +41,7 @@ _TPL_HELPER = r"include\s+\"[^\"]*tpl[^\"]*\""
 _VALUES_REF = r"\.Values((?:\.[A-Za-z_][A-Za-z0-9_]*)*)"
 _STRING = r'"(?:[^"\\]|\\.)*"|`[^`]*`'
 # what a value's action may not reach when tpl evaluates it at render time, by kind
-_TPL_FUNCTIONS = {
-    "lookup": ("lookup", "getHostByName"),
-    "time": (
-        "now", "date", "dateInZone", "date_in_zone", "dateModify", "mustDateModify",
-        "date_modify", "ago", "unixEpoch", "htmlDate", "htmlDateInZone",
-    ),
-    "random": (
-        "randAlphaNum", "randAlpha", "randNumeric", "randAscii", "randInt", "randBytes",
-        "uuidv4", "shuffle",
-    ),
-    "crypto": (
-        "genCA", "genCAWithKey", "genPrivateKey", "genSelfSignedCert",
-        "genSelfSignedCertWithKey", "genSignedCert", "genSignedCertWithKey", "derivePassword",
-        "htpasswd", "bcrypt", "encryptAES", "decryptAES", "buildCustomCert",
-    ),
-}  # fmt: skip
+_TPL_FUNCTIONS = templatefuncs.hazards()
 _CALL = (
     r"(?<![.$\w])("
     + "|".join(sorted((f for fs in _TPL_FUNCTIONS.values() for f in fs), key=len, reverse=True))
