@@ -1,4 +1,4 @@
-"""Bases and releases say what they are (issue 11, part 4): `eksinf push` publishes a base
+"""Bases and releases say what they are: `eksinf push` publishes a base
 (placeholders; input to `install --from`), a hub space publishes a release (resolved; what
 Argo CD, Flux and kubectl apply consume). Pulling a base warns."""
 

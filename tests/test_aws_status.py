@@ -181,7 +181,7 @@ def test_unknown_region_prices_are_unknown_not_zero(scope):
     body = to_json(report)
     assert body["cost"]["hourly"] is None and body["cost"]["unknownItems"] == 2
     assert body["fixed"] == [{"kind": "eks-control-plane", "id": scope.cluster, "hourly": None}]
-    # with nothing priced, the text says unknown, not "at least $0.00/h" (issue 10)
+    # with nothing priced, the text says unknown, not "at least $0.00/h"
     cost = [line for line in format_text(report) if line.startswith("cost:")]
     assert cost == ["cost: unknown; 2 item(s) of unknown price (prices as of d)"]
 

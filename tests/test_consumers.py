@@ -1,4 +1,4 @@
-"""Real consumers of the published artifacts (issue 11, part 5).
+"""Real consumers of the published artifacts.
 
 - Flux: a Kustomization over an OCIRepository without a kustomization.yaml generates one listing
   every manifest and runs kustomize on it. Here `kubectl kustomize` (kustomize built into

@@ -1,4 +1,4 @@
-"""Each CRD once, each resource id once per plane (issue 11, part 2).
+"""Each CRD once, each resource id once per plane.
 
 A CRD that two charts of one component emit is written once, in the first chart's CRD unit; a
 different definition under the same name is exit 3 naming both sources; conservation counts the

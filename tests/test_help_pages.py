@@ -1,5 +1,5 @@
 """`eksinf --help` is answered from recorded pages without the argument layer, and what a command
-imports is what it needs (issue 16: start-up)."""
+imports is what it needs."""
 
 from __future__ import annotations
 

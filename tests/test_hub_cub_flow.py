@@ -41,7 +41,7 @@ ADDED = {
     ("unit create", ("--space", "--target")): "root is bound to the target, as cub cluster up does",
     ("unit data", ("--space",)): "link-profile checks bindings against the unit in the hub",
     ("unit list", ("--select", "--space", "-o")): "head revisions and gates, read as JSON",
-    ("variant promote", ()): "deploy carries base changes into existing variants (issue 12)",
+    ("variant promote", ()): "deploy carries base changes into existing variants",
     (
         "variant upload",
         (

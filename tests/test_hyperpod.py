@@ -1,4 +1,4 @@
-"""The hyperpod-eks target kind (issue 17): the model rendered as the HyperPod inference
+"""The hyperpod-eks target kind: the model rendered as the HyperPod inference
 operator's InferenceEndpointConfig, checked against the operator's CRD as pinned offline
 (../shared/manifests/hyperpod-inference-operator-2.2.2, chart 2.2.2 of aws/sagemaker-hyperpod-cli
 at commit 011ca927123e, whose field names the unit uses)."""

@@ -1,4 +1,4 @@
-"""The hyperpod-eks contract (issue 17): every HyperPod rule called directly with facts, no AWS.
+"""The hyperpod-eks contract: every HyperPod rule called directly with facts, no AWS.
 One good set of facts passes every rule; each case breaks one fact and names the status the
 rule must report, and the issue's field failures each fail the right check with its fix.
 

@@ -1,4 +1,4 @@
-"""The hyperpod-eks contract gathered through real calls (issue 17): the EKS cluster, the
+"""The hyperpod-eks contract gathered through real calls: the EKS cluster, the
 HyperPod cluster with its instance groups and nodes, and the IAM roles live in moto; the
 stand-ins are only what moto lacks (tests/aws_stubs.py): DescribeCluster's `Orchestrator`
 (`SageMakerOrchestratorFake`), EKS add-ons and access entries (`EksExtrasFake`, in botocore's

@@ -1,4 +1,4 @@
-"""`status --plane workload` on a HyperPod target (issue 17): serving is the pods and the CR's
+"""`status --plane workload` on a HyperPod target: serving is the pods and the CR's
 deployment state, checked with /v1/models; SageMaker endpoint registration is a sub-status.
 
 The InferenceEndpointConfig statuses below are checked against the status schema of the

@@ -966,7 +966,7 @@ def test_lint_list_prints_the_table_of_registered_checks(eksinf, stack_dir):
     assert text.out.splitlines()[0].split()[:3] == ["NAME", "DOMAIN", "SEVERITY"]
 
 
-# ---- identity both ways (issue 14) -----------------------------------------------------------
+# ---- identity both ways ------------------------------------------------------------------------
 
 READER_UNIT = "configs/inference-workloads/reader-identity.yaml"
 READER_ROLE = "arn:aws:iam::111122223333:role/inference-demo-reader"
@@ -1059,7 +1059,7 @@ def test_a_trust_admitting_accounts_that_do_not_use_the_role(eksinf, stack_dir):
 
 
 def test_karpenter_association_uses_another_role_than_the_profile(eksinf, stack_dir):
-    """The association's role is the profile's karpenterRoleName (issue 14)."""
+    """The association's role is the profile's karpenterRoleName."""
     edit(
         stack_dir,
         IDENTITY,

@@ -1,4 +1,4 @@
-"""The Go original's command line answered by eksinf (issue 24 item 3): every flag of every
+"""The Go original's command line answered by eksinf: every flag of every
 command it had either works, or fails with exit 2 naming eksinf's equivalent; never click's
 bare "No such option". And the mgmt deploy's check of the ACK credentials Secret, against the
 real kube-apiserver (`kube_plane`)."""

@@ -1,4 +1,4 @@
-"""Environment failures are errors, not tracebacks (issue 10): a broken, locked or read-only
+"""Environment failures are errors, not tracebacks: a broken, locked or read-only
 hub.db, an unusable cache folder and a concurrent run on the same stack each give exit 4 naming
 the path and what to do, and leave the stack as it was."""
 

@@ -1,4 +1,4 @@
-"""Inputs stay inside the stack (issue 10): a link anywhere in render/ or configs/, a linked
+"""Inputs stay inside the stack: a link anywhere in render/ or configs/, a linked
 component folder, or a values path leaving its component folder is exit 3 naming the file and
 where it points; the outside file never reaches configs/, a bundle, the hub or the output."""
 

@@ -1,4 +1,4 @@
-"""Output folders are owned (issue 10): every --out is absent, empty, or eksinf's own from an
+"""Output folders are owned: every --out is absent, empty, or eksinf's own from an
 earlier write; anything else - the stack, its sources, .git, HOME, `/`, a user's folder - is
 refused with exit 2 naming the folder and what is in it, and nothing anywhere changes."""
 

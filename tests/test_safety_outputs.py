@@ -1,4 +1,4 @@
-"""Honest outputs (issue 10): line endings, chart archives, misspelt repositories, dry runs and
+"""Honest outputs: line endings, chart archives, misspelt repositories, dry runs and
 --json say what is true, through the CLI."""
 
 from __future__ import annotations

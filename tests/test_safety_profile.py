@@ -1,4 +1,4 @@
-"""The profile is checked wherever it is read (issue 10): every command that reads the platform
+"""The profile is checked wherever it is read: every command that reads the platform
 profile - from the stack or from the hub's profile variant - runs lint's profile checks and
 refuses (exit 3) before changing anything: the stack, its hub and a decoy are byte-identical."""
 

@@ -1,4 +1,4 @@
-"""Bounded YAML (issue 10): a "billion laughs" alias bomb fed to each entry point is a clear error
+"""Bounded YAML: a "billion laughs" alias bomb fed to each entry point is a clear error
 naming the file, never a hang. Nothing here is timed: the bound is structural (yamlio counts the
 expanded nodes over the composed graph before any walk), and each test asserts the error. With
 the bound removed, these tests would not fail - they would spin in a placeholder walk until CI's

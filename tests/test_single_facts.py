@@ -1,5 +1,5 @@
 """One definition of every fact: each literal below is written once in src/eksinf, in the module
-that owns it, and every other module names it through that module (issue 9's acceptance)."""
+that owns it, and every other module names it through that module."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`eksinf validate`: the API server's admission, offline (issue 11, part 3).
+"""`eksinf validate`: the API server's admission, offline.
 
 The rules checked come from the API server: built-in kinds from the Kubernetes OpenAPI schemas
 at RENDER_KUBE_VERSION (kubernetes-validate's strict copies), quantities from
