@@ -175,3 +175,13 @@ def test_a_path_the_app_refuses_is_left_to_it(
     assert capsys.readouterr() == ("", "")
     entry = _run(ENTRY, argv, stack_dir, env)
     assert entry == _run(APP, argv, stack_dir, env) and entry[0] == 2
+
+
+def test_only_the_process_entry_stops_the_collector(stack_dir: Path, env: dict[str, str]) -> None:
+    """`main` owns its process and runs a plain verify without the cyclic collector; a caller
+    of `answer` in its own process keeps its collector on afterwards."""
+    watch = "import atexit, gc; atexit.register(lambda: print('collector on:', gc.isenabled())); "
+    entry = _run(watch + ENTRY, ["verify"], stack_dir, env)
+    assert entry[0] == 0 and entry[1].strip() == b"collector on: False", entry
+    in_process = _run(watch + QUICK, ["verify"], stack_dir, env)
+    assert in_process[0] == 0 and in_process[1].strip() == b"collector on: True", in_process

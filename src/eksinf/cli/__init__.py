@@ -39,7 +39,7 @@ def main() -> None:
         sys.exit(0)
     from .quick import answer
 
-    code = answer(sys.argv[1:])
+    code = answer(sys.argv[1:], owns_process=True)
     if code is None:
         code = run()
     # The interpreter's last garbage collection at exit walks every object the run made, ~15 ms

@@ -208,7 +208,9 @@ def _closed_pipe() -> int:
     return 1
 
 
-def _work(command: str, stack_dir: str | None, options: dict[str, list[str]]) -> int | None:
+def _work(
+    command: str, stack_dir: str | None, options: dict[str, list[str]], owns_process: bool
+) -> int | None:
     """The exit code of a plain `render` or `verify` run (None: left to the app)."""
     try:
         mirror = _path(options, "--chart-mirror", file_okay=False)
@@ -217,11 +219,12 @@ def _work(command: str, stack_dir: str | None, options: dict[str, list[str]]) ->
         return None
     # A render or verify is one short pass whose objects stay in use until it ends: the cyclic
     # collector's ~50 passes over the modules it imports and what it reads free ~3,000 objects
-    # and cost ~6 ms of a no-cache render (peak memory ~4 MB more without them). The process
-    # ends with the command; yamlio pauses the collector around each parse anyway.
-    import gc
+    # and cost ~6 ms of a no-cache render (peak memory ~4 MB more without them). Only when the
+    # process ends with the command (`main`): an in-process caller keeps its collector.
+    if owns_process:
+        import gc
 
-    gc.disable()
+        gc.disable()
     from ..flows.run import use_mirror
     from .rendering import render, verify
     from .runstate import State, run_command
@@ -239,14 +242,15 @@ def _work(command: str, stack_dir: str | None, options: dict[str, list[str]]) ->
     return run_command(json_out, lambda: _as_typer_calls(call))
 
 
-def answer(argv: list[str]) -> int | None:
+def answer(argv: list[str], *, owns_process: bool = False) -> int | None:
     """The exit code of a plain `version`, `components`, `render` or `verify` run, after
-    printing its output; None (nothing printed) for the app to answer."""
+    printing its output; None (nothing printed) for the app to answer. `owns_process`: the
+    process ends when this returns (`main`), so process-wide settings may be tuned for it."""
     parsed = parse(argv)
     if parsed is None:
         return None
     if parsed[0] in WORKING:
-        return _work(*parsed)
+        return _work(*parsed, owns_process)
     try:
         text = _stdout_text(*parsed)
     except KeyboardInterrupt:
