@@ -72,18 +72,25 @@ def test_values_that_reach_lookup_or_time_through_tpl_are_findings(tmp_path, reg
     assert eksinf("guard", cwd=root).code == 0
 
 
+def _tpl_findings(tmp_path, registry, eksinf, chart: ChartSource, values: str) -> list[dict]:
+    """The `tpl-value` findings of `eksinf guard --json` on a stack of `chart` with `values`,
+    which must make the guard fail."""
+    root = publish_stack(tmp_path, registry, [("app", chart)], values={"app": values})
+    result = eksinf("guard", "--json", cwd=root)
+    assert result.code == CONTRACT, result.err
+    return [f for f in json.loads(result.out)["findings"] if f["hazard"] == "tpl-value"]
+
+
 def test_a_value_rendered_through_a_tpl_variable_is_followed_too(tmp_path, registry, eksinf):
     """`tpl $value $` names no value: any value of the chart may reach it."""
     template = (
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: v\n  namespace: apps\ndata:\n"
         "{{- range $k, $v := .Values.env }}\n  {{ $k }}: {{ tpl $v $ | quote }}\n{{- end }}\n"
     )
-    chart = ChartSource("tplvar", templates={"cm.yaml": template})
     values = "env:\n  CERT: '{{ (genCA \"x\" 365).Cert }}'\n  OK: plain\n"
-    root = publish_stack(tmp_path, registry, [("app", chart)], values={"app": values})
-    result = eksinf("guard", "--json", cwd=root)
-    assert result.code == CONTRACT, result.err
-    found = [f for f in json.loads(result.out)["findings"] if f["hazard"] == "tpl-value"]
+    found = _tpl_findings(
+        tmp_path, registry, eksinf, ChartSource("tplvar", templates={"cm.yaml": template}), values
+    )
     assert [f["resource"] for f in found] == ["app values .env.CERT"]
     assert "calls genCA (crypto)" in found[0]["detail"]
 
@@ -96,11 +103,9 @@ def test_every_time_function_of_the_table_is_followed(tmp_path, registry, eksinf
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: age\n  namespace: apps\ndata:\n"
         "  age: {{ tpl .Values.age $ | quote }}\n"
     )
-    chart = ChartSource("tplage", templates={"cm.yaml": template})
     values = 'age: \'{{ durationRound (toDate "2006-01-02" "2017-12-31") }}\'\n'
-    root = publish_stack(tmp_path, registry, [("app", chart)], values={"app": values})
-    result = eksinf("guard", "--json", cwd=root)
-    assert result.code == CONTRACT, result.err
-    found = [f for f in json.loads(result.out)["findings"] if f["hazard"] == "tpl-value"]
+    found = _tpl_findings(
+        tmp_path, registry, eksinf, ChartSource("tplage", templates={"cm.yaml": template}), values
+    )
     assert [f["resource"] for f in found] == ["app values .age"]
     assert "calls durationRound, toDate (time)" in found[0]["detail"]

@@ -62,25 +62,13 @@ def _old_tokens(text: str) -> set[str] | None:
 
 
 def _old_read(text: str, max_depth: int, max_nodes: int) -> list[Any] | None:
-    if not text.endswith("\n") or yamlfast._refused_chars(text):
-        return None
-    tokens = _old_tokens(text)
-    if tokens is None or not all(map(yamlfast._agrees, tokens)):
-        return None
+    """`read` as it was: the same code around the replaced scan."""
+    current = yamlfast._tokens
+    yamlfast._tokens = _old_tokens
     try:
-        docs = yaml_rs.loads(
-            text + "---\neksinf-end\n",
-            parse_datetime=False,
-            duplicate_key_policy=yaml_rs.DuplicateKeyPolicy.Error,
-        )
-    except (ValueError, TypeError, RecursionError):
-        return None
-    if not isinstance(docs, list) or not docs or docs[-1] != "eksinf-end":
-        return None
-    docs.pop()
-    if not yamlfast._bounded(docs, max_depth, max_nodes):
-        return None
-    return [d for d in docs if d is not None]
+        return yamlfast.read(text, max_depth, max_nodes)
+    finally:
+        yamlfast._tokens = current
 
 
 # ---- the texts ---------------------------------------------------------------------------------
