@@ -21,6 +21,7 @@ import os
 import stat
 from pathlib import Path
 
+from eksinf.core.fdread import read_fd
 from eksinf.errors import CONTRACT, EksinfError
 
 MAX_FILE_BYTES = 16 << 20  # the largest rendered unit (a CRD bundle) is ~2 MiB
@@ -133,29 +134,12 @@ def read_bytes(path: Path, folder: Path, base: Path | None = None, what: str = "
             )
         if st.st_size > MAX_FILE_BYTES:
             raise _too_large(_label(full, base), st.st_size)
-        # the size fstat gave and one byte more: a read of MAX_FILE_BYTES at once allocates that
-        # much for every file (a render reads ~100); a file grown since is read on to the limit
-        data = _read_up_to(fd, st.st_size + 1)
-        if len(data) > st.st_size:
-            data += _read_up_to(fd, MAX_FILE_BYTES + 1 - len(data))
+        data = read_fd(fd, st.st_size + 1, MAX_FILE_BYTES + 1)
     finally:
         os.close(fd)
     if len(data) > MAX_FILE_BYTES:
         raise _too_large(_label(full, base), len(data))
     return data
-
-
-def _read_up_to(fd: int, size: int) -> bytes:
-    """`size` bytes from `fd`, or fewer at the end of the file (a buffered file object costs
-    more than the read of a small file)."""
-    chunks: list[bytes] = []
-    while size > 0:
-        chunk = os.read(fd, size)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size -= len(chunk)
-    return b"".join(chunks)  # one chunk (the usual case) is returned as it is, not copied
 
 
 def _too_large(label: str, size: int) -> EksinfError:
