@@ -431,10 +431,16 @@ def _construct_strict(loader: _StrictLoader, node: yaml.Node, name: str) -> Any:
     try:
         return _build(node, loader, {}, name)
     except (_NeedsConstructor, EksinfError, yaml.YAMLError, TypeError):  # TypeError: unhashable
-        # a failed build leaves nodes marked as being built: they are not recursive
-        loader.constructed_objects.clear()
-        loader.recursive_objects.clear()
-        return loader.construct_document(node)
+        return _constructed(loader, node)
+
+
+def _constructed(loader: _Loader, node: yaml.Node) -> Any:
+    """The document under `node` as PyYAML's constructor makes it (or refuses it), where
+    `_build` gave up on it. A failed build leaves nodes marked as being built: they are not
+    recursive."""
+    loader.constructed_objects.clear()
+    loader.recursive_objects.clear()
+    return loader.construct_document(node)
 
 
 def load_mapping_docs(
@@ -503,12 +509,6 @@ def load_docs_uncached(text: str, label: str = "YAML input") -> tuple[list[Any],
     return _load_docs(text, label)
 
 
-def json_exact(docs: list[Any]) -> bool:
-    """Whether JSON (`docs_json`) gives back exactly these documents: only then may they be
-    kept in the cache."""
-    return _json_exact(docs)
-
-
 def docs_json(value: Any) -> bytes:
     """Parsed documents (or a record holding them) as a cache entry's JSON: compact, ASCII
     (other characters escaped; it encodes quicker than UTF-8 output, and reads back the same),
@@ -561,7 +561,7 @@ def _through_cache(
             if isinstance(docs, list):
                 return docs
     docs, exact = parse()
-    if exact or _json_exact(docs):
+    if exact or json_exact(docs):
         with contextlib.suppress(ValueError, RecursionError):
             cache.put("yaml", entry, docs_json(docs))
     return docs
@@ -570,8 +570,9 @@ def _through_cache(
 _JSON_SCALARS = (str, int, bool, type(None))
 
 
-def _json_exact(docs: list[Any]) -> bool:
-    """Whether JSON gives back exactly these documents: string keys only, finite floats, and no
+def json_exact(docs: list[Any]) -> bool:
+    """Whether JSON (`docs_json`) gives back exactly these documents, so that they may be kept
+    in the cache: string keys only, finite floats, and no
     other types (a YAML int key, a NaN, a timestamp object or bytes are parsed afresh each
     time). Iterative, over a tree that is already bounded."""
     stack: list[Any] = [docs]
@@ -620,9 +621,7 @@ def _load_machine_docs(text: str, label: str, unique_keys: bool = False) -> list
             except (_NeedsConstructor, TypeError):  # a merge key; a key no dict can hold
                 # the constructor builds it, or refuses it as a YAML error ("found unhashable
                 # key") that callers report, never a traceback
-                loader.constructed_objects.clear()
-                loader.recursive_objects.clear()
-                doc = loader.construct_document(node)
+                doc = _constructed(loader, node)
             if doc is not None:
                 docs.append(doc)
         return docs
