@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -332,6 +334,70 @@ def test_the_first_failure_in_component_order_is_reported(
     with pytest.raises(EksinfError) as err:
         render_stack(stack, mirror=chart_mirror, engine=FailingEngine(fail))
     assert err.value.message == reported
+
+
+class WatchedEngine(FailingEngine):
+    """The real engine (failing the releases in `fail`), noting on which thread each render
+    runs and how many run at once."""
+
+    def __init__(self, fail: set[str]) -> None:
+        super().__init__(fail)
+        self.threads: list[str] = []
+        self.running = self.most = 0
+        self.lock = threading.Lock()
+
+    def render(self, archive, values, opts, templates=True):
+        with self.lock:
+            self.threads.append(threading.current_thread().name)
+            self.running += 1
+            self.most = max(self.most, self.running)
+        try:
+            return super().render(archive, values, opts, templates)
+        finally:
+            with self.lock:
+                self.running -= 1
+
+
+def _engine_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("eksinf-engine")]
+
+
+def test_charts_render_one_at_a_time_on_the_engines_thread(stack_dir, chart_mirror, monkeypatch):
+    """Every chart render, the determinism check's second ones included, runs on the engine's
+    own thread (while the caller splits what is ready), never two at once, and the thread is
+    gone when the render returns; the output is the committed one."""
+    monkeypatch.setenv("EKSINF_NO_CACHE", "1")
+    stack = load_stack(stack_dir)
+    engine = WatchedEngine(set())
+    result = render_stack(stack, mirror=chart_mirror, engine=engine)
+    assert len(engine.threads) >= 5  # the five charts of the stack, and any second render
+    assert all(name.startswith("eksinf-engine") for name in engine.threads), engine.threads
+    assert engine.most == 1
+    assert not _engine_threads()
+    assert result.files() == read_tree(stack_dir / "configs")
+
+
+class SlowEngine(WatchedEngine):
+    """A WatchedEngine whose renders that do not fail take half a second more."""
+
+    def render(self, archive, values, opts, templates=True):
+        if opts.release not in self.fail:
+            time.sleep(0.5)
+        return super().render(archive, values, opts, templates)
+
+
+def test_a_failure_cancels_the_renders_started_ahead(stack_dir, chart_mirror, monkeypatch):
+    """The first chart failing while later ones are still queued: the error is raised once the
+    render in progress ends, the queued renders never start, and no engine thread is left."""
+    monkeypatch.setenv("EKSINF_NO_CACHE", "1")
+    stack = load_stack(stack_dir)
+    engine = SlowEngine({"ack-iam"})
+    with pytest.raises(EksinfError, match="release ack-iam failed"):
+        render_stack(stack, mirror=chart_mirror, engine=engine)
+    assert not _engine_threads()
+    # ack-iam failed at once; ec2 was rendering when the error was seen; eks, karpenter and
+    # the device plugin were queued behind it, and were cancelled
+    assert len(engine.threads) == 2, engine.threads
 
 
 def test_failed_render_leaves_configs_unchanged(tmp_path, registry, eksinf):

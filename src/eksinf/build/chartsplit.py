@@ -9,13 +9,19 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from eksinf.build.charts import ResolvedChart
 from eksinf.build.determinism import PROOF_SOURCE, RULES, Proof, prove
-from eksinf.build.helm import HelmEngine, RenderedChart, RenderOptions, read_values
+from eksinf.build.helm import (
+    EngineThread,
+    HelmEngine,
+    RenderedChart,
+    RenderOptions,
+    read_values,
+)
 from eksinf.build.units import (
     CONTROLLER_WAVE,
     CRD_WAVE,
@@ -39,6 +45,9 @@ from eksinf.core.yamlio import (
 from eksinf.errors import CONTRACT, FAILURE, EksinfError
 from eksinf.model.digest import sha256_hex
 from eksinf.model.stack import ChartSpec, Component, Stack
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 
 def merge_values(base: Doc, override: Doc) -> Doc:
@@ -347,25 +356,60 @@ def _store_render(
     cache.put_parts("helm", key, texts.entry(head))
 
 
-def helm_units(
+@dataclass(frozen=True)
+class ChartJob:
+    """One chart of a component, made ready before any component is split: its pinned archive,
+    values (`chart_values`, read once) and options, the key of its record, and its first render:
+    the record when the cache holds one, else the engine's render, started on the engine's
+    thread (`start`) so that it runs while earlier charts and pinned manifests are split."""
+
+    spec: ChartSpec
+    chart: ResolvedChart
+    values: Doc
+    opts: RenderOptions
+    key: str
+    cached: _Kept | None
+    pending: Future[RenderedChart] | None
+
+    def first(self) -> RenderedChart:
+        """The chart's first render: its record's, or the engine's (waited for)."""
+        if self.cached is not None:
+            return self.cached.rendered
+        assert self.pending is not None  # start() makes one of the two
+        return self.pending.result()
+
+
+def start(
     stack: Stack,
     comp: Component,
     resolved: dict[str, ResolvedChart],
     values_of: dict[str, Doc],
-    engine: HelmEngine,
+    engine: EngineThread,
+) -> list[ChartJob]:
+    """The component's charts as jobs, in components.yaml order; each chart the cache does not
+    hold is submitted to the engine's thread."""
+    jobs = []
+    for spec in comp.charts:
+        chart, values = resolved[spec.name], values_of[spec.name]
+        opts = RenderOptions(spec.release, spec.namespace, stack.kube_version, stack.api_versions)
+        key = _render_key(engine, chart, values, opts)
+        cached = _cached_render(key)
+        pending = None if cached else engine.submit(chart.archive, values, opts)
+        jobs.append(ChartJob(spec, chart, values, opts, key, cached, pending))
+    return jobs
+
+
+def helm_units(
+    comp: Component, jobs: list[ChartJob], engine: HelmEngine
 ) -> tuple[list[Unit], list[ChartRender]]:
-    """The component's chart units; `values_of` holds each chart's `chart_values` (read by the
-    caller before any chart was fetched, and not read twice)."""
+    """The component's chart units, from its jobs (`start`)."""
     units: list[Unit] = []
     renders: list[ChartRender] = []
     crd_owners: dict[str, _CrdSource] = {}
-    for spec in comp.charts:
-        chart = resolved[spec.name]
-        values = values_of[spec.name]
-        opts = RenderOptions(spec.release, spec.namespace, stack.kube_version, stack.api_versions)
-        render_key = _render_key(engine, chart, values, opts)
-        cached = _cached_render(render_key)
-        first = cached.rendered if cached else engine.render(chart.archive, values, opts)
+    for job in jobs:
+        spec, chart, values, opts = job.spec, job.chart, job.values, job.opts
+        render_key, cached = job.key, job.cached
+        first = job.first()
         # the verdict a record keeps, under these rules; else the templates are scanned
         proof = (cached.proof if cached else None) or prove(first.templates)
         reference, reference_source = _reference_digests(engine, chart, values, opts, first, proof)

@@ -6,6 +6,7 @@ writer.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 from collections.abc import Callable
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from eksinf import __version__
 from eksinf.build.determinism import PROOF_SOURCE, RULES, Proof
-from eksinf.build.helm import HelmEngine, RenderedChart, default_engine
+from eksinf.build.helm import EngineThread, HelmEngine, RenderedChart, default_engine
 from eksinf.build.inputs import inputs_digest
 from eksinf.build.units import (
     ChartRender,
@@ -31,7 +32,7 @@ from eksinf.errors import EksinfError
 from eksinf.model.stack import Component, Stack
 
 if TYPE_CHECKING:
-    from eksinf.build.charts import LockEntry
+    from eksinf.build.chartsplit import ChartJob
 
 # A render served from the cache (`_cached_result`) needs none of the chart, manifest or split
 # modules: they are imported where a render misses the cache, so a warm run never loads them.
@@ -60,8 +61,8 @@ def render_stack(
             for output in cached.outputs:
                 _report(output, progress)
             return cached
-    from eksinf.build.charts import read_lock  # the miss path only (see the imports)
-    from eksinf.build.chartsplit import chart_values
+    from eksinf.build.charts import read_lock, resolve  # the miss path only (see the imports)
+    from eksinf.build.chartsplit import chart_values, start
 
     # hand-written units and values are parsed and checked before any chart is fetched, so a
     # refused input leaves the chart cache as it was
@@ -71,13 +72,37 @@ def render_stack(
         for comp in chosen
     }
     lock = read_lock(stack)
-    outputs = []
-    for comp in chosen:
-        output = _render_component(
-            stack, comp, handwritten[comp.name], values[comp.name], mirror, engine, lock
-        )
-        outputs.append(output)
-        _report(output, progress)
+    charted = [comp for comp in chosen if comp.render == "helm"]
+    resolved = {
+        comp.name: {spec.name: resolve(stack, spec, mirror, lock) for spec in comp.charts}
+        for comp in charted
+    }
+    done: dict[str, ComponentOutput | EksinfError] = {}
+    thread = EngineThread(engine) if engine is not None else None
+    with thread or contextlib.nullcontext():
+        # every chart the cache lacks starts rendering on the engine's thread now, in stack
+        # order; pinned manifests are split first, while it renders (see EngineThread)
+        jobs: dict[str, list[ChartJob]] = {}
+        for comp in charted:
+            assert thread is not None  # need_helm: a helm component is being rendered
+            jobs[comp.name] = start(stack, comp, resolved[comp.name], values[comp.name], thread)
+        # Reported, and a failure raised, in stack order all the same: a component's error
+        # waits until every component before it is done, so the first failing one is named.
+        reported = 0
+        for comp in sorted(chosen, key=lambda c: c.render != "manifest"):
+            try:
+                done[comp.name] = _render_component(
+                    stack, comp, handwritten[comp.name], jobs.get(comp.name, []), mirror, thread
+                )
+            except EksinfError as exc:
+                done[comp.name] = exc
+            while reported < len(chosen) and chosen[reported].name in done:
+                ready = done[chosen[reported].name]
+                if isinstance(ready, EksinfError):
+                    raise ready
+                _report(ready, progress)
+                reported += 1
+    outputs = [out for comp in chosen if isinstance(out := done[comp.name], ComponentOutput)]
     provenance = _provenance(stack, engine, inputs, outputs)
     result = RenderResult(stack, tuple(outputs), provenance, partial=bool(components))
     if whole is not None and _store_result(whole, result):
@@ -89,15 +114,13 @@ def _render_component(
     stack: Stack,
     comp: Component,
     handwritten: list[Unit],
-    values: dict[str, Doc],
+    jobs: list[ChartJob],
     mirror: Path | None,
-    engine: HelmEngine | None,
-    lock: dict[tuple[str, str, str], LockEntry],
+    engine: EngineThread | None,
 ) -> ComponentOutput:
     """One component's units: copied, split from pinned manifests, or split from its charts
-    (`values`: each chart's, read once before any chart is fetched)."""
+    (`jobs`: each chart's, made ready before any component was split)."""
     from eksinf.build import manifests  # the miss path only (see the imports)
-    from eksinf.build.charts import resolve
     from eksinf.build.chartsplit import helm_units
     from eksinf.build.manifestsplit import manifest_units
 
@@ -112,9 +135,8 @@ def _render_component(
         units, made = manifest_units(stack, comp, fetched)
         units = with_handwritten(comp, units, handwritten, "manifest")
         return ComponentOutput(comp, tuple(units), manifests=tuple(made))
-    resolved = {spec.name: resolve(stack, spec, mirror, lock) for spec in comp.charts}
     assert engine is not None  # need_helm: a helm component is being rendered
-    units, renders = helm_units(stack, comp, resolved, values, engine)
+    units, renders = helm_units(comp, jobs, engine)
     units = with_handwritten(comp, units, handwritten, "chart")
     return ComponentOutput(comp, tuple(units), tuple(renders))
 
