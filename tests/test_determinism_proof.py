@@ -55,9 +55,16 @@ def test_a_chart_of_pure_functions_is_proven():
         ('{{ lookup "v1" "Secret" "ns" "x" }}', "calls lookup (outside the chart)"),
         ('{{ tpl "{{ .Values.a }}" . }}', "calls tpl (outside the chart)"),
         ("{{ tpl .Values.text . }}", "calls tpl (outside the chart)"),
-        ('{{ include (print .Template.BasePath "/x.yaml") . }}', "include of a computed"),
-        ("{{ include $name . }}", "include of a computed template name"),
-        ("{{ printf $format 1 }}", "printf of a computed format"),
+        ("{{ include (first (list $)) . }}", "include of a template name that may hold Helm's"),
+        ('{{ include (print "x" .) . }}', "takes Helm's root context into print"),
+        ("{{ include $name . }}", "uses $name, which the scan cannot follow"),
+        ("{{ printf .Values.format 1 }}", "printf of a computed format"),
+        ('{{ keys .Values.map | len }} {{ keys .Values.map | join "," }}', "calls keys (map"),
+        ("{{ $ | toString }}", "takes Helm's root context into toString"),
+        ("{{ . }}", "prints Helm's root context"),
+        ("{{ .Capabilities }}", "prints Helm's root context"),
+        ("{{ .Subcharts.sub.Values }}", "prints Helm's root context"),
+        ("{{ if .Values.a }}{{ else if $ }}{{ else }}{{ $ }}{{ end }}", "prints Helm's root"),
         ('{{ printf "%p" .Values }}', "printf of %p (an address)"),
         ("{{ frobnicate 1 }}", "calls frobnicate, not a known function"),
         ("{{ .Chart | toString }}", "takes .Chart whole"),
@@ -73,6 +80,67 @@ def test_any_doubt_leaves_a_chart_unproven(action, why):
     assert proof.reason.startswith("c/templates/cm.yaml:14: " + why), proof.reason
 
 
+def _renders(templates: dict[str, str], values: dict | None = None) -> tuple[bool, object]:
+    """Whether the real engine renders a chart of `templates` the same twice, and the proof's
+    verdict on it."""
+    from eksinf.build.helm import RenderOptions, SdkEngine, chart_templates
+
+    archive = ChartSource("c", templates=templates, values=values or {}).package()
+    engine, opts = SdkEngine(), RenderOptions("r", "n", "1.31.0")
+    first = engine.render(archive, {}, opts)
+    second = engine.render(archive, {}, opts, templates=False)
+    return first.manifests == second.manifests, prove(chart_templates(archive))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: {{ $ | toString | quote }}",
+        'a: "{{ . }}"',
+        'a: {{ printf "%v" $ | quote }}',
+        '{{- $x := . }}\na: "{{ $x }}"',
+        '{{- define "t" }}{{ . }}{{ end }}\na: {{ include "t" . | quote }}',
+        '{{- define "t" }}{{ .r }}{{ end }}\na: {{ include "t" (dict "r" $) | quote }}',
+        'a: "{{ dict "r" $ }}"',
+        'a: "{{ list .Capabilities }}"',
+        '{{- $d := dict }}{{ $_ := set $d "r" $ }}\na: "{{ $d.r }}"',
+        '{{- $_ := set .Values "r" (list .Capabilities) }}\na: "{{ .Values.r }}"',
+        '{{- $d := merge (dict) $ }}\na: "{{ $d }}"',
+        '{{- range $k, $v := $ }}\n{{ $k }}: "{{ list $v }}"{{ end }}',
+    ],
+)
+def test_the_root_context_printed_differs_between_renders_and_is_not_proven(text):
+    """Helm's root context holds `.Capabilities` as a pointer: printed, directly or inside
+    another value, it shows an address that differs on every render."""
+    same, proof = _renders({"cm.yaml": text})
+    assert not same
+    assert not proof.proven
+    assert "Helm's root context" in proof.reason, proof.reason
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{{- define "t" }}{{ .root.Template.BasePath }}-{{ .x }}{{ end }}\n'
+        'a: {{ include "t" (dict "root" $ "x" 1) | quote }}',
+        '{{- $v := .Values.list }}{{ range $v }}\n- "{{ . }}"{{ end }}',
+        "{{- with $ }}\na: {{ .Release.Name }}{{ end }}",
+        'a: {{ len $ }} {{ hasKey $ "Values" }} {{ .Capabilities.KubeVersion.Version }}',
+        '{{- define "t" }}{{ .x.Values.a }}{{ end }}\n'
+        'a: {{ include "t" (merge (dict "x" $) $) | quote }}',
+        'a: {{ include (print $.Template.BasePath "/b.tpl") . | quote }}',
+        'a: {{ keys .Values.map | len }} {{ keys .Values.map | sortAlpha | join "," }}',
+        '{{- $d := dict "r" $ }}{{ $_ := set $d "k" 1 }}\na: "{{ $d.k }}{{ $d.r.Values.a }}"',
+        '{{/* a comment: {{ $ }} */}}\n{{- block "b" . }}a: {{ .Values.a }}{{ end }}',
+    ],
+)
+def test_the_root_context_carried_without_printing_is_proven(text):
+    templates = {"cm.yaml": text, "b.tpl": "{{ .Values.a }}"}
+    same, proof = _renders(templates, {"a": "x", "list": [1, {"b": 2}], "map": {"k": 1}})
+    assert same
+    assert proof.proven, proof.reason
+
+
 def test_a_subchart_is_read_too():
     templates = (*one(PLAIN), ("c/charts/sub/templates/s.yaml", "x: {{ randInt 1 9 }}\n"))
     assert prove(templates).reason == "c/charts/sub/templates/s.yaml:1: calls randInt (random)"
@@ -84,8 +152,9 @@ def test_the_tables_do_not_overlap():
 
 
 def test_the_shipped_charts_verdicts(chart_mirror):
-    """The ACK controllers are proven; Karpenter passes values through tpl, and the device
-    plugin takes a map's keys and includes a computed template name."""
+    """The ACK controllers and the device plugin are proven (the plugin's computed includes
+    name templates by data, its `keys` are only counted, its helpers carry the root context in
+    a dict without printing it); Karpenter passes values through tpl."""
     from eksinf.build.helm import chart_templates
 
     verdicts = {
@@ -96,9 +165,9 @@ def test_the_shipped_charts_verdicts(chart_mirror):
         "ec2-chart-1.18.4.tgz",
         "eks-chart-1.16.3.tgz",
         "iam-chart-1.7.3.tgz",
+        "nvidia-device-plugin-0.19.3.tgz",
     }
     assert "calls tpl" in verdicts["karpenter-1.14.0.tgz"].reason
-    assert "computed template name" in verdicts["nvidia-device-plugin-0.19.3.tgz"].reason
 
 
 def _counted(monkeypatch) -> list[bool]:

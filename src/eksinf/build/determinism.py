@@ -2,22 +2,43 @@
 
 The render's determinism check (build/chartsplit.py) renders a chart a second time and compares
 the outputs. A chart whose templates call only functions whose result depends on their arguments
-alone needs no second render: Go's template language has no other source of change (a `range`
-over a map walks it in key order; toYaml, toJson and toToml write maps in key order), and the
-engine gets the same chart, values and options both times.
+alone, and never print Helm's root context, needs no second render: Go's template language has
+no other source of change (a `range` over a map walks it in key order; toYaml, toJson and toToml
+write maps in key order), and the engine gets the same chart, values and options both times.
 
-`prove` tokenises every template the engine evaluates (the chart's and its subcharts' templates/
-files, `_helpers.tpl` included) as Go's text/template lexer does, and looks at every identifier
-in function position. It proves a chart only when each one is a function known to be a pure
-function of its arguments (PURE). Anything else leaves it unproven, and the second render runs:
+`prove` parses every template the engine evaluates (build/templateparse.py) and follows each
+value through it. A value is CLEAN (data: values, release, chart fields, strings), the ROOT
+context (`$` at a file's top level, or `.` where it is bound to it), or holds the root context
+somewhere (a dict of it, a merge with it). The root context holds `.Capabilities` as a Go
+pointer: printed, it shows the pointer's address, which differs on every render. So:
+
+- `$` is a template's data: the root context for a file, for a `define` what every `include`
+  or `template` of its name passes (an include of a computed name passes to every template);
+  `.` is `$` at a template's top level, the value of `with X`, an element of `range X`;
+  variables are what every assignment gives them;
+- the root's `.Values`, `.Release`, `.Template`, `.Files`, `.Chart.<field>` and
+  `.Capabilities.<field>` are CLEAN; `.Capabilities` and `.Subcharts` are not;
+- `dict`, `list`, `tuple`, `get`, `index`, `first`, `last`, `append`, `default`, `coalesce`,
+  `ternary`, `required`, `and`, `or`, `deepCopy` and the map-changing `set`, `unset`, `merge`,
+  `mergeOverwrite` carry the root context without printing it (`dict` keeps each key's value,
+  so `(dict "root" $).root.Values` is CLEAN); `len`, `hasKey`, `empty`, `not`, `kindIs`,
+  `kindOf`, `typeIs`, `typeOf` return CLEAN; `include` returns CLEAN text (the included
+  template is judged where it prints). Any other function given the root context is a doubt,
+  and so is an action that prints it. A map change that stores the root context into a map
+  another value may share (anything but a map made in the same expression) is a doubt too, as
+  a later read of that map would see it.
+
+Any doubt leaves the chart unproven, and the second render runs:
 
 - a function known to vary (VARYING: time, randomness, key generation with random salt or IV,
-  the unsorted `keys` and `values` of a map, the cluster and the network);
-- `tpl`, which evaluates text that is not in the chart's templates (usually a chart value);
-- `include` of a computed template name, `printf` of a computed format or of `%p` (an
-  address), and Helm's chart objects taken whole (`.Chart`, `.Subcharts`: printed, they show
-  addresses);
-- a function not in either table, text the scan cannot tokenise, or templates past the bound.
+  the unsorted `keys` and `values` of a map unless only counted or sorted, the cluster and the
+  network);
+- `tpl`, which evaluates text that is not in the chart's templates, unless the text is a chart
+  value unchanged and no value holds a template action (`values_plain`: then tpl returns the
+  text as it is);
+- `include` of a template name that may hold the root context, `printf` of a computed format or
+  of `%p` (an address), Helm's chart objects taken whole (`.Chart`, `.Subcharts`);
+- a function not in either table, text the scan cannot read, or templates past the bound.
 
 RULES names this rule set: it is part of every verdict, and of the key of a whole render kept in
 the derived-data cache (build/render.py), so a change of the rules judges every chart afresh.
@@ -27,48 +48,184 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from eksinf.build import templatefuncs
+from eksinf.build.templateparse import (
+    Command,
+    Control,
+    Field,
+    Ident,
+    Invoke,
+    Literal,
+    Operand,
+    Paren,
+    Parsed,
+    Pipe,
+    Print,
+    ScanError,
+    Stmt,
+    Var,
+    parse,
+)
 
-RULES = "template-proof-1"
+RULES = "template-proof-2"
 PROOF_SOURCE = "template proof"  # the determinism reference of a proven chart: its own render
 MAX_TEMPLATE_BYTES = 8 << 20  # the shipped charts have ~0.3 MB of templates; past this, unproven
+MAX_PASSES = 32  # the analysis settles in 2-4 passes over the shipped charts
 
 # Functions whose result may differ between two renders of the same inputs, by why, and those
 # whose result is a function of their arguments: both read from the one table of functions.
 VARYING: dict[str, tuple[str, ...]] = templatefuncs.varying()
 PURE = templatefuncs.pure()
-# Words of the template language itself; `template`, `block` and `define` take a literal name.
-_KEYWORDS = frozenset((
-    "if", "else", "end", "range", "with", "define", "template", "block", "break", "continue",
-    "nil", "true", "false",
-))  # fmt: skip
-_NAMED = frozenset({"template", "block", "define", "include"})
 # Helm's objects that hold pointers: Go prints a pointer inside a value as its address, so
 # `{{ .Chart }}` or `{{ toString .Subcharts }}` differs from run to run. Their plain fields
 # (`.Chart.Name`) are data.
-_WHOLE_OBJECT = r"\.(?:Chart|Subcharts)$|\.Chart\.(?:Maintainers|Dependencies)$"
+_WHOLE_OBJECT = re.compile(r"\.(?:Chart|Subcharts)$|\.Chart\.(?:Maintainers|Dependencies)$")
 
-# One token inside an action, as Go's lexer reads it (lex.go). Numbers come before fields
-# (`.5` is a number); a `-` followed by space is a trim marker.
-_TOKEN = r"""(?P<space>\s+)
-    |(?P<close>-?\}\})
-    |(?P<comment>/\*.*?\*/)
-    |(?P<string>"(?:[^"\\\n]|\\.)*"|`[^`]*`)
-    |(?P<char>'(?:[^'\\\n]|\\.)+')
-    |(?P<trim>-(?=\s))
-    |(?P<number>[+-]?(?:\d|\.\d)[\w.]*(?:[eEpP][+-]\d+)?i?)
-    |(?P<var>\$\w*)
-    |(?P<field>(?:\.[^\W\d]\w*)+|\.)
-    |(?P<ident>[^\W\d]\w*)
-    |(?P<punct>:=|=|\||\(|\)|,)"""
+# -- what a value may be ---------------------------------------------------------------------
+# A value is a set of forms, any of which it may be at run time:
+#   ("clean",)            data made by the templates; holds no root context, shares no map
+#   ("values", path)      the chart's values at `path` (None: anywhere), or a part of them
+#   ("root",)             the root context itself
+#   ("any",)              may hold the root context anywhere
+#   ("shape", fields, root_rest)  a map made by `dict` (or `merge` of one): each literal key's
+#                          value; a key not listed is missing, or the root's (root_rest)
+Form = tuple[Any, ...]  # (kind, ...): see above
+Value = frozenset[Form]
+CLEAN: Value = frozenset({("clean",)})
+ROOT: Value = frozenset({("root",)})
+ANY: Value = frozenset({("any",)})
+NOTHING: Value = frozenset()  # a template no one includes
+_MAX_FORMS = 8
+_MAX_DEPTH = 3  # maps nested in maps that `dict` made, followed this deep
+_MAX_PATH = 6
+# the root context's keys, as Helm builds it
+_ROOT_KEYS = frozenset(("Values", "Release", "Chart", "Capabilities", "Template", "Files",
+                        "Subcharts"))  # fmt: skip
+
+# the functions that take the root context without printing it, by what they return
+_COUNTS = frozenset(("len", "hasKey", "empty", "not", "kindIs", "kindOf", "typeIs", "typeOf"))
+_CHOOSES = frozenset(("default", "coalesce", "and", "or"))
+_ELEMENT = frozenset(("first", "mustFirst", "last", "mustLast"))
+_COLLECTS = frozenset(("list", "tuple", "append", "mustAppend", "push", "mustPush",
+                       "prepend", "mustPrepend"))  # fmt: skip
+_MERGES = frozenset(("merge", "mustMerge", "mergeOverwrite", "mustMergeOverwrite"))
+# pure functions whose result may share maps of their arguments (a part of them, or a new list
+# or map of their parts): changing it changes those too
+_SHARES = frozenset((
+    "pick", "omit", "dig", "pluck", "without", "mustWithout", "uniq", "mustUniq", "compact",
+    "mustCompact", "rest", "mustRest", "initial", "mustInitial", "reverse", "mustReverse",
+    "concat", "slice", "mustSlice", "chunk", "mustChunk", "index", "get",
+))  # fmt: skip
+# `keys` and `values` list a map in Go's random order: harmless where only counted or sorted
+_ORDER_BLIND = frozenset(("len", "empty", "sortAlpha"))
+_UNORDERED = frozenset(("keys", "values"))
 
 
-@functools.cache
-def _tokens() -> re.Pattern[str]:
-    # compiled on first use: a render served from the cache imports this module, scans nothing
-    return re.compile(_TOKEN, re.VERBOSE | re.DOTALL)
+def _join(*values: Iterable[Form]) -> Value:
+    forms: set[Form] = set()
+    for value in values:
+        forms.update(value)
+    if ("any",) in forms or len(forms) > _MAX_FORMS:
+        return ANY
+    return frozenset(forms)
+
+
+def _clean(value: Value) -> bool:
+    """Whether the value holds no root context (printing it prints data)."""
+    return all(form[0] in ("clean", "values") for form in value)
+
+
+def _values(path: tuple[str, ...] | None) -> Value:
+    return frozenset({("values", None if path is None else path[:_MAX_PATH])})
+
+
+def _depth(value: Value) -> int:
+    """How deep maps that `dict` made nest in the value."""
+    shapes = [form for form in value if form[0] == "shape"]
+    return max((1 + max((_depth(v) for _, v in f[1]), default=0) for f in shapes), default=0)
+
+
+def _shape(fields: dict[str, Value], root_rest: bool) -> Value:
+    if not root_rest and all(v == CLEAN or not v for v in fields.values()):
+        return CLEAN  # a map of data
+    if any(_depth(v) >= _MAX_DEPTH for v in fields.values()):
+        return ANY
+    return frozenset({("shape", tuple(sorted(fields.items())), root_rest)})
+
+
+def _fields_of(form: Form) -> dict[str, Value]:
+    return dict(form[1])
+
+
+def _contained(value: Value) -> Value:
+    """A list or map made to hold `value`: data that may share the values' maps, or, when it
+    holds the root context, ANY (the root inside it is no longer reached by its fields)."""
+    out: list[Value] = [CLEAN]
+    for form in value:
+        if form[0] in ("root", "any") or (form[0] == "shape" and form[2]):
+            return ANY
+        if form[0] == "shape":
+            out.append(_contained(_join(*_fields_of(form).values())))
+        else:
+            out.append(frozenset({form}))
+    return _join(*out)
+
+
+def _elements(value: Value) -> Value:
+    """What `range` over the value, or an index into it, gives."""
+    out: list[Value] = []
+    for form in value:
+        if form[0] == "clean":
+            out.append(CLEAN)
+        elif form[0] == "values":
+            path = form[1]
+            out.append(_values(None if path is None else (*path, "*")))
+        elif form[0] == "shape":
+            out.extend(_fields_of(form).values())
+            if form[2]:
+                out.append(ANY)  # the root's values: `.Capabilities` among them
+        else:
+            out.append(ANY)
+    return _join(*out)
+
+
+def _copy(value: Value) -> Value:
+    """`deepCopy`: the same value, sharing no map with the chart's values."""
+    out: list[Value] = []
+    for form in value:
+        if form[0] == "values":
+            out.append(CLEAN)
+        elif form[0] == "shape":
+            fields = {k: _copy(v) for k, v in _fields_of(form).items()}
+            out.append(_shape(fields, bool(form[2])))
+        else:
+            out.append(frozenset({form}))
+    return _join(*out)
+
+
+def _values_paths(value: Value, into: set[tuple[str, ...] | None]) -> None:
+    """The values paths a value may share maps with (None: any)."""
+    for form in value:
+        if form[0] == "values":
+            into.add(form[1])
+        elif form[0] in ("root", "any"):
+            into.add(None)
+        elif form[0] == "shape":
+            for v in _fields_of(form).values():
+                _values_paths(v, into)
+            if form[2]:
+                into.add(None)
+
+
+def _overlaps(a: tuple[str, ...] | None, b: tuple[str, ...] | None) -> bool:
+    """Whether one values path is at or under the other (`*`: any key)."""
+    if a is None or b is None:
+        return True
+    return all(x == y or "*" in (x, y) for x, y in zip(a, b, strict=False))
 
 
 @dataclass(frozen=True)
@@ -87,63 +244,462 @@ def _varying_kind(name: str) -> str | None:
     return next((kind for kind, names in VARYING.items() if name in names), None)
 
 
-def _doubt(text: str) -> tuple[int, str] | None:
-    """The first thing in one template that may render differently twice: (offset, why)."""
-    token_at = _tokens().match
-    at = 0
-    while True:
-        start = text.find("{{", at)
-        if start < 0:
-            return None
-        pos = start + 2
-        pending = ""  # a word that must be followed by a literal: include, define, printf, ...
-        while True:
-            match = token_at(text, pos)
-            if match is None:
-                return start, "an action the scan cannot read"
-            kind, token = match.lastgroup or "", match.group()
-            pos = match.end()
-            if kind in ("space", "comment", "trim"):
-                continue
-            if pending:
-                if kind != "string":
-                    return match.start(), f"{pending} of a computed {_literal(pending)}"
-                if pending == "printf" and "%p" in token:
-                    return match.start(), "printf of %p (an address)"
-                pending = ""
-            if kind == "close":
-                break
-            if kind == "field" and re.search(_WHOLE_OBJECT, token):
-                return match.start(), f"takes {token} whole (printed, it shows memory addresses)"
-            if kind == "ident":
-                if token in _KEYWORDS:
-                    pending = token if token in _NAMED else ""
-                elif token == "printf":
-                    pending = token
-                elif token in PURE:
-                    pending = token if token in _NAMED else ""
+@dataclass(frozen=True)
+class _Piped:
+    """The value on the left of a `|`: the last argument of the command on its right."""
+
+    cmds: tuple[Command, ...]
+    last: int
+
+
+Arg = Operand | _Piped
+
+
+@dataclass(frozen=True)
+class _Env:
+    body: int  # which template's variables
+    file: int  # the file it is in, for doubts
+    dollar: Value  # the template's data
+    values_path: bool  # whether `.Values` paths are known (no subchart shares the values)
+
+
+class _Scan:
+    """One chart's analysis: each template is read again when what it may be given grew, or
+    when one of its variables grew after it was read, until nothing grows; the doubts of each
+    template's last reading are the verdict's."""
+
+    def __init__(self, files: list[tuple[str, Parsed]], values_plain: bool) -> None:
+        self.values_plain = values_plain
+        precise = not any(path.split("/")[1:2] == ["charts"] for path, _ in files)
+        # every template: (its name, its body, its environment); a file's is its path
+        self.bodies: list[tuple[str, tuple[Stmt, ...], int]] = []  # (name, body, file)
+        for file, (path, parsed) in enumerate(files):
+            self.bodies.append((path, parsed.body, file))
+            self.bodies.extend((define.name, define.body, file) for define in parsed.defines)
+        self.precise = precise
+        self.named: dict[str, list[int]] = {}
+        for index, (name, _, _) in enumerate(self.bodies):
+            self.named.setdefault(name, []).append(index)
+        self.files = {path for path, _ in files}
+        self.data: dict[str | None, Value] = {}  # template name -> what includes pass it
+        self.vars: dict[tuple[int, str], Value] = {}
+        self.changed: set[tuple[str, ...] | None] = set()  # values paths a template changes
+        self.doubts: list[tuple[int, int, int, str]] = []
+        self.queue: list[int] = []
+        self.read: set[tuple[int, str]] = set()  # variables read in this reading
+        self.stale = False  # a variable grew after it was read
+        self.at = 0  # the offset of the action being read, for doubts
+
+    # -- the fixpoint ------------------------------------------------------------------------
+
+    def run(self) -> tuple[int, int, int, str] | None:
+        found: dict[int, list[tuple[int, int, int, str]]] = {}
+        self.queue = list(range(len(self.bodies)))[::-1]
+        budget = MAX_PASSES * len(self.bodies)
+        while self.queue:
+            index = self.queue.pop()
+            name, body, file = self.bodies[index]
+            dollar = _join(self.data.get(name, NOTHING), self.data.get(None, NOTHING))
+            if name in self.files:
+                dollar = _join(ROOT, dollar)
+            env = _Env(index, file, dollar, self.precise)
+            self.stale = True
+            while self.stale:  # a variable read before it grew: read the template again
+                budget -= 1
+                if budget < 0:
+                    return (0, 0, 0, "the scan could not settle what its values may be")
+                self.stale, self.read, self.doubts = False, set(), []
+                if dollar:  # else no template includes it (yet): it does not run
+                    self.block(body, env, dollar)
+            found[index] = self.doubts
+        return min((d for doubts in found.values() for d in doubts), default=None)
+
+    def again(self, indexes: list[int] | range) -> None:
+        self.queue.extend(i for i in indexes if i not in self.queue)
+
+    def doubt(self, env: _Env, why: str) -> None:
+        self.doubts.append((env.file, self.at, len(self.doubts), why))  # the first in its action
+
+    def assign(self, env: _Env, names: tuple[str, ...], value: Value) -> None:
+        for name in names:
+            key = (env.body, name)
+            old = self.vars.get(key)
+            new = _join(old or NOTHING, value)
+            if new != old:
+                self.vars[key] = new
+                self.stale = self.stale or key in self.read
+
+    def include(self, name: str | None, data: Value) -> None:
+        old = self.data.get(name, NOTHING)
+        new = _join(old, data)
+        if new != old:
+            self.data[name] = new
+            self.again(range(len(self.bodies)) if name is None else self.named.get(name, []))
+
+    def change(self, paths: set[tuple[str, ...] | None]) -> None:
+        if not paths <= self.changed:
+            self.changed |= paths
+            self.again(range(len(self.bodies)))  # a tpl's verdict may change
+
+    # -- statements --------------------------------------------------------------------------
+
+    def block(self, items: tuple[Stmt, ...], env: _Env, dot: Value) -> None:
+        for item in items:
+            self.at = item.at
+            if isinstance(item, Print):
+                value = self.pipe(item.pipe, env, dot)[0]
+                self.assign(env, item.pipe.decl, value)
+                if not item.pipe.decl and not _clean(value):
+                    self.doubt(env, "prints Helm's root context (printed, it shows "
+                               "memory addresses)")  # fmt: skip
+            elif isinstance(item, Invoke):
+                data = self.pipe(item.pipe, env, dot)[0] if item.pipe else CLEAN
+                self.include(item.name, data)
+            else:
+                self.control(item, env, dot)
+
+    def control(self, item: Control, env: _Env, dot: Value) -> None:
+        value = self.pipe(item.pipe, env, dot)[0]
+        self.at = item.at
+        inner = dot
+        if item.word == "range":
+            inner = _elements(value)
+            if len(item.pipe.decl) == 2:
+                self.assign(env, item.pipe.decl[:1], CLEAN)  # a key or an index
+                self.assign(env, item.pipe.decl[1:], inner)
+            else:
+                self.assign(env, item.pipe.decl, inner)
+        else:
+            self.assign(env, item.pipe.decl, value)
+            if item.word == "with":
+                inner = value
+        self.block(item.body, env, inner)
+        self.block(item.alt, env, dot)
+
+    # -- values ------------------------------------------------------------------------------
+
+    def pipe(self, pipe: Pipe, env: _Env, dot: Value) -> tuple[Value, bool]:
+        """The pipeline's value, and whether it is a map made right there (no other value
+        shares it yet)."""
+        return self.command(pipe.cmds, len(pipe.cmds) - 1, env, dot)
+
+    def command(
+        self, cmds: tuple[Command, ...], last: int, env: _Env, dot: Value, blind: bool = False
+    ) -> tuple[Value, bool]:
+        cmd = cmds[last]
+        args: list[Arg] = list(cmd.operands[1:])
+        if last > 0:
+            args.append(_Piped(cmds, last - 1))
+        head = cmd.operands[0]
+        if isinstance(head, Ident):
+            return self.call(head.name, args, env, dot, blind)
+        value, fresh = self.operand(head, env, dot)
+        if not args:
+            return value, fresh
+        # a method with arguments (`.Files.Get "x"`, `.Capabilities.APIVersions.Has "v1"`)
+        given = [self.arg(arg, env, dot)[0] for arg in args]
+        if not all(_clean(v) for v in (value, *given)):
+            self.doubt(env, "calls a method with Helm's root context")
+        return CLEAN, False
+
+    def arg(self, arg: Arg, env: _Env, dot: Value, blind: bool = False) -> tuple[Value, bool]:
+        if isinstance(arg, _Piped):
+            return self.command(arg.cmds, arg.last, env, dot, blind)
+        if isinstance(arg, Paren) and not arg.names:
+            inner = arg.pipe
+            return self.command(inner.cmds, len(inner.cmds) - 1, env, dot, blind)
+        return self.operand(arg, env, dot)
+
+    def operand(self, node: Operand, env: _Env, dot: Value) -> tuple[Value, bool]:
+        if isinstance(node, Literal):
+            return CLEAN, False
+        if isinstance(node, Ident):  # a function without arguments
+            return self.call(node.name, [], env, dot, False)
+        if isinstance(node, Field):
+            base, names = dot, node.names
+        elif isinstance(node, Var):
+            names = node.names
+            if node.name == "$":
+                base = env.dollar
+            elif (env.body, node.name) in self.vars:
+                self.read.add((env.body, node.name))
+                base = self.vars[(env.body, node.name)]
+            else:
+                self.doubt(env, f"uses {node.name}, which the scan cannot follow")
+                return CLEAN, False  # the doubt stands
+        else:
+            base, fresh = self.pipe(node.pipe, env, dot)
+            if not node.names:
+                return base, fresh
+            names = node.names
+        if names and _WHOLE_OBJECT.search("." + ".".join(names)):
+            self.doubt(env, f"takes .{'.'.join(names)} whole (printed, it shows "
+                       "memory addresses)")  # fmt: skip
+        return self.field(base, names, env), False
+
+    def field(self, value: Value, names: tuple[str, ...], env: _Env) -> Value:
+        if not names:
+            return value
+        out: list[Value] = []
+        for form in value:
+            kind = form[0]
+            if kind == "clean":
+                out.append(CLEAN)
+            elif kind == "values":
+                path = form[1]
+                out.append(_values(None if path is None else (*path, *names)))
+            elif kind == "root":
+                out.append(self.root_field(names, env))
+            elif kind == "shape":
+                fields = _fields_of(form)
+                if names[0] in fields:
+                    out.append(self.field(fields[names[0]], names[1:], env))
+                elif form[2]:
+                    out.append(self.root_field(names, env))
                 else:
-                    why = _varying_kind(token)
-                    return match.start(), (
-                        f"calls {token} ({why})" if why else f"calls {token}, not a known function"
-                    )
-        at = pos
+                    out.append(CLEAN)  # a missing key: nothing
+            else:
+                out.append(ANY)
+        return _join(*out)
+
+    def root_field(self, names: tuple[str, ...], env: _Env) -> Value:
+        head = names[0]
+        if head == "Values":
+            return _values(names[1:] if env.values_path else None)
+        if head == "Subcharts" or (head == "Capabilities" and len(names) == 1):
+            return ANY
+        # the root's other keys are data, and a template can add no other (it would have to
+        # store the root context into the root, a doubt)
+        return CLEAN
+
+    # -- functions ---------------------------------------------------------------------------
+
+    def call(
+        self, name: str, args: list[Arg], env: _Env, dot: Value, blind: bool
+    ) -> tuple[Value, bool]:
+        order_blind = name in _ORDER_BLIND
+        given = [
+            self.arg(arg, env, dot, blind=order_blind and _calls(arg, _UNORDERED)) for arg in args
+        ]
+        values = [v for v, _ in given]
+        if name not in PURE:
+            why = _varying_kind(name)
+            if name in _UNORDERED and blind:
+                pass  # its order is lost where it goes
+            elif name == "tpl":
+                self.tpl_plain(values, env)
+            else:
+                self.doubt(env, f"calls {name} ({why})" if why else
+                           f"calls {name}, not a known function")  # fmt: skip
+            return CLEAN, False  # text; or a doubt stands already
+        if name == "include":
+            return self.include_call(args, values, env)
+        if name == "printf":
+            fmt = args[0] if args else None
+            if not isinstance(fmt, Literal) or not fmt.string:
+                self.doubt(env, "printf of a computed format")
+            elif "%p" in fmt.raw:
+                self.doubt(env, "printf of %p (an address)")
+        if name == "dict":
+            return self.dict_call(args, values), True
+        if name in _MERGES or name in ("set", "unset"):
+            return self.change_call(name, args, given, env)
+        if name in _COUNTS:
+            return CLEAN, False
+        if name in _CHOOSES:
+            return _join(*values), False
+        if name == "ternary":
+            return _join(*values[:2]), False
+        if name == "required":
+            return (values[-1] if values else CLEAN), False
+        if name in _ELEMENT:
+            return _elements(_join(*values)), False
+        if name in _COLLECTS:
+            return _join(CLEAN, *(_contained(v) for v in values)), True
+        if name in ("deepCopy", "mustDeepCopy"):
+            return _copy(_join(*values)), True
+        if name in ("get", "index") and values:
+            return self.lookup(values[0], args[1:], env), False
+        if not all(_clean(v) for v in values):
+            self.doubt(env, f"takes Helm's root context into {name}, which can print its "
+                       "pointers")  # fmt: skip
+            return ANY, False
+        if name == "toString" and values and all(f[0] == "values" for f in values[0]):
+            return values[0], False  # a value's text: still the chart's values, for tpl
+        if name in _SHARES:
+            return _join(*values), False
+        return CLEAN, False
+
+    def lookup(self, value: Value, keys: list[Arg], env: _Env) -> Value:
+        for key in keys:
+            if isinstance(key, Literal) and key.string and key.text is not None:
+                value = self.field(value, (key.text,), env)
+            else:
+                value = _elements(value)
+        return value
+
+    def dict_call(self, args: list[Arg], values: list[Value]) -> Value:
+        fields: dict[str, Value] = {}
+        for index in range(0, len(args), 2):
+            key = args[index]
+            value = values[index + 1] if index + 1 < len(values) else CLEAN
+            if not isinstance(key, Literal) or not key.string or key.text is None:
+                return _join(*(_contained(v) for v in values))  # keys unknown
+            fields[key.text] = value
+        return _shape(fields, False)
+
+    def include_call(self, args: list[Arg], values: list[Value], env: _Env) -> tuple[Value, bool]:
+        if not args:
+            self.doubt(env, "an include the scan cannot read")
+            return CLEAN, False
+        name = args[0]
+        data = values[1] if len(values) > 1 else CLEAN
+        if isinstance(name, Literal) and name.string and name.text is not None:
+            self.include(name.text, data)
+        elif _clean(values[0]):
+            # a name made of data names one of the templates scanned here (only tpl adds
+            # others, and it is judged on its own): any of them may get `data`
+            self.include(None, data)
+        else:
+            self.doubt(env, "include of a template name that may hold Helm's root context")
+        return CLEAN, False
+
+    def change_call(
+        self, name: str, args: list[Arg], given: list[tuple[Value, bool]], env: _Env
+    ) -> tuple[Value, bool]:
+        """`set`, `unset` and the merges: they change their first argument, a map, and
+        return it."""
+        if not given:
+            return ANY, False
+        target, fresh = given[0]
+        stored = [v for v, _ in given[1:]] if name in _MERGES else [v for v, _ in given[2:]]
+        if name in _MERGES:
+            shaped = self.disjoint_merge(target, stored, env) if fresh else None
+            if shaped is not None:
+                return shaped, True  # no map of the target's is changed, only the new one
+            if not all(_clean(v) for v in stored):
+                self.doubt(env, f"{name} of Helm's root context into a map other values "
+                           "may share")  # fmt: skip
+            paths: set[tuple[str, ...] | None] = set()
+            _values_paths(target, paths)  # a merge changes maps nested in the target too
+            if not fresh and any(_shares_values(v) for v in stored):
+                paths.add(None)
+            self.change(paths)
+            return _join(target, *(_contained(v) for v in stored)), fresh
+        # set and unset change the target map itself
+        if not all(_clean(v) for v in stored) and not fresh:
+            self.doubt(env, f"{name} of Helm's root context into a map other values may "
+                       "share")  # fmt: skip
+        paths = {form[1] for form in target if form[0] == "values"}
+        if any(form[0] in ("root", "any") for form in target) or (
+            not fresh and any(_shares_values(v) for v in stored)
+        ):
+            paths.add(None)
+        self.change(paths)
+        key = args[1] if len(args) > 1 else None
+        if fresh and name == "set" and isinstance(key, Literal) and key.string and key.text:
+            return self.set_key(target, key.text, stored[0] if stored else CLEAN), True
+        return _join(target, *(_contained(v) for v in stored)), fresh
+
+    def set_key(self, target: Value, key: str, value: Value) -> Value:
+        out: list[Value] = []
+        for form in target:
+            if form[0] == "shape":
+                out.append(_shape({**_fields_of(form), key: value}, bool(form[2])))
+            else:
+                out.append(_join(frozenset({form}), _contained(value)))
+        return _join(*out)
+
+    def as_shape(self, value: Value, env: _Env) -> tuple[dict[str, Value], bool] | None:
+        """A value that is maps of known keys (the root context, maps `dict` made) as one
+        map: each key's value in any of them, and whether the others are the root's keys."""
+        if not value or not all(form[0] in ("shape", "root") for form in value):
+            return None
+        keys = {key for form in value if form[0] == "shape" for key in _fields_of(form)}
+        fields = {key: self.field(value, (key,), env) for key in keys}
+        return fields, any(form[0] == "root" or form[2] for form in value)
+
+    def disjoint_merge(self, target: Value, sources: list[Value], env: _Env) -> Value | None:
+        """The merge of maps whose keys are known and apart, as one shape (None: not so).
+        Maps with no key in common are merged without changing any map nested in them."""
+        first = self.as_shape(target, env)
+        if first is None:
+            return None
+        fields, root = first
+        for source in sources:
+            other = self.as_shape(source, env)
+            if other is None:
+                return None
+            extra, root_here = other
+            if (set(extra) | (_ROOT_KEYS if root_here else set())) & (
+                set(fields) | (_ROOT_KEYS if root else set())
+            ):
+                return None
+            fields.update(extra)
+            root = root or root_here
+        return _shape(fields, root)
+
+    def tpl_plain(self, values: list[Value], env: _Env) -> bool:
+        """Whether this `tpl` returns its text unchanged: the text is a chart value as it is,
+        no chart value holds a template action, and no template changes the value."""
+        text = values[0] if values else ANY
+        if not self.values_plain:
+            self.doubt(env, "calls tpl (outside the chart)")
+            return False
+        if not text or not all(form[0] == "values" for form in text):
+            self.doubt(env, "calls tpl of text that is not a chart value")
+            return False
+        if any(_overlaps(form[1], changed) for form in text for changed in self.changed):
+            self.doubt(env, "calls tpl of a chart value that a template changes")
+            return False
+        return True
 
 
-def _literal(word: str) -> str:
-    return "format" if word == "printf" else "template name"
+def _shares_values(value: Value) -> bool:
+    paths: set[tuple[str, ...] | None] = set()
+    _values_paths(value, paths)
+    return bool(paths)
+
+
+def _calls(arg: Arg, names: frozenset[str]) -> bool:
+    """Whether the argument is a call of one of `names` (piped or in parentheses)."""
+    if isinstance(arg, _Piped):
+        head = arg.cmds[arg.last].operands[0]
+    elif isinstance(arg, Paren) and not arg.names:
+        head = arg.pipe.cmds[-1].operands[0]
+    else:
+        return False
+    return isinstance(head, Ident) and head.name in names
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(source: str) -> Parsed | ScanError:
+    try:
+        return parse(source)
+    except ScanError as exc:
+        return exc
 
 
 @functools.lru_cache(maxsize=64)
-def prove(templates: tuple[tuple[str, str], ...]) -> Proof:
+def prove(templates: tuple[tuple[str, str], ...], *, values_plain: bool = False) -> Proof:
     """Whether the chart whose templates are `templates` ((path, source) of every template the
-    engine evaluates) renders the same bytes for the same inputs every time."""
+    engine evaluates) renders the same bytes for the same inputs every time. `values_plain`:
+    no string of the values the chart is rendered with holds `{{` (then a `tpl` of a value
+    returns it unchanged); the verdict then holds for those values only."""
     if sum(len(source) for _, source in templates) > MAX_TEMPLATE_BYTES:
         return Proof(False, f"templates past the scan's bound ({MAX_TEMPLATE_BYTES} bytes)")
-    for path, source in templates:
-        found = _doubt(source)
-        if found is not None:
-            offset, why = found
-            line = source.count("\n", 0, offset) + 1
-            return Proof(False, f"{path}:{line}: {why}")
+    files: list[tuple[str, Parsed]] = []
+    unread: list[tuple[int, int, int, str]] = []
+    for file, (path, source) in enumerate(templates):
+        parsed = _parsed(source)
+        if isinstance(parsed, ScanError):
+            unread.append((file, parsed.at, 0, parsed.why))
+            parsed = Parsed((), ())  # its doubt decides; what it holds is not followed
+        files.append((path, parsed))
+    found = min((*unread, *filter(None, [_Scan(files, values_plain).run()])), default=None)
+    if found is not None:
+        file, offset, _, why = found
+        path, source = templates[file]
+        line = source.count("\n", 0, offset) + 1
+        return Proof(False, f"{path}:{line}: {why}")
     return Proof(True, f"{len(templates)} templates call pure functions only")
