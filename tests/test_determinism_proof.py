@@ -40,7 +40,12 @@ def one(text: str) -> tuple[tuple[str, str], ...]:
 def test_a_chart_of_pure_functions_is_proven():
     proof = prove(one(PLAIN))
     assert proof.proven, proof.reason
-    assert proof.as_dict() == {"rules": RULES, "proven": True, "reason": proof.reason}
+    assert proof.as_dict() == {
+        "rules": RULES,
+        "proven": True,
+        "reason": proof.reason,
+        "for_values": False,
+    }
 
 
 @pytest.mark.parametrize(
@@ -146,15 +151,98 @@ def test_a_subchart_is_read_too():
     assert prove(templates).reason == "c/charts/sub/templates/s.yaml:1: calls randInt (random)"
 
 
+TPL = "{{- with .Values.s }}\na: {{ tpl (toString .) $ | quote }}{{ end }}\nb: {{ tpl .Values.t . }}\n"
+
+
+def test_tpl_of_values_that_hold_no_action_is_proven_for_those_values():
+    """tpl returns text without `{{` as it is: proven when the values hold none (the engine
+    says so), and the verdict says it holds for those values only."""
+    from eksinf.build.helm import RenderOptions, SdkEngine
+
+    engine, opts = SdkEngine(), RenderOptions("r", "n", "1.31.0")
+    archive = ChartSource(
+        "c", templates={"cm.yaml": TPL}, values={"s": "one", "t": "two"}
+    ).package()
+    plain = engine.render(archive, {"t": "three"}, opts)
+    assert plain.values_plain
+    proof = prove(plain.evaluated(), values_plain=plain.values_plain)
+    assert proof.proven and proof.for_values, proof.reason
+    assert not prove(plain.evaluated()).proven  # not for values that may hold actions
+
+    acting = {"t": "{{ randAlphaNum 8 }}"}
+    first, second = (engine.render(archive, acting, opts) for _ in range(2))
+    assert first.manifests != second.manifests  # what the second render is there to catch
+    assert not first.values_plain
+    proof = prove(first.evaluated(), values_plain=first.values_plain)
+    assert proof.reason == "c/templates/cm.yaml:2: calls tpl (outside the chart)"
+    in_chart = ChartSource("c", templates={"cm.yaml": TPL}, values={"s": "{{ now }}", "t": "two"})
+    assert not engine.render(in_chart.package(), {}, opts).values_plain
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ('{{ tpl (printf "%s" .Values.a) . }}', "calls tpl of text that is not a chart value"),
+        ('{{ tpl (default "x" .Values.a) . }}', "calls tpl of text that is not a chart value"),
+        ('{{ tpl .Files.Get "a" . }}', "calls tpl of text that is not a chart value"),
+        ('{{ $_ := set .Values "a" "{{ now }}" }}{{ tpl .Values.a . }}', "a template changes"),
+        ('{{ $_ := set .Values.a "k" 1 }}{{ tpl .Values.a.k . }}', "a template changes"),
+        ('{{ $d := .Values.a }}{{ $_ := set $d "k" 1 }}{{ tpl .Values.a.k . }}', "a template"),
+        ('{{ $_ := merge .Values (dict "a" 1) }}{{ tpl .Values.b . }}', "a template changes"),
+        ('{{ $_ := set (dict) "x" .Values.a }}{{ tpl .Values.a . }}', ""),
+        ('{{ $_ := set .Values.b "k" 1 }}{{ tpl .Values.a . }}', ""),
+        ("{{ range .Values.list }}{{ tpl . $ }}{{ end }}", ""),
+    ],
+)
+def test_tpl_is_proven_only_of_a_chart_value_no_template_changes(text, why):
+    proof = prove(one(PLAIN + f"  extra: {text}\n"), values_plain=True)
+    if why:
+        assert proof.reason.startswith("c/templates/cm.yaml:14: calls tpl"), proof.reason
+        assert why in proof.reason
+    else:
+        assert proof.proven, proof.reason
+
+
+def test_a_disabled_subchart_is_not_evaluated_so_not_judged(chart_mirror):
+    """Helm drops a subchart its values disable before it evaluates any template: the engine
+    says which ran, the proof reads those, and the guard still reads every template."""
+    from eksinf.build.helm import RenderOptions, SdkEngine
+
+    sub = ChartSource("sub", templates={"s.yaml": "x: {{ randInt 1 9 }}\n"})
+    chart = ChartSource(
+        "c",
+        templates={"cm.yaml": CONFIGMAP},
+        values={"greeting": "x", "sub": {"enabled": False}},
+        subcharts=[sub],
+        conditions={"sub": "sub.enabled"},
+    )
+    engine, opts = SdkEngine(), RenderOptions("r", "n", "1.31.0")
+    off = engine.render(chart.package(), {}, opts)
+    assert off.subcharts == ()
+    assert "c/charts/sub/templates/s.yaml" in dict(off.templates)  # the guard's
+    assert prove(off.evaluated()).proven
+    on = engine.render(chart.package(), {"sub": {"enabled": True}}, opts)
+    assert on.subcharts == ("sub",)
+    assert "c/charts/sub/templates/s.yaml" in on.manifests
+    reason = prove(on.evaluated()).reason
+    assert reason == "c/charts/sub/templates/s.yaml:1: calls randInt (random)"
+    # the shipped device plugin's node-feature-discovery subchart is disabled by its values
+    plugin = (chart_mirror / "nvidia-device-plugin-0.19.3.tgz").read_bytes()
+    rendered = engine.render(plugin, {}, opts)
+    assert rendered.subcharts == ()
+    assert len(rendered.evaluated()) < len(rendered.templates)
+
+
 def test_the_tables_do_not_overlap():
     varying = {name for names in VARYING.values() for name in names}
     assert not varying & PURE
 
 
 def test_the_shipped_charts_verdicts(chart_mirror):
-    """The ACK controllers and the device plugin are proven (the plugin's computed includes
-    name templates by data, its `keys` are only counted, its helpers carry the root context in
-    a dict without printing it); Karpenter passes values through tpl."""
+    """The ACK controllers and the device plugin are proven from their templates alone (the
+    plugin's computed includes name templates by data, its `keys` are only counted, its helpers
+    carry the root context in a dict without printing it); Karpenter passes values through tpl,
+    proven for values that hold no template action."""
     from eksinf.build.helm import chart_templates
 
     verdicts = {
@@ -168,6 +256,8 @@ def test_the_shipped_charts_verdicts(chart_mirror):
         "nvidia-device-plugin-0.19.3.tgz",
     }
     assert "calls tpl" in verdicts["karpenter-1.14.0.tgz"].reason
+    karpenter = chart_templates((chart_mirror / "karpenter-1.14.0.tgz").read_bytes())
+    assert prove(karpenter, values_plain=True).for_values
 
 
 def _counted(monkeypatch) -> list[bool]:
@@ -207,6 +297,7 @@ def test_a_proven_chart_is_rendered_once_and_says_why(tmp_path, registry, monkey
         "rules": RULES,
         "proven": True,
         "reason": "1 templates call pure functions only",
+        "for_values": False,
     }
     again = render_stack(stack)  # from the cache, still saying how it was checked
     assert calls == [True] and again.outputs[1].charts[0].reference_source == PROOF_SOURCE

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from eksinf.build.charts import ResolvedChart
-from eksinf.build.determinism import PROOF_SOURCE, RULES, Proof, prove
+from eksinf.build.determinism import PROOF_SOURCE, Proof, prove
 from eksinf.build.helm import (
     EngineThread,
     HelmEngine,
@@ -290,7 +290,7 @@ def _reference_digests(
 
 def _render_key(engine: HelmEngine, chart: ResolvedChart, values: Doc, opts: RenderOptions) -> str:
     return cache.key(
-        b"render-2",
+        b"render-3",  # a record holds which subcharts ran and whether the values hold `{{`
         CACHE_FORMAT,  # the record holds the output's parse, as yamlio reads it
         engine.identity.encode(),
         chart.sha256.encode(),
@@ -328,10 +328,7 @@ def _cached_render(key: str) -> _Kept | None:
             return None
         if not all(docs is None or isinstance(docs, list) for docs in kept):
             return None
-        proof = None
-        if verdict["rules"] == RULES and isinstance(verdict["proven"], bool):
-            proof = Proof(verdict["proven"], str(verdict["reason"]))
-        return _Kept(rendered, kept, proof)
+        return _Kept(rendered, kept, Proof.from_dict(verdict))
     except (ValueError, KeyError, TypeError, RecursionError):
         return None
 
@@ -410,8 +407,11 @@ def helm_units(
         spec, chart, values, opts = job.spec, job.chart, job.values, job.opts
         render_key, cached = job.key, job.cached
         first = job.first()
-        # the verdict a record keeps, under these rules; else the templates are scanned
-        proof = (cached.proof if cached else None) or prove(first.templates)
+        # the verdict a record keeps, under these rules; else the templates the engine evaluated
+        # are scanned (it holds for these values: the record's key has them)
+        proof = (cached.proof if cached else None) or prove(
+            first.evaluated(), values_plain=first.values_plain
+        )
         reference, reference_source = _reference_digests(engine, chart, values, opts, first, proof)
         parsed, raw = _parse_output(comp, spec, first, cached.parsed if cached else None)
         if cached is None and reference == first.digests:

@@ -231,13 +231,30 @@ def _overlaps(a: tuple[str, ...] | None, b: tuple[str, ...] | None) -> bool:
 @dataclass(frozen=True)
 class Proof:
     """A chart's verdict: `proven` when no template can render differently twice; `reason`
-    says why (for an unproven chart, the first thing that left it unproven, and where)."""
+    says why (for an unproven chart, the first thing that left it unproven, and where).
+    `for_values`: the proof holds for the values it was given only (a `tpl` of a value is
+    proven because no value holds a template action); a record keyed by them keeps it."""
 
     proven: bool
     reason: str
+    for_values: bool = False
 
     def as_dict(self) -> dict[str, object]:
-        return {"rules": RULES, "proven": self.proven, "reason": self.reason}
+        return {
+            "rules": RULES,
+            "proven": self.proven,
+            "reason": self.reason,
+            "for_values": self.for_values,
+        }
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Proof | None:
+        """The verdict `as_dict` wrote, or None when it is under other rules."""
+        if not isinstance(raw, dict) or raw.get("rules") != RULES:
+            return None
+        if not isinstance(raw.get("proven"), bool):
+            return None
+        return cls(raw["proven"], str(raw["reason"]), raw.get("for_values") is True)
 
 
 def _varying_kind(name: str) -> str | None:
@@ -286,6 +303,7 @@ class _Scan:
         self.changed: set[tuple[str, ...] | None] = set()  # values paths a template changes
         self.doubts: list[tuple[int, int, int, str]] = []
         self.queue: list[int] = []
+        self.plain_tpl = False  # a tpl was proven by values that hold no template action
         self.read: set[tuple[int, str]] = set()  # variables read in this reading
         self.stale = False  # a variable grew after it was read
         self.at = 0  # the offset of the action being read, for doubts
@@ -652,6 +670,7 @@ class _Scan:
         if any(_overlaps(form[1], changed) for form in text for changed in self.changed):
             self.doubt(env, "calls tpl of a chart value that a template changes")
             return False
+        self.plain_tpl = True
         return True
 
 
@@ -696,10 +715,14 @@ def prove(templates: tuple[tuple[str, str], ...], *, values_plain: bool = False)
             unread.append((file, parsed.at, 0, parsed.why))
             parsed = Parsed((), ())  # its doubt decides; what it holds is not followed
         files.append((path, parsed))
-    found = min((*unread, *filter(None, [_Scan(files, values_plain).run()])), default=None)
+    scan = _Scan(files, values_plain)
+    found = min((*unread, *filter(None, [scan.run()])), default=None)
     if found is not None:
         file, offset, _, why = found
         path, source = templates[file]
         line = source.count("\n", 0, offset) + 1
         return Proof(False, f"{path}:{line}: {why}")
+    if scan.plain_tpl:
+        return Proof(True, f"{len(templates)} templates call pure functions only; tpl is given "
+                     "values that hold no template action", for_values=True)  # fmt: skip
     return Proof(True, f"{len(templates)} templates call pure functions only")
