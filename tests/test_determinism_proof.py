@@ -8,7 +8,8 @@ import json
 import pytest
 from chartkit import CONFIGMAP, ChartSource, publish_stack
 
-from eksinf.build.determinism import PROOF_SOURCE, PURE, RULES, VARYING, prove
+from eksinf.build.determinism import PROOF_SOURCE, RULES, prove
+from eksinf.build.templateflow import PURE, VARYING
 
 HELPERS = """\
 {{/* a comment may say now, randAlphaNum or keys: it is not evaluated */}}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 # A whole action: up to the first `}}` outside a string, a character constant or a comment.
 # Possessive, so text that is no action fails at once instead of backtracking.
@@ -22,7 +22,7 @@ _ACTION = r"""\{\{((?:[^"`'/}]++|/\*.*?\*/|/(?!\*)|"(?:[^"\\\n]++|\\.)*+"|`[^`]*
 _ACTION += r"""|'(?:[^'\\\n]|\\.)++'|\}(?!\}))*+)\}\}"""
 # One token inside an action, as Go's lexer reads it: spaces, a comment, a string, a character,
 # a number (before fields: `.5` is a number), a variable, a field chain, a word, punctuation.
-_TOKEN = r"""\s++|/\*.*?\*/|"(?:[^"\\\n]|\\.)*+"|`[^`]*+`|'(?:[^'\\\n]|\\.)++'"""
+_TOKEN = r"""[ \t\r\n]++|/\*.*?\*/|"(?:[^"\\\n]|\\.)*+"|`[^`]*+`|'(?:[^'\\\n]|\\.)++'"""
 _TOKEN += r"""|[+-]?(?:\d|\.\d)[\w.]*+(?:[eEpP][+-]\d+)?i?|\$\w*+|(?:\.[^\W\d]\w*+)++|\."""
 _TOKEN += r"""|[^\W\d]\w*+|:=|[=|(),]"""
 
@@ -49,30 +49,26 @@ class _Unread(Exception):
 # -- operands --------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class Field:
+class Field(NamedTuple):
     """`.A.B` on the dot (`names` empty: the dot itself)."""
 
     names: tuple[str, ...]
 
 
-@dataclass(slots=True)
-class Var:
+class Var(NamedTuple):
     """`$x.A.B`; `$` is the template's data."""
 
     name: str
     names: tuple[str, ...]
 
 
-@dataclass(slots=True)
-class Ident:
+class Ident(NamedTuple):
     """A function's name."""
 
     name: str
 
 
-@dataclass(slots=True)
-class Literal:
+class Literal(NamedTuple):
     """A constant: `text` is a string's value when Go's reading of it is certain (no escapes),
     else None (a number, a character, true, false, nil, or a string with escapes)."""
 
@@ -81,8 +77,7 @@ class Literal:
     raw: str
 
 
-@dataclass(slots=True)
-class Paren:
+class Paren(NamedTuple):
     """`(pipeline).A.B`."""
 
     pipe: Pipe
@@ -92,13 +87,11 @@ class Paren:
 Operand = Field | Var | Ident | Literal | Paren
 
 
-@dataclass(slots=True)
-class Command:
+class Command(NamedTuple):
     operands: tuple[Operand, ...]
 
 
-@dataclass(slots=True)
-class Pipe:
+class Pipe(NamedTuple):
     """`$a, $b := c1 | c2`: `decl` names the variables set (`:=` or `=`)."""
 
     decl: tuple[str, ...]
@@ -108,16 +101,14 @@ class Pipe:
 # -- statements ------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class Print:
+class Print(NamedTuple):
     """An action that is a pipeline: it prints its value unless it sets variables."""
 
     pipe: Pipe
     at: int
 
 
-@dataclass(slots=True)
-class Control:
+class Control(NamedTuple):
     """`if`, `with` or `range` (`word`), its body and its `else` branch (`alt`)."""
 
     word: str
@@ -127,8 +118,7 @@ class Control:
     at: int
 
 
-@dataclass(slots=True)
-class Invoke:
+class Invoke(NamedTuple):
     """`{{ template "name" pipeline }}` (and the call a `block` makes where it stands)."""
 
     name: str
@@ -139,8 +129,7 @@ class Invoke:
 Stmt = Print | Control | Invoke
 
 
-@dataclass(slots=True)
-class Define:
+class Define(NamedTuple):
     """A `define` or `block` body: a template of its own, called by name."""
 
     name: str
@@ -148,8 +137,7 @@ class Define:
     at: int
 
 
-@dataclass(slots=True)
-class Parsed:
+class Parsed(NamedTuple):
     """One template file: its top-level body and the templates it defines."""
 
     body: tuple[Stmt, ...]
@@ -159,6 +147,12 @@ class Parsed:
 _KEYWORDS = frozenset(("if", "else", "end", "range", "with", "define", "template", "block",
                        "break", "continue"))  # fmt: skip
 _Token = tuple[str, str, bool]  # (kind, text, written right after the one before)
+# a token's kind by its first character (the rest are words: letters, `_`)
+_KINDS = {
+    **dict.fromkeys(" \t\r\n", "space"), **dict.fromkeys("\"`", "string"),
+    **dict.fromkeys("'0123456789+-", "number"), "$": "var", ".": "field",
+    **dict.fromkeys("()|,:=/", "punct"),
+}  # fmt: skip
 
 
 @functools.lru_cache(maxsize=4096)
@@ -176,22 +170,12 @@ def _read(inner: str) -> tuple[str, str | None, Pipe | None]:
     tokens: list[_Token] = []
     adjacent = False
     for text in texts:
-        first = text[0]
-        if first.isspace() or text.startswith("/*"):
+        kind = _KINDS.get(text[0], "ident")
+        if kind == "space" or (kind == "punct" and text.startswith("/*")):
             adjacent = False
             continue
-        if first in '"`':
-            kind = "string"
-        elif first == "'" or first.isdigit() or first in "+-" or text[1:2].isdigit():
-            kind = "number"
-        elif first == "$":
-            kind = "var"
-        elif first == ".":
-            kind = "field"
-        elif first.isalpha() or first == "_":
-            kind = "ident"
-        else:
-            kind = "punct"
+        if kind == "field" and text[1:2].isdigit():
+            kind = "number"  # `.5`
         tokens.append((kind, text, adjacent))
         adjacent = True
     if not tokens:
@@ -317,15 +301,18 @@ def _string(token: str) -> str | None:
     return token[1:-1] if "\\" not in token else None
 
 
-@dataclass(slots=True)
 class _Frame:
-    word: str  # top, define, block, if, with, range
-    pipe: Pipe | None
-    at: int
-    name: str = ""
-    body: list[Stmt] | None = None
-    alt: list[Stmt] | None = None
-    chained: bool = False  # opened by `else if` / `else with`: closed by its parent's `end`
+    """A structure being read: `word` is top, define, block, if, with or range."""
+
+    __slots__ = ("word", "pipe", "at", "name", "body", "alt", "chained")
+
+    def __init__(
+        self, word: str, pipe: Pipe | None, at: int, name: str = "", chained: bool = False
+    ) -> None:
+        self.word, self.pipe, self.at, self.name = word, pipe, at, name
+        self.body: list[Stmt] | None = None
+        self.alt: list[Stmt] | None = None
+        self.chained = chained  # opened by `else if` / `else with`: closed by its parent's end
 
     def items(self) -> list[Stmt]:
         if self.alt is not None:
