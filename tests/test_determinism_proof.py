@@ -124,6 +124,26 @@ def test_the_root_context_printed_differs_between_renders_and_is_not_proven(text
     assert "Helm's root context" in proof.reason, proof.reason
 
 
+def test_an_include_of_a_computed_name_passes_its_data_to_the_templates_it_may_name():
+    printing = {"p.tpl": "{{ .r }}", "q.tpl": "{{ with .r }}{{ .Release.Name }}{{ end }}"}
+    by_name = 'a: {{ include (print $.Template.BasePath "/p.tpl") (dict "r" $) | quote }}'
+    by_data = 'a: {{ include .Values.name (dict "r" $) | quote }}'
+    same, proof = _renders({"cm.yaml": by_name, **printing}, {"a": 1})
+    assert not same
+    assert proof.reason == (
+        "c/templates/p.tpl:1: prints Helm's root context (printed, it shows memory addresses)"
+    )
+    # named by data, it may name any template: cm.yaml itself too, which would pass on what it
+    # is given, so the proof cannot tell what any of them is given
+    same, proof = _renders({"cm.yaml": by_data, **printing}, {"name": "c/templates/p.tpl"})
+    assert not same
+    assert not proof.proven and "Helm's root context" in proof.reason
+    # named by its end, the include reaches q.tpl only, which prints a field of it
+    same, proof = _renders({"cm.yaml": by_name.replace("p.tpl", "q.tpl"), **printing}, {"a": 1})
+    assert same
+    assert proof.proven, proof.reason
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -9,6 +9,7 @@ the first thing that may render differently twice.
 from __future__ import annotations
 
 import re
+from collections import deque
 from typing import Any, NamedTuple
 
 from eksinf.build import templatefuncs
@@ -227,7 +228,7 @@ class _Scan:
         self.changed: set[tuple[str, ...] | None] = set()  # values paths a template changes
         self.doubts: list[Doubt] = []
         self.tpls: list[tuple[Doubt, Value]] = []  # tpl of a value: (where, its text)
-        self.queue: list[int] = []
+        self.queue: deque[int] = deque()
         self.plain_tpl = False  # a tpl was proven by values that hold no template action
         self.read: set[tuple[int, str]] = set()  # variables read in this reading
         self.stale = False  # a variable grew after it was read
@@ -238,10 +239,13 @@ class _Scan:
     def run(self) -> Doubt | None:
         found: dict[int, tuple[list[Doubt], list[tuple[Doubt, Value]]]] = {}
         given: dict[int, Value] = {}  # what each template was last read with
-        self.queue = list(range(len(self.bodies)))[::-1]
+        # files first, then what they include, first in first out: a define is read once its
+        # callers have said what they pass it
+        files = [i for i, (name, _, _) in enumerate(self.bodies) if name in self.files]
+        self.queue = deque(files + [i for i in range(len(self.bodies)) if i not in files])
         budget = MAX_PASSES * len(self.bodies)
         while self.queue:
-            index = self.queue.pop()
+            index = self.queue.popleft()
             name, body, file = self.bodies[index]
             dollar = _join(self.data.get(name, NOTHING), self.data.get(None, NOTHING))
             if name in self.files:
@@ -512,8 +516,15 @@ class _Scan:
             self.include(name.text, data)
         elif _clean(values[0]):
             # a name made of data names one of the templates scanned here (only tpl adds
-            # others, and it is judged on its own): any of them may get `data`
-            self.include(None, data)
+            # others, and it is judged on its own): any of them may get `data`, or any whose
+            # name ends as `print`'s last string does (`print .Template.BasePath "/x.yaml"`)
+            suffix = _printed_suffix(name)
+            if suffix is None:
+                self.include(None, data)
+            else:
+                for target in self.named:
+                    if target.endswith(suffix):
+                        self.include(target, data)
         else:
             self.doubt(env, "include of a template name that may hold Helm's root context")
         return CLEAN, False
@@ -611,6 +622,17 @@ def _shares_values(value: Value) -> bool:
     paths: set[tuple[str, ...] | None] = set()
     _values_paths(value, paths)
     return bool(paths)
+
+
+def _printed_suffix(arg: Arg) -> str | None:
+    """The string a `(print ... "text")` argument ends with, if it is one."""
+    if not isinstance(arg, Paren) or arg.names or len(arg.pipe.cmds) != 1 or arg.pipe.decl:
+        return None
+    head, *rest = arg.pipe.cmds[0].operands
+    last = rest[-1] if rest else None
+    if not isinstance(head, Ident) or head.name != "print" or not isinstance(last, Literal):
+        return None
+    return last.text or None if last.string else None
 
 
 def _calls(arg: Arg, names: frozenset[str]) -> bool:
