@@ -6,14 +6,17 @@ alone, and never print Helm's root context, needs no second render: Go's templat
 no other source of change (a `range` over a map walks it in key order; toYaml, toJson and toToml
 write maps in key order), and the engine gets the same chart, values and options both times.
 
-`prove` parses every template the engine evaluates (build/templateparse.py) and follows each
-value through it. A value is CLEAN (data: values, release, chart fields, strings), the ROOT
+`prove` parses every template the engine evaluates (build/templateparse.py: the chart's and
+its enabled subcharts', as the engine reports them) and follows each value through it
+(build/templateflow.py). A value is CLEAN (data: values, release, chart fields, strings), the ROOT
 context (`$` at a file's top level, or `.` where it is bound to it), or holds the root context
 somewhere (a dict of it, a merge with it). The root context holds `.Capabilities` as a Go
 pointer: printed, it shows the pointer's address, which differs on every render. So:
 
 - `$` is a template's data: the root context for a file, for a `define` what every `include`
-  or `template` of its name passes (an include of a computed name passes to every template);
+  or `template` of its name passes (an include of a name made of data passes to every
+  template, or, for `print ... "/x.yaml"`, to those whose name ends so: Helm's template set is
+  the chart's files, all read here);
   `.` is `$` at a template's top level, the value of `with X`, an element of `range X`;
   variables are what every assignment gives them;
 - the root's `.Values`, `.Release`, `.Template`, `.Files`, `.Chart.<field>` and
@@ -34,8 +37,10 @@ Any doubt leaves the chart unproven, and the second render runs:
   the unsorted `keys` and `values` of a map unless only counted or sorted, the cluster and the
   network);
 - `tpl`, which evaluates text that is not in the chart's templates, unless the text is a chart
-  value unchanged and no value holds a template action (`values_plain`: then tpl returns the
-  text as it is);
+  value as it is (a `.Values` field, the dot bound to one, `toString` of it), no template
+  changes it (`set`, `merge`; followed by values path) and no value holds a template action
+  (`values_plain`, as the engine reports it): then tpl returns the text as it is, and the
+  verdict holds for those values only (`Proof.for_values`);
 - `include` of a template name that may hold the root context, `printf` of a computed format or
   of `%p` (an address), Helm's chart objects taken whole (`.Chart`, `.Subcharts`);
 - a function not in either table, text the scan cannot read, or templates past the bound.
