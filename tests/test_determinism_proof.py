@@ -72,6 +72,9 @@ def test_a_chart_of_pure_functions_is_proven():
         ("{{ .Subcharts.sub.Values }}", "prints Helm's root context"),
         ("{{ if .Values.a }}{{ else if $ }}{{ else }}{{ $ }}{{ end }}", "prints Helm's root"),
         ('{{ printf "%p" .Values }}', "printf of %p (an address)"),
+        ('{{ printf "%#10p" .Values }}', "printf of %p (an address)"),
+        ('{{ printf "%d" (semver "1.2.3") }}', "printf of a pointer under a verb"),
+        ('{{ $v := semver "1.2" }}{{ printf "%s %d" "a" (list $v) }}', "printf of a pointer"),
         ("{{ frobnicate 1 }}", "calls frobnicate, not a known function"),
         ("{{ .Chart | toString }}", "takes .Chart whole"),
         ("{{ $.Chart.Maintainers }}", "takes .Chart.Maintainers whole"),
@@ -165,6 +168,16 @@ def test_the_root_context_carried_without_printing_is_proven(text):
     same, proof = _renders(templates, {"a": "x", "list": [1, {"b": 2}], "map": {"k": 1}})
     assert same
     assert proof.proven, proof.reason
+
+
+def test_a_pointer_printed_by_its_address_is_not_proven():
+    """`semver` returns a pointer: printed by its String method, except under a printf verb
+    such as %d inside a list, where Go prints its address."""
+    same, proof = _renders({"cm.yaml": 'a: "{{ printf "%d" (list (semver "1.2.3")) }}"'})
+    assert not same
+    assert proof.reason.endswith("printf of a pointer under a verb that prints its address")
+    same, proof = _renders({"cm.yaml": 'a: "{{ printf "%v" (list (semver "1.2.3")) }}"'})
+    assert same and proof.proven
 
 
 def test_a_subchart_is_read_too():

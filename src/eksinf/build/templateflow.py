@@ -47,6 +47,8 @@ _WHOLE_OBJECT = re.compile(r"\.(?:Chart|Subcharts)$|\.Chart\.(?:Maintainers|Depe
 #   ("values", path)      the chart's values at `path` (None: anywhere), or a part of them
 #   ("root",)             the root context itself
 #   ("any",)              may hold the root context anywhere
+#   ("pointer",)          data behind a Go pointer (`semver`'s result): printed by its String
+#                          method, except under a printf verb such as %d, which shows its address
 #   ("shape", fields, root_rest)  a map made by `dict` (or `merge` of one): each literal key's
 #                          value; a key not listed is missing, or the root's (root_rest)
 Form = tuple[Any, ...]  # (kind, ...): see above
@@ -54,6 +56,7 @@ Value = frozenset[Form]
 CLEAN: Value = frozenset({("clean",)})
 ROOT: Value = frozenset({("root",)})
 ANY: Value = frozenset({("any",)})
+POINTER: Value = frozenset({("pointer",)})
 NOTHING: Value = frozenset()  # a template no one includes
 _MAX_FORMS = 8
 _MAX_DEPTH = 3  # maps nested in maps that `dict` made, followed this deep
@@ -78,6 +81,7 @@ _SHARES = frozenset((
 ))  # fmt: skip
 # `keys` and `values` list a map in Go's random order: harmless where only counted or sorted
 _ORDER_BLIND = frozenset(("len", "empty", "sortAlpha"))
+_VERB = re.compile(r"%[^a-zA-Z%]*([a-zA-Z%])")  # printf's verbs: the letter after flags
 _UNORDERED = frozenset(("keys", "values"))
 
 
@@ -92,7 +96,7 @@ def _join(*values: Value) -> Value:
 
 def _clean(value: Value) -> bool:
     """Whether the value holds no root context (printing it prints data)."""
-    return all(form[0] in ("clean", "values") for form in value)
+    return all(form[0] in ("clean", "values", "pointer") for form in value)
 
 
 def _values(path: tuple[str, ...] | None) -> Value:
@@ -401,7 +405,7 @@ class _Scan:
         out: list[Value] = []
         for form in value:
             kind = form[0]
-            if kind == "clean":
+            if kind in ("clean", "pointer"):
                 out.append(CLEAN)
             elif kind == "values":
                 path = form[1]
@@ -454,10 +458,13 @@ class _Scan:
             return self.include_call(args, values, env)
         if name == "printf":
             fmt = args[0] if args else None
+            verbs = set(_VERB.findall(fmt.raw)) if isinstance(fmt, Literal) else set()
             if not isinstance(fmt, Literal) or not fmt.string:
                 self.doubt(env, "printf of a computed format")
-            elif "%p" in fmt.raw:
+            elif "p" in verbs:
                 self.doubt(env, "printf of %p (an address)")
+            elif verbs - set("vsqxX%") and any(_holds(v, "pointer") for v in values[1:]):
+                self.doubt(env, "printf of a pointer under a verb that prints its address")
         if name == "dict":
             return self.dict_call(args, values), True
         if name in _MERGES or name in ("set", "unset"):
@@ -478,6 +485,8 @@ class _Scan:
             return _copy(_join(*values)), True
         if name in ("get", "index") and values:
             return self.lookup(values[0], args[1:], env), False
+        if name == "semver":
+            return POINTER, False
         if not all(_clean(v) for v in values):
             self.doubt(env, f"takes Helm's root context into {name}, which can print its "
                        "pointers")  # fmt: skip
@@ -616,6 +625,16 @@ class _Scan:
         else:
             order = len(self.doubts) + len(self.tpls)
             self.tpls.append(((env.file, self.at, order, ""), text))
+
+
+def _holds(value: Value, kind: str) -> bool:
+    """Whether the value may be, or hold in a map `dict` made, a form of that kind."""
+    return any(
+        form[0] == kind
+        or form[0] == "any"
+        or (form[0] == "shape" and any(_holds(v, kind) for v in _fields_of(form).values()))
+        for form in value
+    )
 
 
 def _shares_values(value: Value) -> bool:
