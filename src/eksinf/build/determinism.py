@@ -41,8 +41,9 @@ Any doubt leaves the chart unproven, and the second render runs:
   changes it (`set`, `merge`; followed by values path) and no value holds a template action
   (`values_plain`, as the engine reports it): then tpl returns the text as it is, and the
   verdict holds for those values only (`Proof.for_values`);
-- `include` of a template name that may hold the root context, `printf` of a computed format or
-  of `%p` (an address), Helm's chart objects taken whole (`.Chart`, `.Subcharts`);
+- `include` of a template name that may hold the root context; `printf` of a computed format, of
+  `%p` (an address) or of `semver`'s pointer under a verb such as `%d` (its address); Helm's
+  chart objects taken whole (`.Chart`, `.Subcharts`);
 - a function not in either table, text the scan cannot read, or templates past the bound.
 
 RULES names this rule set: it is part of every verdict, and of the key of a whole render kept in
