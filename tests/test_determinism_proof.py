@@ -64,6 +64,7 @@ def test_a_chart_of_pure_functions_is_proven():
         ("{{ include (first (list $)) . }}", "include of a template name that may hold Helm's"),
         ('{{ include (print "x" .) . }}', "takes Helm's root context into print"),
         ("{{ include $name . }}", "uses $name, which the scan cannot follow"),
+        ('{{ include "elsewhere" . }}', "includes elsewhere, a template the scan did not read"),
         ("{{ printf .Values.format 1 }}", "printf of a computed format"),
         ('{{ keys .Values.map | len }} {{ keys .Values.map | join "," }}', "calls keys (map"),
         ("{{ $ | toString }}", "takes Helm's root context into toString"),

@@ -300,6 +300,13 @@ class _Scan:
             self.data[name] = new
             self.again(range(len(self.bodies)) if name is None else self.named.get(name, []))
 
+    def named_include(self, name: str, data: Value, env: _Env) -> None:
+        """An include or template of a literal name. A name no template read here has is a
+        template the scan did not follow (Helm fails on a name it does not have)."""
+        if name not in self.named:
+            self.doubt(env, f"includes {name}, a template the scan did not read")
+        self.include(name, data)
+
     def change(self, paths: set[tuple[str, ...] | None]) -> None:
         self.changed |= paths
 
@@ -316,7 +323,7 @@ class _Scan:
                                "memory addresses)")  # fmt: skip
             elif isinstance(item, Invoke):
                 data = self.pipe(item.pipe, env, dot)[0] if item.pipe else CLEAN
-                self.include(item.name, data)
+                self.named_include(item.name, data, env)
             else:
                 self.control(item, env, dot)
 
@@ -522,7 +529,7 @@ class _Scan:
         name = args[0]
         data = values[1] if len(values) > 1 else CLEAN
         if isinstance(name, Literal) and name.string and name.text is not None:
-            self.include(name.text, data)
+            self.named_include(name.text, data, env)
         elif _clean(values[0]):
             # a name made of data names one of the templates scanned here (only tpl adds
             # others, and it is judged on its own): any of them may get `data`, or any whose
