@@ -252,12 +252,12 @@ def _reference_digests(
 ) -> tuple[dict[str, str], str]:
     """Digests of an independent render of the same inputs, for the determinism check.
 
-    A chart whose templates call pure functions only (`proof`, build/determinism.py) renders
-    the same bytes every time: its first render is its own reference. Otherwise, the first
-    time a set of inputs is seen, the chart is rendered a second time. When both renders agree,
-    their digests are recorded in the cache, keyed by every input (engine and version, archive,
-    values, options); later runs compare against that record instead of rendering twice. A
-    record from an earlier run is a stricter reference than a second render a millisecond
+    A chart proven from its templates (`proof`, build/determinism.py: pure functions only, no
+    root context printed) renders the same bytes every time: its first render is its own
+    reference. Otherwise, the first time a set of inputs is seen, the chart is rendered a second
+    time. When both renders agree, their digests are recorded in the cache, keyed by every input
+    (engine and version, archive, values, options); later runs compare against that record
+    instead of rendering twice. A record from an earlier run is a stricter reference than a second render a millisecond
     later: it also catches output that changes by the day (`now | date`).
     """
     digests = first.digests
