@@ -257,8 +257,9 @@ def _reference_digests(
     reference. Otherwise, the first time a set of inputs is seen, the chart is rendered a second
     time. When both renders agree, their digests are recorded in the cache, keyed by every input
     (engine and version, archive, values, options); later runs compare against that record
-    instead of rendering twice. A record from an earlier run is a stricter reference than a second render a millisecond
-    later: it also catches output that changes by the day (`now | date`).
+    instead of rendering twice. A record from an earlier run is a stricter reference than a
+    second render a millisecond later: it also catches output that changes by the day
+    (`now | date`).
     """
     digests = first.digests
     if proof.proven:
