@@ -21,10 +21,14 @@ from typing import NamedTuple
 _ACTION = r"""\{\{((?:[^"`'/}]++|/\*.*?\*/|/(?!\*)|"(?:[^"\\\n]++|\\.)*+"|`[^`]*+`"""
 _ACTION += r"""|'(?:[^'\\\n]|\\.)++'|\}(?!\}))*+)\}\}"""
 # One token inside an action, as Go's lexer reads it: spaces, a comment, a string, a character,
-# a number (before fields: `.5` is a number), a variable, a field chain, a word, punctuation.
+# a number (before fields: `.5` is a number), a variable, a field chain, the dot, a word,
+# punctuation. A field chain written onto a variable, a word or a closing parenthesis, with no
+# space between (`$x.A.B`, `(f).A`), is read with it as one token.
+_CHAIN = r"""(?:\.[^\W\d]\w*+)"""
 _TOKEN = r"""[ \t\r\n]++|/\*.*?\*/|"(?:[^"\\\n]|\\.)*+"|`[^`]*+`|'(?:[^'\\\n]|\\.)++'"""
-_TOKEN += r"""|[+-]?(?:\d|\.\d)[\w.]*+(?:[eEpP][+-]\d+)?i?|\$\w*+|(?:\.[^\W\d]\w*+)++|\."""
-_TOKEN += r"""|[^\W\d]\w*+|:=|[=|(),]"""
+_TOKEN += r"""|[+-]?(?:\d|\.\d)[\w.]*+(?:[eEpP][+-]\d+)?i?|\$\w*+CHAIN*+|CHAIN++|\."""
+_TOKEN += r"""|[^\W\d]\w*+CHAIN*+|\)CHAIN*+|:=|[=|(,]"""
+_TOKEN = _TOKEN.replace("CHAIN", _CHAIN)
 
 
 @functools.cache
@@ -146,13 +150,6 @@ class Parsed(NamedTuple):
 
 _KEYWORDS = frozenset(("if", "else", "end", "range", "with", "define", "template", "block",
                        "break", "continue"))  # fmt: skip
-_Token = tuple[str, str, bool]  # (kind, text, written right after the one before)
-# a token's kind by its first character (the rest are words: letters, `_`)
-_KINDS = {
-    **dict.fromkeys(" \t\r\n", "space"), **dict.fromkeys("\"`", "string"),
-    **dict.fromkeys("'0123456789+-", "number"), "$": "var", ".": "field",
-    **dict.fromkeys("()|,:=/", "punct"),
-}  # fmt: skip
 
 
 @functools.lru_cache(maxsize=4096)
@@ -167,30 +164,19 @@ def _read(inner: str) -> tuple[str, str | None, Pipe | None]:
     texts = _patterns()[1].findall(inner)
     if sum(map(len, texts)) != len(inner):
         raise _Unread  # a character no token starts with
-    tokens: list[_Token] = []
-    adjacent = False
-    for text in texts:
-        kind = _KINDS.get(text[0], "ident")
-        if kind == "space" or (kind == "punct" and text.startswith("/*")):
-            adjacent = False
-            continue
-        if kind == "field" and text[1:2].isdigit():
-            kind = "number"  # `.5`
-        tokens.append((kind, text, adjacent))
-        adjacent = True
+    tokens = [text for text in texts if text[0] not in " \t\r\n/"]  # less spaces, comments
     if not tokens:
         return "", None, None  # a comment
-    kind, head, _ = tokens[0]
-    word = head if kind == "ident" and head in _KEYWORDS else ""
+    word = tokens[0] if tokens[0] in _KEYWORDS else ""
     reader = _Reader(tokens, 1 if word else 0)
     name = None
     if word in ("define", "block", "template"):
         name = reader.name()
     if word == "else" and not reader.done():
         nested = reader.take()
-        if nested[1] not in ("if", "with"):
+        if nested not in ("if", "with"):
             raise _Unread
-        word = "else " + nested[1]
+        word = "else " + nested
     pipe = None if reader.done() else reader.pipe()
     if not reader.done():
         raise _Unread
@@ -200,7 +186,7 @@ def _read(inner: str) -> tuple[str, str | None, Pipe | None]:
 class _Reader:
     """A recursive-descent reader of one action's tokens (Go's parse.go, its pipeline part)."""
 
-    def __init__(self, tokens: list[_Token], at: int) -> None:
+    def __init__(self, tokens: list[str], at: int) -> None:
         self.tokens = tokens
         self.i = at
 
@@ -208,17 +194,16 @@ class _Reader:
         return self.i >= len(self.tokens)
 
     def peek(self) -> str:
-        return self.tokens[self.i][1] if self.i < len(self.tokens) else ""
+        return self.tokens[self.i] if self.i < len(self.tokens) else ""
 
-    def take(self) -> _Token:
+    def take(self) -> str:
         if self.i >= len(self.tokens):
             raise _Unread
         self.i += 1
         return self.tokens[self.i - 1]
 
     def name(self) -> str:
-        kind, text, _ = self.take()
-        value = _string(text) if kind == "string" else None
+        value = _string(self.take())
         if value is None:
             raise _Unread
         return value
@@ -226,14 +211,14 @@ class _Reader:
     def pipe(self) -> Pipe:
         names: tuple[str, ...] = ()
         tokens, i = self.tokens, self.i
-        if i < len(tokens) and tokens[i][0] == "var":
-            after = [text for _, text, _ in tokens[i + 1 : i + 4]]
+        if i < len(tokens) and _declared(tokens[i]):
+            after = tokens[i + 1 : i + 4]
             if after[:1] in ([":="], ["="]):
-                names, self.i = (tokens[i][1],), i + 2
+                names, self.i = (tokens[i],), i + 2
             elif after[:1] == [","] and len(after) == 3 and after[2] in (":=", "="):
-                if tokens[i + 2][0] != "var":
+                if not _declared(after[1]):
                     raise _Unread
-                names, self.i = (tokens[i][1], tokens[i + 2][1]), i + 4
+                names, self.i = (tokens[i], after[1]), i + 4
         cmds = [self.command()]
         while self.peek() == "|":
             self.i += 1
@@ -242,52 +227,42 @@ class _Reader:
 
     def command(self) -> Command:
         operands: list[Operand] = []
-        while not self.done() and self.peek() not in ("|", ")"):
+        while not self.done() and self.peek()[:1] not in ("|", ")"):
             operands.append(self.operand())
         if not operands:
             raise _Unread
         return Command(tuple(operands))
 
     def operand(self) -> Operand:
-        kind, text, _ = self.take()
-        term: Operand
-        if kind == "field":
-            term = Field(_names(text))
-        elif kind == "var":
-            term = Var(text, self.chain())
-        elif kind == "ident":
-            if text in ("true", "false", "nil"):
-                term = Literal(None, False, text)
-            elif text in _KEYWORDS:
-                raise _Unread
-            else:
-                term = Ident(text)
-        elif kind == "string":
-            term = Literal(_string(text), True, text)
-        elif kind == "number":
-            term = Literal(None, False, text)
-        elif text == "(":
+        text = self.take()
+        first = text[0]
+        if first == ".":
+            if text[1:2].isdigit():
+                return Literal(None, False, text)  # `.5`
+            return Field(_names(text))
+        if first == "$":
+            name, _, chain = text.partition(".")
+            return Var(name, tuple(chain.split(".")) if chain else ())
+        if first in '"`':
+            return Literal(_string(text), True, text)
+        if first in "'+-" or first.isdigit():
+            return Literal(None, False, text)
+        if first == "(":
             inner = self.pipe()
-            if self.take()[1] != ")":
+            close = self.take()
+            if close[0] != ")":
                 raise _Unread
-            term = Paren(inner, self.chain())
-        else:
-            raise _Unread
-        if not self.done() and self.tokens[self.i][0] == "field" and self.tokens[self.i][2]:
-            raise _Unread  # a field written onto a function or a constant: `f.x`
-        return term
+            return Paren(inner, _names(close[1:]) if len(close) > 1 else ())
+        if text in ("true", "false", "nil"):
+            return Literal(None, False, text)
+        if text in _KEYWORDS or "." in text or not (first.isalpha() or first == "_"):
+            raise _Unread  # a keyword; a chain on a function's result (`now.Year`); `:=`
+        return Ident(text)
 
-    def chain(self) -> tuple[str, ...]:
-        """The field chain written right after the term, no space between (`$x.A.B`)."""
-        if self.done():
-            return ()
-        kind, text, adjacent = self.tokens[self.i]
-        if kind != "field" or not adjacent:
-            return ()
-        if text == ".":
-            raise _Unread
-        self.i += 1
-        return _names(text)
+
+def _declared(token: str) -> bool:
+    """Whether the token is a variable that can be set (`$x`, not `$x.A`)."""
+    return token[0] == "$" and "." not in token
 
 
 def _names(field: str) -> tuple[str, ...]:
