@@ -18,7 +18,8 @@ nothing from a cache, write nothing to it); "cold" runs each get an empty one (c
 from the mirror, every chart not proven deterministic from its templates is rendered twice for
 the determinism check, nothing is cached);
 "edited" runs share the warm folder after an edit of one chart's values (a toleration added to
-the device plugin's), the everyday case: that chart is rendered afresh, twice, the rest is not.
+the device plugin's), the everyday case: that chart is rendered afresh (proven, once), the rest
+is not.
 
 "validate (warm)" runs over a cache that holds every document's admission verdict; "sandbox up
 (unchanged)" runs against the hub the first `sandbox up` made, with nothing changed since, so

@@ -57,10 +57,17 @@ class ChartSource:
     crds: dict[str, str] = field(default_factory=dict)
     values: dict = field(default_factory=dict)
     subcharts: list[ChartSource] = field(default_factory=list)
+    conditions: dict[str, str] = field(default_factory=dict)  # subchart -> its condition
 
     def files(self, prefix: str = "") -> dict[str, bytes]:
         base = f"{prefix}{self.name}/"
-        meta = {"apiVersion": "v2", "name": self.name, "version": self.version}
+        meta: dict = {"apiVersion": "v2", "name": self.name, "version": self.version}
+        if self.conditions:
+            versions = {sub.name: sub.version for sub in self.subcharts}
+            meta["dependencies"] = [
+                {"name": name, "version": versions[name], "condition": condition}
+                for name, condition in sorted(self.conditions.items())
+            ]
         out = {
             base + "Chart.yaml": yaml.safe_dump(meta, sort_keys=True).encode(),
             base + "values.yaml": yaml.safe_dump(self.values, sort_keys=True).encode(),

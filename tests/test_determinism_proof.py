@@ -8,7 +8,8 @@ import json
 import pytest
 from chartkit import CONFIGMAP, ChartSource, publish_stack
 
-from eksinf.build.determinism import PROOF_SOURCE, PURE, RULES, VARYING, prove
+from eksinf.build.determinism import PROOF_SOURCE, RULES, prove
+from eksinf.build.templateflow import PURE, VARYING
 
 HELPERS = """\
 {{/* a comment may say now, randAlphaNum or keys: it is not evaluated */}}
@@ -40,7 +41,12 @@ def one(text: str) -> tuple[tuple[str, str], ...]:
 def test_a_chart_of_pure_functions_is_proven():
     proof = prove(one(PLAIN))
     assert proof.proven, proof.reason
-    assert proof.as_dict() == {"rules": RULES, "proven": True, "reason": proof.reason}
+    assert proof.as_dict() == {
+        "rules": RULES,
+        "proven": True,
+        "reason": proof.reason,
+        "for_values": False,
+    }
 
 
 @pytest.mark.parametrize(
@@ -55,10 +61,21 @@ def test_a_chart_of_pure_functions_is_proven():
         ('{{ lookup "v1" "Secret" "ns" "x" }}', "calls lookup (outside the chart)"),
         ('{{ tpl "{{ .Values.a }}" . }}', "calls tpl (outside the chart)"),
         ("{{ tpl .Values.text . }}", "calls tpl (outside the chart)"),
-        ('{{ include (print .Template.BasePath "/x.yaml") . }}', "include of a computed"),
-        ("{{ include $name . }}", "include of a computed template name"),
-        ("{{ printf $format 1 }}", "printf of a computed format"),
+        ("{{ include (first (list $)) . }}", "include of a template name that may hold Helm's"),
+        ('{{ include (print "x" .) . }}', "takes Helm's root context into print"),
+        ("{{ include $name . }}", "uses $name, which the scan cannot follow"),
+        ('{{ include "elsewhere" . }}', "includes elsewhere, a template the scan did not read"),
+        ("{{ printf .Values.format 1 }}", "printf of a computed format"),
+        ('{{ keys .Values.map | len }} {{ keys .Values.map | join "," }}', "calls keys (map"),
+        ("{{ $ | toString }}", "takes Helm's root context into toString"),
+        ("{{ . }}", "prints Helm's root context"),
+        ("{{ .Capabilities }}", "prints Helm's root context"),
+        ("{{ .Subcharts.sub.Values }}", "prints Helm's root context"),
+        ("{{ if .Values.a }}{{ else if $ }}{{ else }}{{ $ }}{{ end }}", "prints Helm's root"),
         ('{{ printf "%p" .Values }}', "printf of %p (an address)"),
+        ('{{ printf "%#10p" .Values }}', "printf of %p (an address)"),
+        ('{{ printf "%d" (semver "1.2.3") }}', "printf of a pointer under a verb"),
+        ('{{ $v := semver "1.2" }}{{ printf "%s %d" "a" (list $v) }}', "printf of a pointer"),
         ("{{ frobnicate 1 }}", "calls frobnicate, not a known function"),
         ("{{ .Chart | toString }}", "takes .Chart whole"),
         ("{{ $.Chart.Maintainers }}", "takes .Chart.Maintainers whole"),
@@ -73,9 +90,182 @@ def test_any_doubt_leaves_a_chart_unproven(action, why):
     assert proof.reason.startswith("c/templates/cm.yaml:14: " + why), proof.reason
 
 
+def _renders(templates: dict[str, str], values: dict | None = None) -> tuple[bool, object]:
+    """Whether the real engine renders a chart of `templates` the same twice, and the proof's
+    verdict on it."""
+    from eksinf.build.helm import RenderOptions, SdkEngine, chart_templates
+
+    archive = ChartSource("c", templates=templates, values=values or {}).package()
+    engine, opts = SdkEngine(), RenderOptions("r", "n", "1.31.0")
+    first = engine.render(archive, {}, opts)
+    second = engine.render(archive, {}, opts, templates=False)
+    return first.manifests == second.manifests, prove(chart_templates(archive))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: {{ $ | toString | quote }}",
+        'a: "{{ . }}"',
+        'a: {{ printf "%v" $ | quote }}',
+        '{{- $x := . }}\na: "{{ $x }}"',
+        '{{- define "t" }}{{ . }}{{ end }}\na: {{ include "t" . | quote }}',
+        '{{- define "t" }}{{ .r }}{{ end }}\na: {{ include "t" (dict "r" $) | quote }}',
+        'a: "{{ dict "r" $ }}"',
+        'a: "{{ list .Capabilities }}"',
+        '{{- $d := dict }}{{ $_ := set $d "r" $ }}\na: "{{ $d.r }}"',
+        '{{- $_ := set .Values "r" (list .Capabilities) }}\na: "{{ .Values.r }}"',
+        '{{- $d := merge (dict) $ }}\na: "{{ $d }}"',
+        '{{- range $k, $v := $ }}\n{{ $k }}: "{{ list $v }}"{{ end }}',
+    ],
+)
+def test_the_root_context_printed_differs_between_renders_and_is_not_proven(text):
+    """Helm's root context holds `.Capabilities` as a pointer: printed, directly or inside
+    another value, it shows an address that differs on every render."""
+    same, proof = _renders({"cm.yaml": text})
+    assert not same
+    assert not proof.proven
+    assert "Helm's root context" in proof.reason, proof.reason
+
+
+def test_an_include_of_a_computed_name_passes_its_data_to_the_templates_it_may_name():
+    printing = {"p.tpl": "{{ .r }}", "q.tpl": "{{ with .r }}{{ .Release.Name }}{{ end }}"}
+    by_name = 'a: {{ include (print $.Template.BasePath "/p.tpl") (dict "r" $) | quote }}'
+    by_data = 'a: {{ include .Values.name (dict "r" $) | quote }}'
+    same, proof = _renders({"cm.yaml": by_name, **printing}, {"a": 1})
+    assert not same
+    assert proof.reason == (
+        "c/templates/p.tpl:1: prints Helm's root context (printed, it shows memory addresses)"
+    )
+    # named by data, it may name any template: cm.yaml itself too, which would pass on what it
+    # is given, so the proof cannot tell what any of them is given
+    same, proof = _renders({"cm.yaml": by_data, **printing}, {"name": "c/templates/p.tpl"})
+    assert not same
+    assert not proof.proven and "Helm's root context" in proof.reason
+    # named by its end, the include reaches q.tpl only, which prints a field of it
+    same, proof = _renders({"cm.yaml": by_name.replace("p.tpl", "q.tpl"), **printing}, {"a": 1})
+    assert same
+    assert proof.proven, proof.reason
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{{- define "t" }}{{ .root.Template.BasePath }}-{{ .x }}{{ end }}\n'
+        'a: {{ include "t" (dict "root" $ "x" 1) | quote }}',
+        '{{- $v := .Values.list }}{{ range $v }}\n- "{{ . }}"{{ end }}',
+        "{{- with $ }}\na: {{ .Release.Name }}{{ end }}",
+        'a: {{ len $ }} {{ hasKey $ "Values" }} {{ .Capabilities.KubeVersion.Version }}',
+        '{{- define "t" }}{{ .x.Values.a }}{{ end }}\n'
+        'a: {{ include "t" (merge (dict "x" $) $) | quote }}',
+        'a: {{ include (print $.Template.BasePath "/b.tpl") . | quote }}',
+        'a: {{ keys .Values.map | len }} {{ keys .Values.map | sortAlpha | join "," }}',
+        '{{- $d := dict "r" $ }}{{ $_ := set $d "k" 1 }}\na: "{{ $d.k }}{{ $d.r.Values.a }}"',
+        '{{/* a comment: {{ $ }} */}}\n{{- block "b" . }}a: {{ .Values.a }}{{ end }}',
+    ],
+)
+def test_the_root_context_carried_without_printing_is_proven(text):
+    templates = {"cm.yaml": text, "b.tpl": "{{ .Values.a }}"}
+    same, proof = _renders(templates, {"a": "x", "list": [1, {"b": 2}], "map": {"k": 1}})
+    assert same
+    assert proof.proven, proof.reason
+
+
+def test_a_pointer_printed_by_its_address_is_not_proven():
+    """`semver` returns a pointer: printed by its String method, except under a printf verb
+    such as %d inside a list, where Go prints its address."""
+    same, proof = _renders({"cm.yaml": 'a: "{{ printf "%d" (list (semver "1.2.3")) }}"'})
+    assert not same
+    assert proof.reason.endswith("printf of a pointer under a verb that prints its address")
+    same, proof = _renders({"cm.yaml": 'a: "{{ printf "%v" (list (semver "1.2.3")) }}"'})
+    assert same and proof.proven
+
+
 def test_a_subchart_is_read_too():
     templates = (*one(PLAIN), ("c/charts/sub/templates/s.yaml", "x: {{ randInt 1 9 }}\n"))
     assert prove(templates).reason == "c/charts/sub/templates/s.yaml:1: calls randInt (random)"
+
+
+TPL = "{{- with .Values.s }}\na: {{ tpl (toString .) $ | quote }}{{ end }}\nb: {{ tpl .Values.t . }}\n"
+
+
+def test_tpl_of_values_that_hold_no_action_is_proven_for_those_values():
+    """tpl returns text without `{{` as it is: proven when the values hold none (the engine
+    says so), and the verdict says it holds for those values only."""
+    from eksinf.build.helm import RenderOptions, SdkEngine
+
+    engine, opts = SdkEngine(), RenderOptions("r", "n", "1.31.0")
+    archive = ChartSource(
+        "c", templates={"cm.yaml": TPL}, values={"s": "one", "t": "two"}
+    ).package()
+    plain = engine.render(archive, {"t": "three"}, opts)
+    assert plain.values_plain
+    proof = prove(plain.evaluated(), values_plain=plain.values_plain)
+    assert proof.proven and proof.for_values, proof.reason
+    assert not prove(plain.evaluated()).proven  # not for values that may hold actions
+
+    acting = {"t": "{{ randAlphaNum 8 }}"}
+    first, second = (engine.render(archive, acting, opts) for _ in range(2))
+    assert first.manifests != second.manifests  # what the second render is there to catch
+    assert not first.values_plain
+    proof = prove(first.evaluated(), values_plain=first.values_plain)
+    assert proof.reason == "c/templates/cm.yaml:2: calls tpl (outside the chart)"
+    in_chart = ChartSource("c", templates={"cm.yaml": TPL}, values={"s": "{{ now }}", "t": "two"})
+    assert not engine.render(in_chart.package(), {}, opts).values_plain
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ('{{ tpl (printf "%s" .Values.a) . }}', "calls tpl of text that is not a chart value"),
+        ('{{ tpl (default "x" .Values.a) . }}', "calls tpl of text that is not a chart value"),
+        ('{{ tpl .Files.Get "a" . }}', "calls tpl of text that is not a chart value"),
+        ('{{ $_ := set .Values "a" "{{ now }}" }}{{ tpl .Values.a . }}', "a template changes"),
+        ('{{ $_ := set .Values.a "k" 1 }}{{ tpl .Values.a.k . }}', "a template changes"),
+        ('{{ $d := .Values.a }}{{ $_ := set $d "k" 1 }}{{ tpl .Values.a.k . }}', "a template"),
+        ('{{ $_ := merge .Values (dict "a" 1) }}{{ tpl .Values.b . }}', "a template changes"),
+        ('{{ $_ := set (dict) "x" .Values.a }}{{ tpl .Values.a . }}', ""),
+        ('{{ $_ := set .Values.b "k" 1 }}{{ tpl .Values.a . }}', ""),
+        ("{{ range .Values.list }}{{ tpl . $ }}{{ end }}", ""),
+    ],
+)
+def test_tpl_is_proven_only_of_a_chart_value_no_template_changes(text, why):
+    proof = prove(one(PLAIN + f"  extra: {text}\n"), values_plain=True)
+    if why:
+        assert proof.reason.startswith("c/templates/cm.yaml:14: calls tpl"), proof.reason
+        assert why in proof.reason
+    else:
+        assert proof.proven, proof.reason
+
+
+def test_a_disabled_subchart_is_not_evaluated_so_not_judged(chart_mirror):
+    """Helm drops a subchart its values disable before it evaluates any template: the engine
+    says which ran, the proof reads those, and the guard still reads every template."""
+    from eksinf.build.helm import RenderOptions, SdkEngine
+
+    sub = ChartSource("sub", templates={"s.yaml": "x: {{ randInt 1 9 }}\n"})
+    chart = ChartSource(
+        "c",
+        templates={"cm.yaml": CONFIGMAP},
+        values={"greeting": "x", "sub": {"enabled": False}},
+        subcharts=[sub],
+        conditions={"sub": "sub.enabled"},
+    )
+    engine, opts = SdkEngine(), RenderOptions("r", "n", "1.31.0")
+    off = engine.render(chart.package(), {}, opts)
+    assert off.subcharts == ()
+    assert "c/charts/sub/templates/s.yaml" in dict(off.templates)  # the guard's
+    assert prove(off.evaluated()).proven
+    on = engine.render(chart.package(), {"sub": {"enabled": True}}, opts)
+    assert on.subcharts == ("sub",)
+    assert "c/charts/sub/templates/s.yaml" in on.manifests
+    reason = prove(on.evaluated()).reason
+    assert reason == "c/charts/sub/templates/s.yaml:1: calls randInt (random)"
+    # the shipped device plugin's node-feature-discovery subchart is disabled by its values
+    plugin = (chart_mirror / "nvidia-device-plugin-0.19.3.tgz").read_bytes()
+    rendered = engine.render(plugin, {}, opts)
+    assert rendered.subcharts == ()
+    assert len(rendered.evaluated()) < len(rendered.templates)
 
 
 def test_the_tables_do_not_overlap():
@@ -84,8 +274,10 @@ def test_the_tables_do_not_overlap():
 
 
 def test_the_shipped_charts_verdicts(chart_mirror):
-    """The ACK controllers are proven; Karpenter passes values through tpl, and the device
-    plugin takes a map's keys and includes a computed template name."""
+    """The ACK controllers and the device plugin are proven from their templates alone (the
+    plugin's computed includes name templates by data, its `keys` are only counted, its helpers
+    carry the root context in a dict without printing it); Karpenter passes values through tpl,
+    proven for values that hold no template action."""
     from eksinf.build.helm import chart_templates
 
     verdicts = {
@@ -96,9 +288,11 @@ def test_the_shipped_charts_verdicts(chart_mirror):
         "ec2-chart-1.18.4.tgz",
         "eks-chart-1.16.3.tgz",
         "iam-chart-1.7.3.tgz",
+        "nvidia-device-plugin-0.19.3.tgz",
     }
     assert "calls tpl" in verdicts["karpenter-1.14.0.tgz"].reason
-    assert "computed template name" in verdicts["nvidia-device-plugin-0.19.3.tgz"].reason
+    karpenter = chart_templates((chart_mirror / "karpenter-1.14.0.tgz").read_bytes())
+    assert prove(karpenter, values_plain=True).for_values
 
 
 def _counted(monkeypatch) -> list[bool]:
@@ -138,6 +332,7 @@ def test_a_proven_chart_is_rendered_once_and_says_why(tmp_path, registry, monkey
         "rules": RULES,
         "proven": True,
         "reason": "1 templates call pure functions only",
+        "for_values": False,
     }
     again = render_stack(stack)  # from the cache, still saying how it was checked
     assert calls == [True] and again.outputs[1].charts[0].reference_source == PROOF_SOURCE

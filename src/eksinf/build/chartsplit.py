@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from eksinf.build.charts import ResolvedChart
-from eksinf.build.determinism import PROOF_SOURCE, RULES, Proof, prove
+from eksinf.build.determinism import PROOF_SOURCE, Proof, prove
 from eksinf.build.helm import (
     EngineThread,
     HelmEngine,
@@ -252,13 +252,14 @@ def _reference_digests(
 ) -> tuple[dict[str, str], str]:
     """Digests of an independent render of the same inputs, for the determinism check.
 
-    A chart whose templates call pure functions only (`proof`, build/determinism.py) renders
-    the same bytes every time: its first render is its own reference. Otherwise, the first
-    time a set of inputs is seen, the chart is rendered a second time. When both renders agree,
-    their digests are recorded in the cache, keyed by every input (engine and version, archive,
-    values, options); later runs compare against that record instead of rendering twice. A
-    record from an earlier run is a stricter reference than a second render a millisecond
-    later: it also catches output that changes by the day (`now | date`).
+    A chart proven from its templates (`proof`, build/determinism.py: pure functions only, no
+    root context printed) renders the same bytes every time: its first render is its own
+    reference. Otherwise, the first time a set of inputs is seen, the chart is rendered a second
+    time. When both renders agree, their digests are recorded in the cache, keyed by every input
+    (engine and version, archive, values, options); later runs compare against that record
+    instead of rendering twice. A record from an earlier run is a stricter reference than a
+    second render a millisecond later: it also catches output that changes by the day
+    (`now | date`).
     """
     digests = first.digests
     if proof.proven:
@@ -290,7 +291,7 @@ def _reference_digests(
 
 def _render_key(engine: HelmEngine, chart: ResolvedChart, values: Doc, opts: RenderOptions) -> str:
     return cache.key(
-        b"render-2",
+        b"render-3",  # a record holds which subcharts ran and whether the values hold `{{`
         CACHE_FORMAT,  # the record holds the output's parse, as yamlio reads it
         engine.identity.encode(),
         chart.sha256.encode(),
@@ -328,10 +329,7 @@ def _cached_render(key: str) -> _Kept | None:
             return None
         if not all(docs is None or isinstance(docs, list) for docs in kept):
             return None
-        proof = None
-        if verdict["rules"] == RULES and isinstance(verdict["proven"], bool):
-            proof = Proof(verdict["proven"], str(verdict["reason"]))
-        return _Kept(rendered, kept, proof)
+        return _Kept(rendered, kept, Proof.from_dict(verdict))
     except (ValueError, KeyError, TypeError, RecursionError):
         return None
 
@@ -410,8 +408,11 @@ def helm_units(
         spec, chart, values, opts = job.spec, job.chart, job.values, job.opts
         render_key, cached = job.key, job.cached
         first = job.first()
-        # the verdict a record keeps, under these rules; else the templates are scanned
-        proof = (cached.proof if cached else None) or prove(first.templates)
+        # the verdict a record keeps, under these rules; else the templates the engine evaluated
+        # are scanned (it holds for these values: the record's key has them)
+        proof = (cached.proof if cached else None) or prove(
+            first.evaluated(), values_plain=first.values_plain
+        )
         reference, reference_source = _reference_digests(engine, chart, values, opts, first, proof)
         parsed, raw = _parse_output(comp, spec, first, cached.parsed if cached else None)
         if cached is None and reference == first.digests:

@@ -33,6 +33,12 @@ class RenderedChart:
     manifests: dict[str, str]  # template path -> rendered YAML text (hooks included)
     crds: tuple[tuple[str, str], ...]  # (file path, YAML text) for crds/ of the chart and subcharts
     templates: tuple[tuple[str, str], ...]  # (template path, source) for the guard's text checks
+    # the subcharts the engine evaluated (folders under charts/: those a chart's values did not
+    # disable), as the engine reports them; None when it cannot say (then: all of them)
+    subcharts: tuple[str, ...] | None = None
+    # whether no string of the values the engine rendered with (the chart's, the user's) holds
+    # `{{`: then tpl of a value returns it unchanged (False when the engine cannot say)
+    values_plain: bool = False
 
     def files(self) -> list[tuple[str, str]]:
         """Every file this render produced, crds/ first: (path, text)."""
@@ -45,21 +51,37 @@ class RenderedChart:
         to be changed by them)."""
         return {path: sha256_hex(text) for path, text in self.files()}
 
+    def evaluated(self) -> tuple[tuple[str, str], ...]:
+        """The templates the engine evaluated: the chart's, and its enabled subcharts'."""
+        if self.subcharts is None:
+            return self.templates
+        kept = set(self.subcharts)
+        return tuple(
+            (path, source)
+            for path, source in self.templates
+            if path.split("/")[1:2] != ["charts"] or path.split("/")[2] in kept
+        )
+
     def to_record(self, texts: Texts) -> dict[str, Any]:
         """This render as a cache record's JSON, its texts put in `texts` (see cache.Texts)."""
         return {
             "manifests": [[p, texts.put(t)] for p, t in self.manifests.items()],
             "crds": [[p, texts.put(t)] for p, t in self.crds],
             "templates": [[p, texts.put(t)] for p, t in self.templates],
+            "subcharts": None if self.subcharts is None else list(self.subcharts),
+            "values_plain": self.values_plain,
         }
 
     @classmethod
     def from_record(cls, raw: dict[str, Any], texts: Texts) -> RenderedChart:
         """The inverse of `to_record`, its texts taken from `texts` in the same order."""
+        subcharts = raw["subcharts"]
         return cls(
             manifests={p: texts.take(n) for p, n in raw["manifests"]},
             crds=tuple((p, texts.take(n)) for p, n in raw["crds"]),
             templates=tuple((p, texts.take(n)) for p, n in raw["templates"]),
+            subcharts=None if subcharts is None else tuple(map(str, subcharts)),
+            values_plain=raw["values_plain"] is True,
         )
 
 
@@ -172,7 +194,8 @@ class SdkEngine:
                 # rendering drops disabled subcharts from the loaded chart, and the guard reads
                 # every template in the archive, whichever engine renders it.
                 sources: tuple[tuple[str, str], ...] = ()
-                if templates and chart.dependencies:
+                loaded = [str(dep.get("name")) for dep in chart.dependencies]
+                if templates and loaded:
                     sources = chart_templates(archive)
                 elif templates:
                     name = chart.name
@@ -180,10 +203,17 @@ class SdkEngine:
                         sorted((f"{name}/{t['name']}", t["data"]) for t in chart.templates)
                     )
                 # Chart.render() does not expose kube_version/api_versions; the native call does.
-                raw = _native.call_string(
-                    "helm_render", chart._raw(), json.dumps(values), json.dumps(options)
-                )
+                given = json.dumps(values)
+                raw = _native.call_string("helm_render", chart._raw(), given, json.dumps(options))
                 crds = tuple(sorted((c["filename"], c["data"]) for c in chart.crds))
+                subcharts: tuple[str, ...] | None = None
+                plain = False
+                if templates:  # what the static determinism proof needs to know
+                    subcharts = _evaluated_subcharts(chart, loaded, sources)
+                    # the values as the engine coalesced them, as JSON: `{{` in that text is
+                    # `{{` in a key or a string (JSON escapes neither brace)
+                    merged = _native.call_string("helm_chart_merge_values", chart._raw(), given)
+                    plain = "{{" not in merged
         except HelmError as exc:
             raise EksinfError(
                 f"helm could not render release {opts.release!r}: {exc}",
@@ -195,8 +225,31 @@ class SdkEngine:
             path: text for path, text in json.loads(raw).items() if not path.endswith("/NOTES.txt")
         }
         return RenderedChart(
-            manifests=dict(sorted(manifests.items())), crds=crds, templates=sources
+            manifests=dict(sorted(manifests.items())),
+            crds=crds,
+            templates=sources,
+            subcharts=subcharts,
+            values_plain=plain,
         )
+
+
+def _evaluated_subcharts(
+    chart: Any, loaded: list[str], sources: tuple[tuple[str, str], ...]
+) -> tuple[str, ...] | None:
+    """The subcharts a rendered chart evaluated, by their folder under charts/: rendering
+    drops from the loaded chart the subcharts its values disable (their condition or tags),
+    so what is left is what Helm evaluated (eksinf does not reimplement Helm's rules). The
+    engine names a subchart by its chart name, the templates by its folder: they are matched
+    when every folder is named as a loaded chart (as `helm package` and `helm dependency`
+    write them) and no subchart is enabled under an alias; else None (all of them)."""
+    enabled = tuple(sorted(str(dep.get("name")) for dep in chart.dependencies))
+    declared = chart.metadata.get("dependencies") or []
+    folders = {path.split("/")[2] for path, _ in sources if path.split("/")[1:2] == ["charts"]}
+    if not folders <= set(loaded):
+        return None
+    if enabled and any(isinstance(dep, dict) and dep.get("alias") for dep in declared):
+        return None
+    return enabled
 
 
 _VALUES_CHART = b"apiVersion: v2\nname: values\nversion: 0.0.0\n"

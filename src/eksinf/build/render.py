@@ -312,7 +312,11 @@ def _cached_output(stack: Stack, raw: Doc, texts: cache.Texts) -> ComponentOutpu
             dict(r["reference"]),
             # a proven chart's reference is its own render; any other was checked when kept
             PROOF_SOURCE if r["checked"] == PROOF_SOURCE else "recorded render",
-            Proof(bool(r["proof"]["proven"]), str(r["proof"]["reason"])),
+            Proof(
+                bool(r["proof"]["proven"]),
+                str(r["proof"]["reason"]),
+                r["proof"].get("for_values") is True,
+            ),
         )
         for r in raw["charts"]
     )

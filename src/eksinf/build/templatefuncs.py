@@ -70,10 +70,10 @@ _GROUPS: tuple[tuple[Nature, tuple[str, ...]], ...] = (
     (CLUSTER, ("lookup", "getHostByName")),
     (ENVIRONMENT, ("env", "expandenv")),
     (EVALUATES, ("tpl", "call")),
-    # Helm's `include` and `required` too: `include` of a literal name renders a template of
-    # the chart, which the proof reads as well
+    # Helm's `include` and `required` too: `include` renders a template of the chart, which
+    # the proof reads as well; the proof checks `printf`'s format (`%p` prints an address)
     (PURE, (
-        "and", "or", "not", "len", "index", "slice", "print", "println", "html", "js",
+        "and", "or", "not", "len", "index", "slice", "print", "printf", "println", "html", "js",
         "urlquery", "eq", "ne", "lt", "le", "gt", "ge",
         "include", "required", "fail",
         "toYaml", "toYamlPretty", "mustToYaml", "fromYaml", "fromYamlArray", "toJson",
