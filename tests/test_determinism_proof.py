@@ -324,7 +324,8 @@ def test_a_proven_chart_is_rendered_once_and_says_why(tmp_path, registry, monkey
     assert calls == [True]  # no second render
     [render] = first.outputs[1].charts
     assert render.reference_source == PROOF_SOURCE and check(first).ok
-    assert not (tmp_path / "cache" / "derived" / REFERENCES).exists()  # nothing to record
+    # its render is recorded as the reference of these inputs, as a second render would be
+    [record] = (tmp_path / "cache" / "derived" / REFERENCES).iterdir()
     head = (cache.get("render", first.key) or b"").partition(b"\n")[0]
     [kept] = json.loads(head)["outputs"][1]["charts"]
     assert kept["checked"] == PROOF_SOURCE
@@ -336,6 +337,31 @@ def test_a_proven_chart_is_rendered_once_and_says_why(tmp_path, registry, monkey
     }
     again = render_stack(stack)  # from the cache, still saying how it was checked
     assert calls == [True] and again.outputs[1].charts[0].reference_source == PROOF_SOURCE
+
+
+def test_a_recorded_reference_spares_the_proof(tmp_path, registry, monkeypatch):
+    """A render without the cache (CI's verify) still reads the determinism references: the
+    record an earlier render of the same inputs left is the reference, and the templates are
+    not scanned again; the output is compared with it, so a change is still caught."""
+    from eksinf.build import chartsplit
+    from eksinf.build.render import render_stack
+    from eksinf.model.stack import load_stack
+
+    monkeypatch.setenv("EKSINF_CACHE_DIR", str(tmp_path / "cache"))
+    chart = ChartSource("proven", templates={"cm.yaml": CONFIGMAP}, values={"greeting": "x"})
+    stack = load_stack(publish_stack(tmp_path, registry, [("app", chart)]))
+    first = render_stack(stack)
+    monkeypatch.setenv("EKSINF_NO_CACHE", "1")
+
+    def refuse(*_args: object, **_kwargs: object) -> object:
+        raise AssertionError("the templates were scanned again")
+
+    monkeypatch.setattr(chartsplit, "prove", refuse)
+    again = render_stack(stack)
+    [render] = again.outputs[1].charts
+    assert (render.reference_source, render.proof) == ("recorded render", None)
+    assert render.reference == first.outputs[1].charts[0].first.digests
+    assert render.first.digests == render.reference
 
 
 def test_an_unproven_chart_is_still_rendered_twice_and_caught(tmp_path, registry, monkeypatch):

@@ -554,16 +554,15 @@ def test_a_chart_render_is_served_whole_from_its_record(tmp_path, registry, monk
 
     monkeypatch.setattr(helm.SdkEngine, "render", refuse)
     monkeypatch.setattr(chartsplit, "load_docs_uncached", refuse)
-    monkeypatch.setattr(chartsplit, "prove", refuse)  # its verdict is in the record too
+    monkeypatch.setattr(chartsplit, "prove", refuse)  # the recorded reference answers first
     served = render_stack(load_stack(root), components=["apps"])
     units = [(u.filename, u.text, u.docs) for o in served.outputs for u in o.units]
     assert units == [(u.filename, u.text, u.docs) for o in fresh.outputs for u in o.units]
     [chart] = served.outputs[0].charts
-    assert (chart.first, chart.proof) == (
-        fresh.outputs[0].charts[0].first,
-        fresh.outputs[0].charts[0].proof,
-    )
-    assert chart.reference_source == fresh.outputs[0].charts[0].reference_source
+    assert chart.first == fresh.outputs[0].charts[0].first
+    assert fresh.outputs[0].charts[0].proof is not None and chart.proof is None
+    assert chart.reference == fresh.outputs[0].charts[0].reference
+    assert chart.reference_source == "recorded render"
 
 
 def test_a_chart_record_that_does_not_fit_its_output_is_recomputed(tmp_path, monkeypatch):

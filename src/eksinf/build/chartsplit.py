@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -248,22 +249,20 @@ def _reference_digests(
     values: Doc,
     opts: RenderOptions,
     first: RenderedChart,
-    proof: Proof,
-) -> tuple[dict[str, str], str]:
-    """Digests of an independent render of the same inputs, for the determinism check.
+    judge: Callable[[], Proof],
+) -> tuple[dict[str, str], str, Proof | None]:
+    """The determinism check's reference for `first`: digests of a render of the same inputs
+    that agreed with another, where they came from, and the static proof's verdict when it was
+    asked (None when a record answered).
 
-    A chart proven from its templates (`proof`, build/determinism.py: pure functions only, no
-    root context printed) renders the same bytes every time: its first render is its own
-    reference. Otherwise, the first time a set of inputs is seen, the chart is rendered a second
-    time. When both renders agree, their digests are recorded in the cache, keyed by every input
-    (engine and version, archive, values, options); later runs compare against that record
-    instead of rendering twice. A record from an earlier run is a stricter reference than a
-    second render a millisecond later: it also catches output that changes by the day
-    (`now | date`).
+    The strictest reference comes first: the record of an earlier run, kept in the cache under
+    every input (engine and version, archive, values, options). It also catches output that
+    changes by the day (`now | date`), which a second render a millisecond later would not, and
+    it spares the proof. Else the chart's templates are judged (`judge`: build/determinism.py,
+    pure functions only, no root context printed): a proven chart renders the same bytes every
+    time, so its first render is its own reference. Else the chart is rendered a second time.
+    Either way the reference is recorded, for the next run that renders these inputs.
     """
-    digests = first.digests
-    if proof.proven:
-        return digests, PROOF_SOURCE
     key = sha256_hex(
         json.dumps(
             {
@@ -279,14 +278,19 @@ def _reference_digests(
     try:
         recorded = json.loads(cache.read_record(REFERENCES, key) or b"")
         if isinstance(recorded, dict):
-            return recorded, "recorded render"
+            return recorded, "recorded render", None
     except ValueError:
         pass
-    second = engine.render(chart.archive, values, opts, templates=False).digests
-    if second == digests:
-        # an unwritable cache costs a second render next time, nothing more
-        cache.write_record(REFERENCES, key, json.dumps(second, sort_keys=True).encode())
-    return second, "second render"
+    proof = judge()
+    if proof.proven:
+        reference, source = first.digests, PROOF_SOURCE
+    else:
+        second = engine.render(chart.archive, values, opts, templates=False)
+        reference, source = second.digests, "second render"
+    if reference == first.digests:
+        # an unwritable cache costs a second render or a proof next time, nothing more
+        cache.write_record(REFERENCES, key, json.dumps(reference, sort_keys=True).encode())
+    return reference, source, proof
 
 
 def _render_key(engine: HelmEngine, chart: ResolvedChart, values: Doc, opts: RenderOptions) -> str:
@@ -335,7 +339,7 @@ def _cached_render(key: str) -> _Kept | None:
 
 
 def _store_render(
-    key: str, rendered: RenderedChart, parsed: list[tuple[list[Any], bool]], proof: Proof
+    key: str, rendered: RenderedChart, parsed: list[tuple[list[Any], bool]], proof: Proof | None
 ) -> None:
     """Keep a chart's output (its texts as they are, beside a JSON head: see cache.Texts), its
     parse and its proof's verdict in one entry: a later render of the same chart (one whose
@@ -346,7 +350,8 @@ def _store_render(
         return
     kept = [docs if exact or json_exact(docs) else None for docs, exact in parsed]
     texts = cache.Texts()
-    record = {"render": rendered.to_record(texts), "docs": kept, "proof": proof.as_dict()}
+    verdict = proof.as_dict() if proof else None  # None: not asked (a reference was recorded)
+    record = {"render": rendered.to_record(texts), "docs": kept, "proof": verdict}
     try:
         head = docs_json(record)
     except (ValueError, TypeError, RecursionError):
@@ -408,12 +413,16 @@ def helm_units(
         spec, chart, values, opts = job.spec, job.chart, job.values, job.opts
         render_key, cached = job.key, job.cached
         first = job.first()
-        # the verdict a record keeps, under these rules; else the templates the engine evaluated
-        # are scanned (it holds for these values: the record's key has them)
-        proof = (cached.proof if cached else None) or prove(
-            first.evaluated(), values_plain=first.values_plain
+
+        def judge(cached: _Kept | None = cached, first: RenderedChart = first) -> Proof:
+            """The verdict a record keeps, under these rules; else the templates the engine
+            evaluated are scanned (it holds for these values: the record's key has them)."""
+            known = cached.proof if cached else None
+            return known or prove(first.evaluated(), values_plain=first.values_plain)
+
+        reference, reference_source, proof = _reference_digests(
+            engine, chart, values, opts, first, judge
         )
-        reference, reference_source = _reference_digests(engine, chart, values, opts, first, proof)
         parsed, raw = _parse_output(comp, spec, first, cached.parsed if cached else None)
         if cached is None and reference == first.digests:
             _store_render(render_key, first, raw, proof)

@@ -248,7 +248,7 @@ def _store_result(key: str, result: RenderResult) -> bool:
                         "reference": r.reference,
                         "checked": r.reference_source,
                         # why the chart was rendered once or twice
-                        "proof": r.proof.as_dict(),
+                        "proof": r.proof.as_dict() if r.proof else None,
                     }
                     for r in o.charts
                 ],
@@ -312,11 +312,7 @@ def _cached_output(stack: Stack, raw: Doc, texts: cache.Texts) -> ComponentOutpu
             dict(r["reference"]),
             # a proven chart's reference is its own render; any other was checked when kept
             PROOF_SOURCE if r["checked"] == PROOF_SOURCE else "recorded render",
-            Proof(
-                bool(r["proof"]["proven"]),
-                str(r["proof"]["reason"]),
-                r["proof"].get("for_values") is True,
-            ),
+            Proof.from_dict(r["proof"]),
         )
         for r in raw["charts"]
     )

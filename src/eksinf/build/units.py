@@ -69,7 +69,9 @@ class ChartRender:
     # a second render now, or the record of an earlier run that rendered twice and agreed.
     reference: dict[str, str]
     reference_source: str  # "second render" | "recorded render" | PROOF_SOURCE
-    proof: Proof  # the static proof's verdict on the chart's templates (build/determinism.py)
+    # the static proof's verdict on the chart's templates (build/determinism.py); None when it
+    # was not asked: an earlier run's record of the same inputs was the reference
+    proof: Proof | None
 
 
 @dataclass(frozen=True)
