@@ -65,24 +65,7 @@ _MAX_PATH = 6
 _ROOT_KEYS = frozenset(("Values", "Release", "Chart", "Capabilities", "Template", "Files",
                         "Subcharts"))  # fmt: skip
 
-# the functions that take the root context without printing it, by what they return
-_COUNTS = frozenset(("len", "hasKey", "empty", "not", "kindIs", "kindOf", "typeIs", "typeOf"))
-_CHOOSES = frozenset(("default", "coalesce", "and", "or"))
-_ELEMENT = frozenset(("first", "mustFirst", "last", "mustLast"))
-_COLLECTS = frozenset(("list", "tuple", "append", "mustAppend", "push", "mustPush",
-                       "prepend", "mustPrepend"))  # fmt: skip
-_MERGES = frozenset(("merge", "mustMerge", "mergeOverwrite", "mustMergeOverwrite"))
-# pure functions whose result may share maps of their arguments (a part of them, or a new list
-# or map of their parts): changing it changes those too
-_SHARES = frozenset((
-    "pick", "omit", "dig", "pluck", "without", "mustWithout", "uniq", "mustUniq", "compact",
-    "mustCompact", "rest", "mustRest", "initial", "mustInitial", "reverse", "mustReverse",
-    "concat", "slice", "mustSlice", "chunk", "mustChunk", "index", "get",
-))  # fmt: skip
-# `keys` and `values` list a map in Go's random order: harmless where only counted or sorted
-_ORDER_BLIND = frozenset(("len", "empty", "sortAlpha"))
 _VERB = re.compile(r"%[^a-zA-Z%]*([a-zA-Z%])")  # printf's verbs: the letter after flags
-_UNORDERED = frozenset(("keys", "values"))
 
 
 def _join(*values: Value) -> Value:
@@ -446,14 +429,15 @@ class _Scan:
     def call(
         self, name: str, args: list[Arg], env: _Env, dot: Value, blind: bool
     ) -> tuple[Value, bool]:
-        order_blind = name in _ORDER_BLIND
+        order_blind = name in templatefuncs.ORDER_BLIND
         given = [
-            self.arg(arg, env, dot, blind=order_blind and _calls(arg, _UNORDERED)) for arg in args
+            self.arg(arg, env, dot, blind=order_blind and _calls(arg, templatefuncs.UNORDERED))
+            for arg in args
         ]
         values = [v for v, _ in given]
         if name not in PURE:
             why = _varying_kind(name)
-            if name in _UNORDERED and blind:
+            if name in templatefuncs.UNORDERED and blind:
                 pass  # its order is lost where it goes
             elif name == "tpl":
                 self.tpl(values, env)
@@ -474,21 +458,21 @@ class _Scan:
                 self.doubt(env, "printf of a pointer under a verb that prints its address")
         if name == "dict":
             return self.dict_call(args, values), True
-        if name in _MERGES or name in ("set", "unset"):
+        if name in templatefuncs.MERGES or name in ("set", "unset"):
             return self.change_call(name, args, given, env)
-        if name in _COUNTS:
+        if name in templatefuncs.COUNTS:
             return CLEAN, False
-        if name in _CHOOSES:
+        if name in templatefuncs.CHOOSES:
             return _join(*values), False
         if name == "ternary":
             return _join(*values[:2]), False
         if name == "required":
             return (values[-1] if values else CLEAN), False
-        if name in _ELEMENT:
+        if name in templatefuncs.ELEMENT:
             return _elements(_join(*values)), False
-        if name in _COLLECTS:
+        if name in templatefuncs.COLLECTS:
             return _join(CLEAN, *(_contained(v) for v in values)), True
-        if name in ("deepCopy", "mustDeepCopy"):
+        if name in templatefuncs.COPIES:
             return _copy(_join(*values)), True
         if name in ("get", "index") and values:
             return self.lookup(values[0], args[1:], env), False
@@ -498,9 +482,9 @@ class _Scan:
             self.doubt(env, f"takes Helm's root context into {name}, which can print its "
                        "pointers")  # fmt: skip
             return ANY, False
-        if name == "toString" and values and all(f[0] == "values" for f in values[0]):
+        if name in templatefuncs.TEXT_OF and values and all(f[0] == "values" for f in values[0]):
             return values[0], False  # a value's text: still the chart's values, for tpl
-        if name in _SHARES:
+        if name in templatefuncs.SHARES:
             return _join(*values), False
         return CLEAN, False
 
@@ -553,8 +537,10 @@ class _Scan:
         if not given:
             return ANY, False
         target, fresh = given[0]
-        stored = [v for v, _ in given[1:]] if name in _MERGES else [v for v, _ in given[2:]]
-        if name in _MERGES:
+        stored = (
+            [v for v, _ in given[1:]] if name in templatefuncs.MERGES else [v for v, _ in given[2:]]
+        )
+        if name in templatefuncs.MERGES:
             shaped = self.disjoint_merge(target, stored, env) if fresh else None
             if shaped is not None:
                 return shaped, True  # no map of the target's is changed, only the new one

@@ -112,6 +112,43 @@ FUNCTIONS: dict[str, Nature] = {name: nature for nature, names in _GROUPS for na
 assert len(FUNCTIONS) == sum(len(names) for _, names in _GROUPS), "a function is listed twice"
 
 
+# How the proof's value flow (templateflow.py) follows a pure function's arguments into its
+# result, for the functions that do more than make new data from them.
+# returns a count or a truth about its arguments, printing none of them
+COUNTS = frozenset(("len", "hasKey", "empty", "not", "kindIs", "kindOf", "typeIs", "typeOf"))
+CHOOSES = frozenset(("default", "coalesce", "and", "or"))  # returns one of its arguments
+ELEMENT = frozenset(("first", "mustFirst", "last", "mustLast"))  # an element of its list
+# returns a new list holding its arguments
+COLLECTS = frozenset(("list", "tuple", "append", "mustAppend", "push", "mustPush",
+                      "prepend", "mustPrepend"))  # fmt: skip
+# changes its first map with the others' entries, and returns it
+MERGES = frozenset(("merge", "mustMerge", "mergeOverwrite", "mustMergeOverwrite"))
+COPIES = frozenset(("deepCopy", "mustDeepCopy"))  # a new copy of its argument, sharing nothing
+TEXT_OF = frozenset(("toString",))  # its argument's text
+# whose result may share maps of their arguments (a part of them, or a new list or map of their
+# parts): changing it changes those too
+SHARES = frozenset((
+    "pick", "omit", "dig", "pluck", "without", "mustWithout", "uniq", "mustUniq", "compact",
+    "mustCompact", "rest", "mustRest", "initial", "mustInitial", "reverse", "mustReverse",
+    "concat", "slice", "mustSlice", "chunk", "mustChunk", "index", "get",
+))  # fmt: skip
+# `keys` and `values` list a map in Go's random order, which these do not show
+UNORDERED = frozenset(name for name, nature in FUNCTIONS.items() if nature is UNSORTED)
+ORDER_BLIND = frozenset(("len", "empty", "sortAlpha"))
+assert all(
+    FUNCTIONS.get(name) is PURE
+    for name in COUNTS
+    | CHOOSES
+    | ELEMENT
+    | COLLECTS
+    | MERGES
+    | COPIES
+    | TEXT_OF
+    | SHARES
+    | ORDER_BLIND
+), "a flow names a function the table does not call pure"
+
+
 def varying() -> dict[str, tuple[str, ...]]:
     """The functions whose result may differ between two renders, by why."""
     return _grouped(lambda nature: nature.varies)
