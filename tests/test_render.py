@@ -254,6 +254,25 @@ def test_values_are_parsed_strictly(tmp_path, registry, eksinf):
     assert "render/apps/values/app.yaml:2:1: duplicate key" in result.err
 
 
+def test_a_value_helm_refuses_fails_before_the_chart_is_fetched(tmp_path, registry, eksinf):
+    """A value the strict reader takes but Helm cannot hand on (its values travel as JSON, which
+    holds no infinity) is an input error naming the file; values are read on the engine's
+    thread while the library loads, yet all of them before any chart enters the cache."""
+    from eksinf.build.charts import cache_dir, read_lock
+
+    chart = ChartSource("infvalues", templates={"cm.yaml": CONFIGMAP})
+    root = publish_stack(tmp_path, registry, [("app", chart)], values={"app": "greeting: .inf\n"})
+    (pinned,) = read_lock(load_stack(root)).values()
+    result = eksinf("render", cwd=root)
+    assert result.code == CONTRACT
+    assert "render/apps/values/app.yaml: Helm cannot read these values" in result.err
+    assert not (cache_dir() / f"{pinned.sha256}.tgz").exists()
+    assert not (root / "configs").exists()
+    (root / "render/apps/values/app.yaml").write_text("greeting: inf\n")
+    assert eksinf("render", cwd=root).code == 0
+    assert (cache_dir() / f"{pinned.sha256}.tgz").exists()
+
+
 def test_missing_values_file(tmp_path, registry, eksinf):
     chart = ChartSource("novalues", templates={"cm.yaml": CONFIGMAP})
     root = publish_stack(tmp_path, registry, [("app", chart)])

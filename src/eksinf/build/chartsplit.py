@@ -21,7 +21,6 @@ from eksinf.build.helm import (
     HelmEngine,
     RenderedChart,
     RenderOptions,
-    read_values,
 )
 from eksinf.build.units import (
     CONTROLLER_WAVE,
@@ -62,11 +61,19 @@ def merge_values(base: Doc, override: Doc) -> Doc:
     return out
 
 
-def chart_values(stack: Stack, comp: Component, spec: ChartSpec, *, helm: bool = True) -> Doc:
-    """The chart's values, files merged in order. With `helm` (for rendering), each file as the
-    Helm engine reads it; without (the guard, which looks only at strings), as eksinf's reader
-    does, which takes plain scalars as Helm does and skips loading the engine."""
-    values: Doc = {}
+@dataclass(frozen=True)
+class ValuesFile:
+    """One values file of a chart, read and checked strictly: its label, text and documents."""
+
+    label: str
+    text: str
+    docs: Docs
+
+
+def values_files(stack: Stack, comp: Component, spec: ChartSpec) -> list[ValuesFile]:
+    """The chart's values files in order, each checked strictly (syntax, duplicate keys, bounds,
+    each with its position); Helm expands anchors in values files, so they are allowed."""
+    files = []
     folder = source_dir(stack, comp)
     for rel in spec.values:
         # inside its component folder, no link on the way: `../../etc/passwd` is refused
@@ -79,17 +86,24 @@ def chart_values(stack: Stack, comp: Component, spec: ChartSpec, *, helm: bool =
                 exit_code=CONTRACT,
             )
         text = read_source_text(path, label, base=stack.root)
-        # strict first (syntax, duplicate keys, bounds, each with its position); Helm expands
-        # anchors in values files, so they are allowed
-        docs = load_mapping_docs(path, text, label=label)
-        if not helm:
-            for doc in docs:
-                values = merge_values(values, doc)
-            continue
-        # then the values as Helm itself reads them (`create: n` is false for Helm, where
-        # Python's YAML 1.1 reader kept "n"), documents merged as Helm merges them
-        values = merge_values(values, read_values(text, label))
+        files.append(ValuesFile(label, text, load_mapping_docs(path, text, label=label)))
+    return files
+
+
+def merged_values(readings: list[Doc]) -> Doc:
+    """Values files' readings merged in order, as Helm merges `-f` files."""
+    values: Doc = {}
+    for reading in readings:
+        values = merge_values(values, reading)
     return values
+
+
+def chart_values(stack: Stack, comp: Component, spec: ChartSpec) -> Doc:
+    """The chart's values as eksinf's reader reads them, files merged in order: for the guard,
+    which looks only at strings (a render reads each file as the Helm engine does, see
+    `EngineThread.read_values`); plain scalars are taken as Helm takes them, and the engine is
+    not loaded."""
+    return merged_values([doc for f in values_files(stack, comp, spec) for doc in f.docs])
 
 
 # a line that starts a document (`---` alone or before a space), found after its line break: a
@@ -386,14 +400,14 @@ def start(
     stack: Stack,
     comp: Component,
     resolved: dict[str, ResolvedChart],
-    values_of: dict[str, Doc],
+    values_of: dict[tuple[str, str], Doc],
     engine: EngineThread,
 ) -> list[ChartJob]:
     """The component's charts as jobs, in components.yaml order; each chart the cache does not
     hold is submitted to the engine's thread."""
     jobs = []
     for spec in comp.charts:
-        chart, values = resolved[spec.name], values_of[spec.name]
+        chart, values = resolved[spec.name], values_of[comp.name, spec.name]
         opts = RenderOptions(spec.release, spec.namespace, stack.kube_version, stack.api_versions)
         key = _render_key(engine, chart, values, opts)
         cached = _cached_render(key)

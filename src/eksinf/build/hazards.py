@@ -265,7 +265,7 @@ def tpl_value(c: Chart) -> Iterator[Finding]:
     if where is None:
         return
     template, paths = where
-    values = chart_values(c.stack, c.component, c.render.spec, helm=False)
+    values = chart_values(c.stack, c.component, c.render.spec)
     for path, text in _value_strings(values):
         if "{{" not in text:
             continue

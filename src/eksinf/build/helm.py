@@ -7,6 +7,7 @@ private call to pin the Kubernetes version (see docs/stack-format.md, "Engine").
 from __future__ import annotations
 
 import functools
+import importlib
 import io
 import json
 import os
@@ -119,9 +120,10 @@ class HelmEngine(Protocol):
 class EngineThread:
     """An engine whose renders run on one thread of their own, in the order they are asked for.
 
-    The SDK's calls release the GIL while Helm renders (~35 ms of a cold render), so while the
-    engine renders the next charts the caller parses and splits the ones already rendered, and
-    a pinned manifest (Argo CD's: ~35 ms of Python) is split in the meantime. One thread, so no
+    The SDK's calls release the GIL while Helm loads (~35 ms) and renders (~35 ms of a cold
+    render), so while the engine renders the next charts the caller parses and splits the ones
+    already rendered, and a pinned manifest (Argo CD's: ~35 ms of Python) is split while the
+    library loads. One thread, so no
     two engine calls ever run at once; `render` (the determinism check's second render) goes
     through it too. Renders started ahead with `submit` are cancelled if the caller leaves early
     (an error), and the thread is joined on exit."""
@@ -132,6 +134,10 @@ class EngineThread:
         self.engine = engine
         self.name = engine.name
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="eksinf-engine")
+        # Helm's library loads at once (~35 ms, most of it the Go runtime starting, with the GIL
+        # released), while the caller reads the hand-written units and values; whichever engine
+        # renders, values are read through it (`read_values`)
+        self._pool.submit(importlib.import_module, "helm_python")
 
     def __enter__(self) -> EngineThread:
         return self
@@ -146,6 +152,11 @@ class EngineThread:
     @property
     def version(self) -> str:
         return self.engine.version
+
+    def read_values(self, text: str, label: str) -> Future[dict[str, Any]]:
+        """Start reading a values file as Helm reads it (`read_values`), once the library has
+        loaded: a render splits its pinned manifests meanwhile."""
+        return self._pool.submit(read_values, text, label)
 
     def submit(
         self, archive: bytes, values: dict[str, Any], opts: RenderOptions, templates: bool = True

@@ -62,40 +62,52 @@ def render_stack(
                 _report(output, progress)
             return cached
     from eksinf.build.charts import read_lock, resolve  # the miss path only (see the imports)
-    from eksinf.build.chartsplit import chart_values, start
+    from eksinf.build.chartsplit import merged_values, start, values_files
 
-    # hand-written units and values are parsed and checked before any chart is fetched, so a
-    # refused input leaves the chart cache as it was
-    handwritten = {comp.name: copy_units(stack, comp) for comp in chosen}
-    values = {
-        comp.name: {spec.name: chart_values(stack, comp, spec) for spec in comp.charts}
-        for comp in chosen
-    }
-    lock = read_lock(stack)
-    charted = [comp for comp in chosen if comp.render == "helm"]
-    resolved = {
-        comp.name: {spec.name: resolve(stack, spec, mirror, lock) for spec in comp.charts}
-        for comp in charted
-    }
     done: dict[str, ComponentOutput | EksinfError] = {}
-    thread = EngineThread(engine) if engine is not None else None
+    thread = EngineThread(engine) if engine is not None else None  # the library starts loading
     with thread or contextlib.nullcontext():
+        # hand-written units and values are parsed and checked before any chart is fetched, so
+        # a refused input leaves the chart cache as it was
+        handwritten = {comp.name: copy_units(stack, comp) for comp in chosen}
+        files = {(comp.name, spec.name): values_files(stack, comp, spec) for comp in chosen
+                 for spec in comp.charts}  # fmt: skip
+        # the engine's thread reads the values as Helm does once its library has loaded; pinned
+        # manifests need no engine, so they are split meanwhile
+        readings = {
+            key: [thread.read_values(f.text, f.label) for f in fs]
+            for key, fs in files.items()
+            if thread is not None
+        }
+        manifest_first = sorted(chosen, key=lambda c: c.render != "manifest")
+        for comp in manifest_first:
+            if comp.render != "manifest":
+                break
+            done[comp.name] = _split_component(
+                stack, comp, handwritten[comp.name], [], mirror, None
+            )
+        # a value Helm refuses is an input error, raised before any chart is fetched
+        values = {key: merged_values([r.result() for r in rs]) for key, rs in readings.items()}
+        lock = read_lock(stack)
+        charted = [comp for comp in chosen if comp.render == "helm"]
+        resolved = {
+            comp.name: {spec.name: resolve(stack, spec, mirror, lock) for spec in comp.charts}
+            for comp in charted
+        }
         # every chart the cache lacks starts rendering on the engine's thread now, in stack
-        # order; pinned manifests are split first, while it renders (see EngineThread)
+        # order, while the charts before it are split (see EngineThread)
         jobs: dict[str, list[ChartJob]] = {}
         for comp in charted:
             assert thread is not None  # need_helm: a helm component is being rendered
-            jobs[comp.name] = start(stack, comp, resolved[comp.name], values[comp.name], thread)
+            jobs[comp.name] = start(stack, comp, resolved[comp.name], values, thread)
         # Reported, and a failure raised, in stack order all the same: a component's error
         # waits until every component before it is done, so the first failing one is named.
         reported = 0
-        for comp in sorted(chosen, key=lambda c: c.render != "manifest"):
-            try:
-                done[comp.name] = _render_component(
+        for comp in manifest_first:
+            if comp.name not in done:
+                done[comp.name] = _split_component(
                     stack, comp, handwritten[comp.name], jobs.get(comp.name, []), mirror, thread
                 )
-            except EksinfError as exc:
-                done[comp.name] = exc
             while reported < len(chosen) and chosen[reported].name in done:
                 ready = done[chosen[reported].name]
                 if isinstance(ready, EksinfError):
@@ -108,6 +120,21 @@ def render_stack(
     if whole is not None and _store_result(whole, result):
         result = dataclasses.replace(result, key=whole)
     return result
+
+
+def _split_component(
+    stack: Stack,
+    comp: Component,
+    handwritten: list[Unit],
+    jobs: list[ChartJob],
+    mirror: Path | None,
+    engine: EngineThread | None,
+) -> ComponentOutput | EksinfError:
+    """A component's output, or the input error that stopped it (raised in stack order)."""
+    try:
+        return _render_component(stack, comp, handwritten, jobs, mirror, engine)
+    except EksinfError as exc:
+        return exc
 
 
 def _render_component(
