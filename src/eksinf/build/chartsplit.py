@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from eksinf.build.charts import ResolvedChart
+from eksinf.build.charts import ResolvedChart, read_lock, resolve
 from eksinf.build.determinism import PROOF_SOURCE, Proof, prove
 from eksinf.build.helm import (
     EngineThread,
     HelmEngine,
     RenderedChart,
     RenderOptions,
+    read_values,
 )
 from eksinf.build.units import (
     CONTROLLER_WAVE,
@@ -398,21 +399,36 @@ class ChartJob:
 
 def start(
     stack: Stack,
-    comp: Component,
-    resolved: dict[str, ResolvedChart],
-    values_of: dict[tuple[str, str], Doc],
+    charted: list[Component],
+    files: dict[str, dict[str, list[ValuesFile]]],
+    mirror: Path | None,
     engine: EngineThread,
-) -> list[ChartJob]:
-    """The component's charts as jobs, in components.yaml order; each chart the cache does not
-    hold is submitted to the engine's thread."""
-    jobs = []
-    for spec in comp.charts:
-        chart, values = resolved[spec.name], values_of[comp.name, spec.name]
-        opts = RenderOptions(spec.release, spec.namespace, stack.kube_version, stack.api_versions)
-        key = _render_key(engine, chart, values, opts)
-        cached = _cached_render(key)
-        pending = None if cached else engine.submit(chart.archive, values, opts)
-        jobs.append(ChartJob(spec, chart, values, opts, key, cached, pending))
+) -> dict[str, list[ChartJob]]:
+    """Each component's charts as jobs, in components.yaml order, run on the engine's thread
+    (`EngineThread.call`): every values file read as Helm reads it (`read_values`), all before
+    any chart is fetched, so a value Helm refuses leaves the chart cache as it was; then each
+    chart fetched and keyed, and each one the cache does not hold queued for rendering."""
+    values = {
+        comp.name: {
+            spec: merged_values([read_values(f.text, f.label) for f in fs])
+            for spec, fs in files[comp.name].items()
+        }
+        for comp in charted
+    }
+    lock = read_lock(stack)
+    jobs: dict[str, list[ChartJob]] = {}
+    for comp in charted:
+        jobs[comp.name] = []
+        for spec in comp.charts:
+            chart = resolve(stack, spec, mirror, lock)
+            given = values[comp.name][spec.name]
+            opts = RenderOptions(
+                spec.release, spec.namespace, stack.kube_version, stack.api_versions
+            )
+            key = _render_key(engine, chart, given, opts)
+            cached = _cached_render(key)
+            pending = None if cached else engine.submit(chart.archive, given, opts)
+            jobs[comp.name].append(ChartJob(spec, chart, given, opts, key, cached, pending))
     return jobs
 
 

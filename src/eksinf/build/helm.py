@@ -13,9 +13,10 @@ import json
 import os
 import tarfile
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 from eksinf.build import engineid
 from eksinf.errors import CONTRACT, ENVIRONMENT, EksinfError
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from eksinf.core.cache import Texts
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -120,13 +124,13 @@ class HelmEngine(Protocol):
 class EngineThread:
     """An engine whose renders run on one thread of their own, in the order they are asked for.
 
-    The SDK's calls release the GIL while Helm loads (~35 ms) and renders (~35 ms of a cold
-    render), so while the engine renders the next charts the caller parses and splits the ones
-    already rendered, and a pinned manifest (Argo CD's: ~35 ms of Python) is split while the
-    library loads. One thread, so no
-    two engine calls ever run at once; `render` (the determinism check's second render) goes
-    through it too. Renders started ahead with `submit` are cancelled if the caller leaves early
-    (an error), and the thread is joined on exit."""
+    The library loads (~35 ms) and the SDK renders (~35 ms of a cold render) with the GIL
+    released, so a pinned manifest (Argo CD's: ~35 ms of Python) is split while the library
+    loads and the values are read, and the caller parses and splits the charts already
+    rendered while the engine renders the next ones. One thread, so no two engine calls ever
+    run at once; `render` (the determinism check's second render) goes through it too. Work
+    queued ahead (`call`, `submit`) is cancelled if the caller leaves early (an error), and the
+    thread is joined on exit."""
 
     def __init__(self, engine: HelmEngine) -> None:
         from concurrent.futures import ThreadPoolExecutor  # only a run that renders a chart
@@ -136,7 +140,7 @@ class EngineThread:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="eksinf-engine")
         # Helm's library loads at once (~35 ms, most of it the Go runtime starting, with the GIL
         # released), while the caller reads the hand-written units and values; whichever engine
-        # renders, values are read through it (`read_values`)
+        # renders, values are read through the library (`read_values`)
         self._pool.submit(importlib.import_module, "helm_python")
 
     def __enter__(self) -> EngineThread:
@@ -153,10 +157,11 @@ class EngineThread:
     def version(self) -> str:
         return self.engine.version
 
-    def read_values(self, text: str, label: str) -> Future[dict[str, Any]]:
-        """Start reading a values file as Helm reads it (`read_values`), once the library has
-        loaded: a render splits its pinned manifests meanwhile."""
-        return self._pool.submit(read_values, text, label)
+    def call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        """Run `fn` on the engine's thread after what is queued before it: work that needs the
+        library (reading values the way Helm does) and then starts renders (`submit` from
+        there queues them behind it)."""
+        return self._pool.submit(fn, *args, **kwargs)
 
     def submit(
         self, archive: bytes, values: dict[str, Any], opts: RenderOptions, templates: bool = True

@@ -61,8 +61,7 @@ def render_stack(
             for output in cached.outputs:
                 _report(output, progress)
             return cached
-    from eksinf.build.charts import read_lock, resolve  # the miss path only (see the imports)
-    from eksinf.build.chartsplit import merged_values, start, values_files
+    from eksinf.build.chartsplit import start, values_files  # the miss path only (see imports)
 
     done: dict[str, ComponentOutput | EksinfError] = {}
     thread = EngineThread(engine) if engine is not None else None  # the library starts loading
@@ -70,15 +69,13 @@ def render_stack(
         # hand-written units and values are parsed and checked before any chart is fetched, so
         # a refused input leaves the chart cache as it was
         handwritten = {comp.name: copy_units(stack, comp) for comp in chosen}
-        files = {(comp.name, spec.name): values_files(stack, comp, spec) for comp in chosen
-                 for spec in comp.charts}  # fmt: skip
-        # the engine's thread reads the values as Helm does once its library has loaded; pinned
-        # manifests need no engine, so they are split meanwhile
-        readings = {
-            key: [thread.read_values(f.text, f.label) for f in fs]
-            for key, fs in files.items()
-            if thread is not None
-        }
+        charted = [comp for comp in chosen if comp.render == "helm"]
+        files = {comp.name: {spec.name: values_files(stack, comp, spec) for spec in comp.charts}
+                 for comp in charted}  # fmt: skip
+        # The engine's thread, once its library has loaded, reads the values as Helm does, then
+        # fetches the charts and starts rendering each one the cache lacks (`start`); pinned
+        # manifests need no engine, so they are split meanwhile.
+        started = thread.call(start, stack, charted, files, mirror, thread) if thread else None
         manifest_first = sorted(chosen, key=lambda c: c.render != "manifest")
         for comp in manifest_first:
             if comp.render != "manifest":
@@ -86,20 +83,9 @@ def render_stack(
             done[comp.name] = _split_component(
                 stack, comp, handwritten[comp.name], [], mirror, None
             )
-        # a value Helm refuses is an input error, raised before any chart is fetched
-        values = {key: merged_values([r.result() for r in rs]) for key, rs in readings.items()}
-        lock = read_lock(stack)
-        charted = [comp for comp in chosen if comp.render == "helm"]
-        resolved = {
-            comp.name: {spec.name: resolve(stack, spec, mirror, lock) for spec in comp.charts}
-            for comp in charted
-        }
-        # every chart the cache lacks starts rendering on the engine's thread now, in stack
-        # order, while the charts before it are split (see EngineThread)
-        jobs: dict[str, list[ChartJob]] = {}
-        for comp in charted:
-            assert thread is not None  # need_helm: a helm component is being rendered
-            jobs[comp.name] = start(stack, comp, resolved[comp.name], values, thread)
+        # a value Helm refuses, or a chart that cannot be fetched, is raised before any split
+        # chart: each comes before any other failure
+        jobs: dict[str, list[ChartJob]] = started.result() if started else {}
         # Reported, and a failure raised, in stack order all the same: a component's error
         # waits until every component before it is done, so the first failing one is named.
         reported = 0
