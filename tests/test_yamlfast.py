@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml_rs
 
 from eksinf.build.render import render_stack
-from eksinf.core import yamlfast, yamlio
+from eksinf.core import kubeyaml, yamlfast, yamlio
 from eksinf.model.stack import load_stack
 
 
@@ -101,6 +102,19 @@ def test_a_plain_scalar_the_readers_disagree_on_goes_to_the_reference(token, sha
     text = _padded(shape.format(token))
     assert yamlfast._agrees(token) is False
     assert _fast(text) is None
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["falsey", "nullable", "Trueish", "offset", "onboard", "Infinity", "NaNNaN", "yes_no",
+     "nan_inf", "off:on", "a0x1f", "e1000x", "falsE.", "truetrue", "Normal"],
+)  # fmt: skip
+def test_a_long_word_is_text_to_both_readers(token):
+    """A token taken as text without asking either reader (a word past the longest boolean or
+    null): both readers read it as that text."""
+    assert yamlfast._agrees(token) is True
+    assert yaml_rs.loads(f"k: {token}\n", parse_datetime=False) == {"k": token}
+    assert kubeyaml.kube_scalar(token) == token
 
 
 @pytest.mark.parametrize(

@@ -170,9 +170,16 @@ def _tokens(text: str) -> set[str] | None:
     return tokens
 
 
+# The longest plain scalar either reader takes for a boolean or a null that starts with a
+# letter ("false"); a number starts with a digit, a sign or a dot.
+_LONGEST_WORD_VALUE = 5
+
+
 @functools.lru_cache(maxsize=65536)
 def _agrees(token: str) -> bool:
     """Whether a plain scalar `token` means the same to Kubernetes and to yaml-rs."""
+    if len(token) > _LONGEST_WORD_VALUE and token.isascii() and token[0].isalpha():
+        return True  # text to both: most of the tokens of a manifest (`namespace`, `fieldRef`)
     try:
         fast = yaml_rs.loads(f"k: {token}\n", parse_datetime=False)
     except (ValueError, TypeError):
