@@ -8,6 +8,7 @@ the first thing that may render differently twice.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import deque
 from typing import Any, NamedTuple
@@ -38,8 +39,9 @@ VARYING: dict[str, tuple[str, ...]] = templatefuncs.varying()
 PURE = templatefuncs.pure()
 # Helm's objects that hold pointers: Go prints a pointer inside a value as its address, so
 # `{{ .Chart }}` or `{{ toString .Subcharts }}` differs from run to run. Their plain fields
-# (`.Chart.Name`) are data.
-_WHOLE_OBJECT = re.compile(r"\.(?:Chart|Subcharts)$|\.Chart\.(?:Maintainers|Dependencies)$")
+# (`.Chart.Name`) are data; these two lists of the chart's are not.
+_WHOLE_OBJECTS = frozenset(("Chart", "Subcharts"))
+_CHART_LISTS = frozenset(("Maintainers", "Dependencies"))
 
 # -- what a value may be ---------------------------------------------------------------------
 # A value is a set of forms, any of which it may be at run time:
@@ -77,6 +79,7 @@ def _join(*values: Value) -> Value:
     return forms
 
 
+@functools.lru_cache(maxsize=1024)  # called for most values the scan makes; few are distinct
 def _clean(value: Value) -> bool:
     """Whether the value holds no root context (printing it prints data)."""
     return all(form[0] in ("clean", "values", "pointer") for form in value)
@@ -169,6 +172,51 @@ def _overlaps(a: tuple[str, ...] | None, b: tuple[str, ...] | None) -> bool:
     if a is None or b is None:
         return True
     return all(x == y or "*" in (x, y) for x, y in zip(a, b, strict=False))
+
+
+def _whole(names: tuple[str, ...]) -> bool:
+    """Whether the field chain ends on one of Helm's objects taken whole."""
+    last = names[-1]
+    return last in _WHOLE_OBJECTS or (last in _CHART_LISTS and names[-2:-1] == ("Chart",))
+
+
+@functools.lru_cache(maxsize=4096)  # the same fields of the same values recur in every chart
+def _field(value: Value, names: tuple[str, ...], values_path: bool) -> Value:
+    """The field chain `names` of the value (`values_path`: `.Values` paths are known)."""
+    if not names:
+        return value
+    out: list[Value] = []
+    for form in value:
+        kind = form[0]
+        if kind in ("clean", "pointer"):
+            out.append(CLEAN)
+        elif kind == "values":
+            path = form[1]
+            out.append(_values(None if path is None else (*path, *names)))
+        elif kind == "root":
+            out.append(_root_field(names, values_path))
+        elif kind == "shape":
+            fields = _fields_of(form)
+            if names[0] in fields:
+                out.append(_field(fields[names[0]], names[1:], values_path))
+            elif form[2]:
+                out.append(_root_field(names, values_path))
+            else:
+                out.append(CLEAN)  # a missing key: nothing
+        else:
+            out.append(ANY)
+    return _join(*out)
+
+
+def _root_field(names: tuple[str, ...], values_path: bool) -> Value:
+    head = names[0]
+    if head == "Values":
+        return _values(names[1:] if values_path else None)
+    if head == "Subcharts" or (head == "Capabilities" and len(names) == 1):
+        return ANY
+    # the root's other keys are data, and a template can add no other (it would have to
+    # store the root context into the root, a doubt)
+    return CLEAN
 
 
 def _varying_kind(name: str) -> str | None:
@@ -339,10 +387,10 @@ class _Scan:
         self, cmds: tuple[Command, ...], last: int, env: _Env, dot: Value, blind: bool = False
     ) -> tuple[Value, bool]:
         cmd = cmds[last]
-        args: list[Arg] = list(cmd.operands[1:])
+        head = cmd.operands[0]
+        args: list[Arg] = [*cmd.operands[1:]]
         if last > 0:
             args.append(_Piped(cmds, last - 1))
-        head = cmd.operands[0]
         if isinstance(head, Ident):
             return self.call(head.name, args, env, dot, blind)
         value, fresh = self.operand(head, env, dot)
@@ -384,45 +432,12 @@ class _Scan:
             if not node.names:
                 return base, fresh
             names = node.names
-        if names and _WHOLE_OBJECT.search("." + ".".join(names)):
+        if not names:
+            return base, False
+        if _whole(names):
             self.doubt(env, f"takes .{'.'.join(names)} whole (printed, it shows "
                        "memory addresses)")  # fmt: skip
-        return self.field(base, names, env), False
-
-    def field(self, value: Value, names: tuple[str, ...], env: _Env) -> Value:
-        if not names:
-            return value
-        out: list[Value] = []
-        for form in value:
-            kind = form[0]
-            if kind in ("clean", "pointer"):
-                out.append(CLEAN)
-            elif kind == "values":
-                path = form[1]
-                out.append(_values(None if path is None else (*path, *names)))
-            elif kind == "root":
-                out.append(self.root_field(names, env))
-            elif kind == "shape":
-                fields = _fields_of(form)
-                if names[0] in fields:
-                    out.append(self.field(fields[names[0]], names[1:], env))
-                elif form[2]:
-                    out.append(self.root_field(names, env))
-                else:
-                    out.append(CLEAN)  # a missing key: nothing
-            else:
-                out.append(ANY)
-        return _join(*out)
-
-    def root_field(self, names: tuple[str, ...], env: _Env) -> Value:
-        head = names[0]
-        if head == "Values":
-            return _values(names[1:] if env.values_path else None)
-        if head == "Subcharts" or (head == "Capabilities" and len(names) == 1):
-            return ANY
-        # the root's other keys are data, and a template can add no other (it would have to
-        # store the root context into the root, a doubt)
-        return CLEAN
+        return _field(base, names, env.values_path), False
 
     # -- functions ---------------------------------------------------------------------------
 
@@ -491,7 +506,7 @@ class _Scan:
     def lookup(self, value: Value, keys: list[Arg], env: _Env) -> Value:
         for key in keys:
             if isinstance(key, Literal) and key.string and key.text is not None:
-                value = self.field(value, (key.text,), env)
+                value = _field(value, (key.text,), env.values_path)
             else:
                 value = _elements(value)
         return value
@@ -583,7 +598,7 @@ class _Scan:
         if not value or not all(form[0] in ("shape", "root") for form in value):
             return None
         keys = {key for form in value if form[0] == "shape" for key in _fields_of(form)}
-        fields = {key: self.field(value, (key,), env) for key in keys}
+        fields = {key: _field(value, (key,), env.values_path) for key in keys}
         return fields, any(form[0] == "root" or form[2] for form in value)
 
     def disjoint_merge(self, target: Value, sources: list[Value], env: _Env) -> Value | None:
