@@ -17,9 +17,10 @@ import re
 from typing import NamedTuple
 
 # A whole action: up to the first `}}` outside a string, a character constant or a comment.
-# Possessive, so text that is no action fails at once instead of backtracking.
-_ACTION = r"""\{\{((?:[^"`'/}]++|/\*.*?\*/|/(?!\*)|"(?:[^"\\\n]++|\\.)*+"|`[^`]*+`"""
-_ACTION += r"""|'(?:[^'\\\n]|\\.)++'|\}(?!\}))*+)\}\}"""
+# Possessive, so text that is no action fails at once instead of backtracking; where it fails,
+# the `{{` alone matches, with no group: an action the scan cannot read.
+_ACTION = r"""\{\{(?:((?:[^"`'/}]++|/\*.*?\*/|/(?!\*)|"(?:[^"\\\n]++|\\.)*+"|`[^`]*+`"""
+_ACTION += r"""|'(?:[^'\\\n]|\\.)++'|\}(?!\}))*+)\}\})?"""
 # One token inside an action, as Go's lexer reads it: spaces, a comment, a string, a character,
 # a number (before fields: `.5` is a number), a variable, a field chain, the dot, a word,
 # punctuation. A field chain written onto a variable, a word or a closing parenthesis, with no
@@ -279,43 +280,38 @@ def _string(token: str) -> str | None:
 class _Frame:
     """A structure being read: `word` is top, define, block, if, with or range."""
 
-    __slots__ = ("word", "pipe", "at", "name", "body", "alt", "chained")
+    __slots__ = ("word", "pipe", "at", "name", "body", "alt", "items", "chained")
 
     def __init__(
         self, word: str, pipe: Pipe | None, at: int, name: str = "", chained: bool = False
     ) -> None:
         self.word, self.pipe, self.at, self.name = word, pipe, at, name
-        self.body: list[Stmt] | None = None
+        self.body: list[Stmt] = []
         self.alt: list[Stmt] | None = None
+        self.items = self.body  # where the next statement goes: the body, or after else, alt
         self.chained = chained  # opened by `else if` / `else with`: closed by its parent's end
-
-    def items(self) -> list[Stmt]:
-        if self.alt is not None:
-            return self.alt
-        if self.body is None:
-            self.body = []
-        return self.body
 
 
 def parse(text: str) -> Parsed:
     """The template file `text` as a tree; ScanError when the scan cannot read it."""
-    action = _patterns()[0].match
     stack = [_Frame("top", None, 0)]
     defines: list[Define] = []
-    at = 0
-    while (start := text.find("{{", at)) >= 0:
-        whole = action(text, start)
+    for whole in _patterns()[0].finditer(text):
+        start = whole.start()
         try:
-            if whole is None:
+            inner = whole.group(1)
+            if inner is None:
                 raise _Unread
-            at = whole.end()
-            word, name, pipe = _read(whole.group(1))
+            word, name, pipe = _read(inner)
         except _Unread:
             raise ScanError(start, "an action the scan cannot read") from None
-        _place(stack, defines, start, word, name, pipe)
+        if word:
+            _place(stack, defines, start, word, name, pipe)
+        elif pipe is not None:  # the commonest action, a pipeline printed, placed here
+            stack[-1].items.append(Print(pipe, start))
     if len(stack) != 1:
         raise ScanError(stack[-1].at, "a control structure the scan cannot follow (no end)")
-    return Parsed(tuple(stack[0].items()), tuple(defines))
+    return Parsed(tuple(stack[0].items), tuple(defines))
 
 
 def _place(
@@ -326,18 +322,15 @@ def _place(
     name: str | None,
     pipe: Pipe | None,
 ) -> None:
-    """Put one action into the tree being built."""
-    items = stack[-1].items()
-    if not word:
-        if pipe is not None:
-            items.append(Print(pipe, at))
-    elif word in ("if", "with", "range"):
+    """Put one action that starts with a keyword into the tree being built."""
+    items = stack[-1].items
+    if word in ("if", "with", "range"):
         stack.append(_Frame(word, _needed(pipe, at), at))
     elif word.startswith("else"):
         frame = stack[-1]
         if frame.word not in ("if", "with", "range") or frame.alt is not None:
             raise ScanError(at, "a control structure the scan cannot follow")
-        frame.alt = []
+        frame.alt = frame.items = []
         if word != "else":
             stack.append(_Frame(word[5:], _needed(pipe, at), at, chained=True))
         elif pipe is not None:
@@ -374,12 +367,10 @@ def _close(stack: list[_Frame], defines: list[Define], at: int) -> None:
             raise ScanError(at, "a control structure the scan cannot follow (an extra end)")
         frame = stack.pop()
         if frame.word in ("define", "block"):
-            defines.append(Define(frame.name, tuple(frame.items()), frame.at))
+            defines.append(Define(frame.name, tuple(frame.items), frame.at))
             return
         assert frame.pipe is not None
-        node = Control(
-            frame.word, frame.pipe, tuple(frame.body or ()), tuple(frame.alt or ()), frame.at
-        )
-        stack[-1].items().append(node)
+        node = Control(frame.word, frame.pipe, tuple(frame.body), tuple(frame.alt or ()), frame.at)
+        stack[-1].items.append(node)
         if not frame.chained:
             return
