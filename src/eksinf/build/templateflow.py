@@ -3,7 +3,8 @@ proof (determinism.py, which says what it proves and why).
 
 Each value is a set of forms it may be at run time (below); `first_doubt` reads every template
 the engine evaluates, again where what it may be given grew, until nothing grows, and returns
-the first thing that may render differently twice.
+the first thing that may render differently twice. A pipeline that reads no variable is read
+once for each dot and `$` it is given: where it recurs, what that reading did is done again.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ from eksinf.build.templateparse import (
 
 MAX_PASSES = 32  # readings of each template; the shipped charts settle in 1-3
 Doubt = tuple[int, int, int, str]  # (file, offset of its action, order in it, why)
+# What reading a pipeline did besides making its value, done again where the pipeline recurs:
+# ("doubt", why), ("include", template name, data), ("change", values paths) or ("tpl", text).
+Effect = tuple[Any, ...]
 
 # Functions whose result may differ between two renders of the same inputs, by why, and those
 # whose result is a function of their arguments: both read from the one table of functions.
@@ -268,6 +272,11 @@ class _Scan:
         self.read: set[tuple[int, str]] = set()  # variables read in this reading
         self.stale = False  # a variable grew after it was read
         self.at = 0  # the offset of the action being read, for doubts
+        # each pipeline's value, by (pipeline, dot, $), with what reading it did besides, to do
+        # again where it recurs: kept when the reading read no variable (whose value may grow)
+        self.memo: dict[tuple[int, Value, Value], tuple[Value, bool, tuple[Effect, ...]]] = {}
+        self.journal: list[Effect] | None = None  # the effects of the pipeline being read
+        self.pure = True  # whether the pipeline being read read no variable
 
     # -- the fixpoint ------------------------------------------------------------------------
 
@@ -311,7 +320,21 @@ class _Scan:
     def again(self, indexes: list[int] | range) -> None:
         self.queue.extend(i for i in indexes if i not in self.queue)
 
+    def replay(self, effects: tuple[Effect, ...], env: _Env) -> None:
+        """Do again what a pipeline's reading did, where the same pipeline recurs."""
+        for effect in effects:
+            if effect[0] == "doubt":
+                self.doubt(env, effect[1])
+            elif effect[0] == "include":
+                self.include(effect[1], effect[2])
+            elif effect[0] == "change":
+                self.change(effect[1])
+            else:
+                self.tpl_of(effect[1], env)
+
     def doubt(self, env: _Env, why: str) -> None:
+        if self.journal is not None:
+            self.journal.append(("doubt", why))
         order = len(self.doubts) + len(self.tpls)  # the first in its action comes first
         self.doubts.append((env.file, self.at, order, why))
 
@@ -325,6 +348,8 @@ class _Scan:
                 self.stale = self.stale or key in self.read
 
     def include(self, name: str | None, data: Value) -> None:
+        if self.journal is not None:
+            self.journal.append(("include", name, data))
         old = self.data.get(name, NOTHING)
         new = _join(old, data)
         if new != old:
@@ -338,7 +363,9 @@ class _Scan:
             self.doubt(env, f"includes {name}, a template the scan did not read")
         self.include(name, data)
 
-    def change(self, paths: set[tuple[str, ...] | None]) -> None:
+    def change(self, paths: frozenset[tuple[str, ...] | None]) -> None:
+        if self.journal is not None:
+            self.journal.append(("change", paths))
         self.changed |= paths
 
     # -- statements --------------------------------------------------------------------------
@@ -348,8 +375,9 @@ class _Scan:
             self.at = item.at
             if isinstance(item, Print):
                 value = self.pipe(item.pipe, env, dot)[0]
-                self.assign(env, item.pipe.decl, value)
-                if not item.pipe.decl and not _clean(value):
+                if item.pipe.decl:
+                    self.assign(env, item.pipe.decl, value)
+                elif not _clean(value):
                     self.doubt(env, "prints Helm's root context (printed, it shows "
                                "memory addresses)")  # fmt: skip
             elif isinstance(item, Invoke):
@@ -381,7 +409,22 @@ class _Scan:
     def pipe(self, pipe: Pipe, env: _Env, dot: Value) -> tuple[Value, bool]:
         """The pipeline's value, and whether it is a map made right there (no other value
         shares it yet)."""
-        return self.command(pipe.cmds, len(pipe.cmds) - 1, env, dot)
+        key = (id(pipe), dot, env.dollar)
+        known = self.memo.get(key)
+        if known is not None:
+            if known[2]:
+                self.replay(known[2], env)
+            return known[0], known[1]
+        outer, outer_pure = self.journal, self.pure
+        self.journal, self.pure = [], True
+        value, fresh = self.command(pipe.cmds, len(pipe.cmds) - 1, env, dot)
+        effects, pure = tuple(self.journal), self.pure
+        self.journal, self.pure = outer, outer_pure and pure
+        if outer is not None:
+            outer.extend(effects)
+        if pure:
+            self.memo[key] = (value, fresh, effects)
+        return value, fresh
 
     def command(
         self, cmds: tuple[Command, ...], last: int, env: _Env, dot: Value, blind: bool = False
@@ -419,6 +462,7 @@ class _Scan:
             base, names = dot, node.names
         elif isinstance(node, Var):
             names = node.names
+            self.pure = self.pure and node.name == "$"  # a variable's value may grow
             if node.name == "$":
                 base = env.dollar
             elif (env.body, node.name) in self.vars:
@@ -444,11 +488,12 @@ class _Scan:
     def call(
         self, name: str, args: list[Arg], env: _Env, dot: Value, blind: bool
     ) -> tuple[Value, bool]:
-        order_blind = name in templatefuncs.ORDER_BLIND
-        given = [
-            self.arg(arg, env, dot, blind=order_blind and _calls(arg, templatefuncs.UNORDERED))
-            for arg in args
-        ]
+        if name in templatefuncs.ORDER_BLIND:
+            given = [
+                self.arg(arg, env, dot, blind=_calls(arg, templatefuncs.UNORDERED)) for arg in args
+            ]
+        else:
+            given = [self.arg(arg, env, dot) for arg in args]
         values = [v for v, _ in given]
         if name not in PURE:
             why = _varying_kind(name)
@@ -566,7 +611,7 @@ class _Scan:
             _values_paths(target, paths)  # a merge changes maps nested in the target too
             if not fresh and any(_shares_values(v) for v in stored):
                 paths.add(None)
-            self.change(paths)
+            self.change(frozenset(paths))
             return _join(target, *(_contained(v) for v in stored)), fresh
         # set and unset change the target map itself
         if not all(_clean(v) for v in stored) and not fresh:
@@ -577,7 +622,7 @@ class _Scan:
             not fresh and any(_shares_values(v) for v in stored)
         ):
             paths.add(None)
-        self.change(paths)
+        self.change(frozenset(paths))
         key = args[1] if len(args) > 1 else None
         if fresh and name == "set" and isinstance(key, Literal) and key.string and key.text:
             return self.set_key(target, key.text, stored[0] if stored else CLEAN), True
@@ -631,8 +676,14 @@ class _Scan:
         elif not text or not all(form[0] == "values" for form in text):
             self.doubt(env, "calls tpl of text that is not a chart value")
         else:
-            order = len(self.doubts) + len(self.tpls)
-            self.tpls.append(((env.file, self.at, order, ""), text))
+            self.tpl_of(text, env)
+
+    def tpl_of(self, text: Value, env: _Env) -> None:
+        """A tpl of a chart value, judged once every template is read."""
+        if self.journal is not None:
+            self.journal.append(("tpl", text))
+        order = len(self.doubts) + len(self.tpls)
+        self.tpls.append(((env.file, self.at, order, ""), text))
 
 
 def _holds(value: Value, kind: str) -> bool:
