@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import deque
-from typing import Any, NamedTuple
+from typing import Any
 
 from eksinf.build import templatefuncs
 from eksinf.build.templateparse import (
@@ -71,7 +71,8 @@ _MAX_PATH = 6
 _ROOT_KEYS = frozenset(("Values", "Release", "Chart", "Capabilities", "Template", "Files",
                         "Subcharts"))  # fmt: skip
 
-_VERB = re.compile(r"%[^a-zA-Z%]*([a-zA-Z%])")  # printf's verbs: the letter after flags
+# printf's verbs: the letter after flags; compiled on first use, in re's own cache, not on import
+_VERB = r"%[^a-zA-Z%]*([a-zA-Z%])"
 
 
 def _join(*values: Value) -> Value:
@@ -227,21 +228,27 @@ def _varying_kind(name: str) -> str | None:
     return next((kind for kind, names in VARYING.items() if name in names), None)
 
 
-class _Piped(NamedTuple):
+class _Piped:
     """The value on the left of a `|`: the last argument of the command on its right."""
 
-    cmds: tuple[Command, ...]
-    last: int
+    __slots__ = ("cmds", "last")
+
+    def __init__(self, cmds: tuple[Command, ...], last: int) -> None:
+        self.cmds = cmds
+        self.last = last
 
 
 Arg = Operand | _Piped
 
 
-class _Env(NamedTuple):
-    body: int  # which template's variables
-    file: int  # the file it is in, for doubts
-    dollar: Value  # the template's data
-    values_path: bool  # whether `.Values` paths are known (no subchart shares the values)
+class _Env:
+    __slots__ = ("body", "file", "dollar", "values_path")
+
+    def __init__(self, body: int, file: int, dollar: Value, values_path: bool) -> None:
+        self.body = body  # which template's variables
+        self.file = file  # the file it is in, for doubts
+        self.dollar = dollar  # the template's data
+        self.values_path = values_path  # whether `.Values` paths are known (no subcharts)
 
 
 class _Scan:
@@ -509,7 +516,7 @@ class _Scan:
             return self.include_call(args, values, env)
         if name == "printf":
             fmt = args[0] if args else None
-            verbs = set(_VERB.findall(fmt.raw)) if isinstance(fmt, Literal) else set()
+            verbs = set(re.findall(_VERB, fmt.raw)) if isinstance(fmt, Literal) else set()
             if not isinstance(fmt, Literal) or not fmt.string:
                 self.doubt(env, "printf of a computed format")
             elif "p" in verbs:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import NamedTuple
 
 # A whole action: up to the first `}}` outside a string, a character constant or a comment.
 # Possessive, so text that is no action fails at once instead of backtracking; where it fails,
@@ -54,99 +53,137 @@ class _Unread(Exception):
 # -- operands --------------------------------------------------------------------------------
 
 
-class Field(NamedTuple):
+class Field:
     """`.A.B` on the dot (`names` empty: the dot itself)."""
 
-    names: tuple[str, ...]
+    __slots__ = ("names",)
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
 
 
-class Var(NamedTuple):
+class Var:
     """`$x.A.B`; `$` is the template's data."""
 
-    name: str
-    names: tuple[str, ...]
+    __slots__ = ("name", "names")
+
+    def __init__(self, name: str, names: tuple[str, ...]) -> None:
+        self.name = name
+        self.names = names
 
 
-class Ident(NamedTuple):
+class Ident:
     """A function's name."""
 
-    name: str
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
 
 
-class Literal(NamedTuple):
+class Literal:
     """A constant: `text` is a string's value when Go's reading of it is certain (no escapes),
     else None (a number, a character, true, false, nil, or a string with escapes)."""
 
-    text: str | None
-    string: bool  # a string constant (with or without escapes)
-    raw: str
+    __slots__ = ("text", "string", "raw")
+
+    def __init__(self, text: str | None, string: bool, raw: str) -> None:
+        self.text = text
+        self.string = string  # a string constant (with or without escapes)
+        self.raw = raw
 
 
-class Paren(NamedTuple):
+class Paren:
     """`(pipeline).A.B`."""
 
-    pipe: Pipe
-    names: tuple[str, ...]
+    __slots__ = ("pipe", "names")
+
+    def __init__(self, pipe: Pipe, names: tuple[str, ...]) -> None:
+        self.pipe = pipe
+        self.names = names
 
 
 Operand = Field | Var | Ident | Literal | Paren
 
 
-class Command(NamedTuple):
-    operands: tuple[Operand, ...]
+class Command:
+    __slots__ = ("operands",)
+
+    def __init__(self, operands: tuple[Operand, ...]) -> None:
+        self.operands = operands
 
 
-class Pipe(NamedTuple):
+class Pipe:
     """`$a, $b := c1 | c2`: `decl` names the variables set (`:=` or `=`)."""
 
-    decl: tuple[str, ...]
-    cmds: tuple[Command, ...]
+    __slots__ = ("decl", "cmds")
+
+    def __init__(self, decl: tuple[str, ...], cmds: tuple[Command, ...]) -> None:
+        self.decl = decl
+        self.cmds = cmds
 
 
 # -- statements ------------------------------------------------------------------------------
 
 
-class Print(NamedTuple):
+class Print:
     """An action that is a pipeline: it prints its value unless it sets variables."""
 
-    pipe: Pipe
-    at: int
+    __slots__ = ("pipe", "at")
+
+    def __init__(self, pipe: Pipe, at: int) -> None:
+        self.pipe = pipe
+        self.at = at
 
 
-class Control(NamedTuple):
+class Control:
     """`if`, `with` or `range` (`word`), its body and its `else` branch (`alt`)."""
 
-    word: str
-    pipe: Pipe
-    body: tuple[Stmt, ...]
-    alt: tuple[Stmt, ...]
-    at: int
+    __slots__ = ("word", "pipe", "body", "alt", "at")
+
+    def __init__(
+        self, word: str, pipe: Pipe, body: tuple[Stmt, ...], alt: tuple[Stmt, ...], at: int
+    ) -> None:
+        self.word = word
+        self.pipe = pipe
+        self.body = body
+        self.alt = alt
+        self.at = at
 
 
-class Invoke(NamedTuple):
+class Invoke:
     """`{{ template "name" pipeline }}` (and the call a `block` makes where it stands)."""
 
-    name: str
-    pipe: Pipe | None
-    at: int
+    __slots__ = ("name", "pipe", "at")
+
+    def __init__(self, name: str, pipe: Pipe | None, at: int) -> None:
+        self.name = name
+        self.pipe = pipe
+        self.at = at
 
 
 Stmt = Print | Control | Invoke
 
 
-class Define(NamedTuple):
+class Define:
     """A `define` or `block` body: a template of its own, called by name."""
 
-    name: str
-    body: tuple[Stmt, ...]
-    at: int
+    __slots__ = ("name", "body", "at")
+
+    def __init__(self, name: str, body: tuple[Stmt, ...], at: int) -> None:
+        self.name = name
+        self.body = body
+        self.at = at
 
 
-class Parsed(NamedTuple):
+class Parsed:
     """One template file: its top-level body and the templates it defines."""
 
-    body: tuple[Stmt, ...]
-    defines: tuple[Define, ...]
+    __slots__ = ("body", "defines")
+
+    def __init__(self, body: tuple[Stmt, ...], defines: tuple[Define, ...]) -> None:
+        self.body = body
+        self.defines = defines
 
 
 _KEYWORDS = frozenset(("if", "else", "end", "range", "with", "define", "template", "block",
