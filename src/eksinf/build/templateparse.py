@@ -17,9 +17,12 @@ import re
 
 # A whole action: up to the first `}}` outside a string, a character constant or a comment.
 # Possessive, so text that is no action fails at once instead of backtracking; where it fails,
-# the `{{` alone matches, with no group: an action the scan cannot read.
-_ACTION = r"""\{\{(?:((?:[^"`'/}]++|/\*.*?\*/|/(?!\*)|"(?:[^"\\\n]++|\\.)*+"|`[^`]*+`"""
-_ACTION += r"""|'(?:[^'\\\n]|\\.)++'|\}(?!\}))*+)\}\})?"""
+# the `{{` alone matches, with no group: an action the scan cannot read. Written as runs of
+# plain characters between the others, which the engine reads faster than one alternation.
+_PLAIN = r"""[^"`'/}]*+"""
+_OTHER = r"""/\*.*?\*/|/(?!\*)|"(?:[^"\\\n]++|\\.)*+"|`[^`]*+`|'(?:[^'\\\n]|\\.)++'|\}(?!\})"""
+_ACTION = r"\{\{(?:(" + _PLAIN + "(?:(?:" + _OTHER + ")" + _PLAIN + r")*+)\}\})?"
+
 # One token inside an action, as Go's lexer reads it: spaces, a comment, a string, a character,
 # a number (before fields: `.5` is a number), a variable, a field chain, the dot, a word,
 # punctuation. A field chain written onto a variable, a word or a closing parenthesis, with no
