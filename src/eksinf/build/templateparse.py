@@ -234,9 +234,6 @@ class _Reader:
     def done(self) -> bool:
         return self.i >= len(self.tokens)
 
-    def peek(self) -> str:
-        return self.tokens[self.i] if self.i < len(self.tokens) else ""
-
     def take(self) -> str:
         if self.i >= len(self.tokens):
             raise _Unread
@@ -261,14 +258,15 @@ class _Reader:
                     raise _Unread
                 names, self.i = (tokens[i], after[1]), i + 4
         cmds = [self.command()]
-        while self.peek() == "|":
+        while self.i < len(tokens) and tokens[self.i] == "|":
             self.i += 1
             cmds.append(self.command())
         return Pipe(names, tuple(cmds))
 
     def command(self) -> Command:
         operands: list[Operand] = []
-        while not self.done() and self.peek()[:1] not in ("|", ")"):
+        tokens = self.tokens  # indexed here, not through peek: the reader's innermost loop
+        while self.i < len(tokens) and tokens[self.i][0] not in "|)":
             operands.append(self.operand())
         if not operands:
             raise _Unread
