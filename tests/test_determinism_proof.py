@@ -268,6 +268,39 @@ def test_a_disabled_subchart_is_not_evaluated_so_not_judged(chart_mirror):
     assert len(rendered.evaluated()) < len(rendered.templates)
 
 
+@pytest.mark.parametrize(
+    ("templates", "why"),
+    [
+        # the same action under another dot: data under `with`, the root context at the top
+        ({"cm.yaml": "{{ with .Values.a }}{{ . }}{{ end }}{{ . }}"}, "cm.yaml:1: prints Helm's"),
+        # the same action, the same dot, another `$`: a define given data, one given the root
+        (
+            {
+                "_h.tpl": '{{ define "a" }}{{ with "s" }}{{ toString $ }}{{ end }}{{ end }}\n'
+                '{{ define "b" }}{{ with "s" }}{{ toString $ }}{{ end }}{{ end }}',
+                "cm.yaml": '{{ include "a" (dict) }}{{ include "b" . }}',
+            },
+            "_h.tpl:2: takes Helm's root context into toString",
+        ),
+        # a template read again (a variable grew after it was read) finds its doubts again
+        (
+            {"cm.yaml": '{{ $x := "a" }}{{ $x }}{{ $x = .Values.a }}{{ randAlpha 3 }}'},
+            "cm.yaml:1: calls randAlpha (random)",
+        ),
+        # an action that reads a variable is read anew: the variable may have grown since
+        (
+            {"cm.yaml": '{{ $x := "a" }}{{ toString $x }}{{ $x = $ }}'},
+            "cm.yaml:1: takes Helm's root context into toString",
+        ),
+    ],
+)
+def test_an_action_read_again_is_judged_where_it_stands(templates, why):
+    """The scan reads a pipeline once for each dot and `$` it is given, and does again what that
+    reading did (its doubts, its includes) wherever the action recurs."""
+    proof = prove(tuple((f"c/templates/{path}", text) for path, text in templates.items()))
+    assert proof.reason.startswith("c/templates/" + why), proof.reason
+
+
 def test_the_tables_do_not_overlap():
     varying = {name for names in VARYING.values() for name in names}
     assert not varying & PURE

@@ -3,14 +3,16 @@ proof (determinism.py, which says what it proves and why).
 
 Each value is a set of forms it may be at run time (below); `first_doubt` reads every template
 the engine evaluates, again where what it may be given grew, until nothing grows, and returns
-the first thing that may render differently twice.
+the first thing that may render differently twice. A pipeline that reads no variable is read
+once for each dot and `$` it is given: where it recurs, what that reading did is done again.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import deque
-from typing import Any, NamedTuple
+from typing import Any
 
 from eksinf.build import templatefuncs
 from eksinf.build.templateparse import (
@@ -31,6 +33,9 @@ from eksinf.build.templateparse import (
 
 MAX_PASSES = 32  # readings of each template; the shipped charts settle in 1-3
 Doubt = tuple[int, int, int, str]  # (file, offset of its action, order in it, why)
+# What reading a pipeline did besides making its value, done again where the pipeline recurs:
+# ("doubt", why), ("include", template name, data), ("change", values paths) or ("tpl", text).
+Effect = tuple[Any, ...]
 
 # Functions whose result may differ between two renders of the same inputs, by why, and those
 # whose result is a function of their arguments: both read from the one table of functions.
@@ -38,8 +43,9 @@ VARYING: dict[str, tuple[str, ...]] = templatefuncs.varying()
 PURE = templatefuncs.pure()
 # Helm's objects that hold pointers: Go prints a pointer inside a value as its address, so
 # `{{ .Chart }}` or `{{ toString .Subcharts }}` differs from run to run. Their plain fields
-# (`.Chart.Name`) are data.
-_WHOLE_OBJECT = re.compile(r"\.(?:Chart|Subcharts)$|\.Chart\.(?:Maintainers|Dependencies)$")
+# (`.Chart.Name`) are data; these two lists of the chart's are not.
+_WHOLE_OBJECTS = frozenset(("Chart", "Subcharts"))
+_CHART_LISTS = frozenset(("Maintainers", "Dependencies"))
 
 # -- what a value may be ---------------------------------------------------------------------
 # A value is a set of forms, any of which it may be at run time:
@@ -65,7 +71,8 @@ _MAX_PATH = 6
 _ROOT_KEYS = frozenset(("Values", "Release", "Chart", "Capabilities", "Template", "Files",
                         "Subcharts"))  # fmt: skip
 
-_VERB = re.compile(r"%[^a-zA-Z%]*([a-zA-Z%])")  # printf's verbs: the letter after flags
+# printf's verbs: the letter after flags; compiled on first use, in re's own cache, not on import
+_VERB = r"%[^a-zA-Z%]*([a-zA-Z%])"
 
 
 def _join(*values: Value) -> Value:
@@ -77,6 +84,7 @@ def _join(*values: Value) -> Value:
     return forms
 
 
+@functools.lru_cache(maxsize=1024)  # called for most values the scan makes; few are distinct
 def _clean(value: Value) -> bool:
     """Whether the value holds no root context (printing it prints data)."""
     return all(form[0] in ("clean", "values", "pointer") for form in value)
@@ -171,25 +179,76 @@ def _overlaps(a: tuple[str, ...] | None, b: tuple[str, ...] | None) -> bool:
     return all(x == y or "*" in (x, y) for x, y in zip(a, b, strict=False))
 
 
+def _whole(names: tuple[str, ...]) -> bool:
+    """Whether the field chain ends on one of Helm's objects taken whole."""
+    last = names[-1]
+    return last in _WHOLE_OBJECTS or (last in _CHART_LISTS and names[-2:-1] == ("Chart",))
+
+
+@functools.lru_cache(maxsize=4096)  # the same fields of the same values recur in every chart
+def _field(value: Value, names: tuple[str, ...], values_path: bool) -> Value:
+    """The field chain `names` of the value (`values_path`: `.Values` paths are known)."""
+    if not names:
+        return value
+    out: list[Value] = []
+    for form in value:
+        kind = form[0]
+        if kind in ("clean", "pointer"):
+            out.append(CLEAN)
+        elif kind == "values":
+            path = form[1]
+            out.append(_values(None if path is None else (*path, *names)))
+        elif kind == "root":
+            out.append(_root_field(names, values_path))
+        elif kind == "shape":
+            fields = _fields_of(form)
+            if names[0] in fields:
+                out.append(_field(fields[names[0]], names[1:], values_path))
+            elif form[2]:
+                out.append(_root_field(names, values_path))
+            else:
+                out.append(CLEAN)  # a missing key: nothing
+        else:
+            out.append(ANY)
+    return _join(*out)
+
+
+def _root_field(names: tuple[str, ...], values_path: bool) -> Value:
+    head = names[0]
+    if head == "Values":
+        return _values(names[1:] if values_path else None)
+    if head == "Subcharts" or (head == "Capabilities" and len(names) == 1):
+        return ANY
+    # the root's other keys are data, and a template can add no other (it would have to
+    # store the root context into the root, a doubt)
+    return CLEAN
+
+
 def _varying_kind(name: str) -> str | None:
     return next((kind for kind, names in VARYING.items() if name in names), None)
 
 
-class _Piped(NamedTuple):
+class _Piped:
     """The value on the left of a `|`: the last argument of the command on its right."""
 
-    cmds: tuple[Command, ...]
-    last: int
+    __slots__ = ("cmds", "last")
+
+    def __init__(self, cmds: tuple[Command, ...], last: int) -> None:
+        self.cmds = cmds
+        self.last = last
 
 
 Arg = Operand | _Piped
 
 
-class _Env(NamedTuple):
-    body: int  # which template's variables
-    file: int  # the file it is in, for doubts
-    dollar: Value  # the template's data
-    values_path: bool  # whether `.Values` paths are known (no subchart shares the values)
+class _Env:
+    __slots__ = ("body", "file", "dollar", "values_path")
+
+    def __init__(self, body: int, file: int, dollar: Value, values_path: bool) -> None:
+        self.body = body  # which template's variables
+        self.file = file  # the file it is in, for doubts
+        self.dollar = dollar  # the template's data
+        self.values_path = values_path  # whether `.Values` paths are known (no subcharts)
 
 
 class _Scan:
@@ -220,6 +279,11 @@ class _Scan:
         self.read: set[tuple[int, str]] = set()  # variables read in this reading
         self.stale = False  # a variable grew after it was read
         self.at = 0  # the offset of the action being read, for doubts
+        # each pipeline's value, by (pipeline, dot, $), with what reading it did besides, to do
+        # again where it recurs: kept when the reading read no variable (whose value may grow)
+        self.memo: dict[tuple[int, Value, Value], tuple[Value, bool, tuple[Effect, ...]]] = {}
+        self.journal: list[Effect] | None = None  # the effects of the pipeline being read
+        self.pure = True  # whether the pipeline being read read no variable
 
     # -- the fixpoint ------------------------------------------------------------------------
 
@@ -263,7 +327,21 @@ class _Scan:
     def again(self, indexes: list[int] | range) -> None:
         self.queue.extend(i for i in indexes if i not in self.queue)
 
+    def replay(self, effects: tuple[Effect, ...], env: _Env) -> None:
+        """Do again what a pipeline's reading did, where the same pipeline recurs."""
+        for effect in effects:
+            if effect[0] == "doubt":
+                self.doubt(env, effect[1])
+            elif effect[0] == "include":
+                self.include(effect[1], effect[2])
+            elif effect[0] == "change":
+                self.change(effect[1])
+            else:
+                self.tpl_of(effect[1], env)
+
     def doubt(self, env: _Env, why: str) -> None:
+        if self.journal is not None:
+            self.journal.append(("doubt", why))
         order = len(self.doubts) + len(self.tpls)  # the first in its action comes first
         self.doubts.append((env.file, self.at, order, why))
 
@@ -277,6 +355,8 @@ class _Scan:
                 self.stale = self.stale or key in self.read
 
     def include(self, name: str | None, data: Value) -> None:
+        if self.journal is not None:
+            self.journal.append(("include", name, data))
         old = self.data.get(name, NOTHING)
         new = _join(old, data)
         if new != old:
@@ -290,7 +370,9 @@ class _Scan:
             self.doubt(env, f"includes {name}, a template the scan did not read")
         self.include(name, data)
 
-    def change(self, paths: set[tuple[str, ...] | None]) -> None:
+    def change(self, paths: frozenset[tuple[str, ...] | None]) -> None:
+        if self.journal is not None:
+            self.journal.append(("change", paths))
         self.changed |= paths
 
     # -- statements --------------------------------------------------------------------------
@@ -300,8 +382,9 @@ class _Scan:
             self.at = item.at
             if isinstance(item, Print):
                 value = self.pipe(item.pipe, env, dot)[0]
-                self.assign(env, item.pipe.decl, value)
-                if not item.pipe.decl and not _clean(value):
+                if item.pipe.decl:
+                    self.assign(env, item.pipe.decl, value)
+                elif not _clean(value):
                     self.doubt(env, "prints Helm's root context (printed, it shows "
                                "memory addresses)")  # fmt: skip
             elif isinstance(item, Invoke):
@@ -333,16 +416,31 @@ class _Scan:
     def pipe(self, pipe: Pipe, env: _Env, dot: Value) -> tuple[Value, bool]:
         """The pipeline's value, and whether it is a map made right there (no other value
         shares it yet)."""
-        return self.command(pipe.cmds, len(pipe.cmds) - 1, env, dot)
+        key = (id(pipe), dot, env.dollar)
+        known = self.memo.get(key)
+        if known is not None:
+            if known[2]:
+                self.replay(known[2], env)
+            return known[0], known[1]
+        outer, outer_pure = self.journal, self.pure
+        self.journal, self.pure = [], True
+        value, fresh = self.command(pipe.cmds, len(pipe.cmds) - 1, env, dot)
+        effects, pure = tuple(self.journal), self.pure
+        self.journal, self.pure = outer, outer_pure and pure
+        if outer is not None:
+            outer.extend(effects)
+        if pure:
+            self.memo[key] = (value, fresh, effects)
+        return value, fresh
 
     def command(
         self, cmds: tuple[Command, ...], last: int, env: _Env, dot: Value, blind: bool = False
     ) -> tuple[Value, bool]:
         cmd = cmds[last]
-        args: list[Arg] = list(cmd.operands[1:])
+        head = cmd.operands[0]
+        args: list[Arg] = [*cmd.operands[1:]]
         if last > 0:
             args.append(_Piped(cmds, last - 1))
-        head = cmd.operands[0]
         if isinstance(head, Ident):
             return self.call(head.name, args, env, dot, blind)
         value, fresh = self.operand(head, env, dot)
@@ -371,6 +469,7 @@ class _Scan:
             base, names = dot, node.names
         elif isinstance(node, Var):
             names = node.names
+            self.pure = self.pure and node.name == "$"  # a variable's value may grow
             if node.name == "$":
                 base = env.dollar
             elif (env.body, node.name) in self.vars:
@@ -384,56 +483,24 @@ class _Scan:
             if not node.names:
                 return base, fresh
             names = node.names
-        if names and _WHOLE_OBJECT.search("." + ".".join(names)):
+        if not names:
+            return base, False
+        if _whole(names):
             self.doubt(env, f"takes .{'.'.join(names)} whole (printed, it shows "
                        "memory addresses)")  # fmt: skip
-        return self.field(base, names, env), False
-
-    def field(self, value: Value, names: tuple[str, ...], env: _Env) -> Value:
-        if not names:
-            return value
-        out: list[Value] = []
-        for form in value:
-            kind = form[0]
-            if kind in ("clean", "pointer"):
-                out.append(CLEAN)
-            elif kind == "values":
-                path = form[1]
-                out.append(_values(None if path is None else (*path, *names)))
-            elif kind == "root":
-                out.append(self.root_field(names, env))
-            elif kind == "shape":
-                fields = _fields_of(form)
-                if names[0] in fields:
-                    out.append(self.field(fields[names[0]], names[1:], env))
-                elif form[2]:
-                    out.append(self.root_field(names, env))
-                else:
-                    out.append(CLEAN)  # a missing key: nothing
-            else:
-                out.append(ANY)
-        return _join(*out)
-
-    def root_field(self, names: tuple[str, ...], env: _Env) -> Value:
-        head = names[0]
-        if head == "Values":
-            return _values(names[1:] if env.values_path else None)
-        if head == "Subcharts" or (head == "Capabilities" and len(names) == 1):
-            return ANY
-        # the root's other keys are data, and a template can add no other (it would have to
-        # store the root context into the root, a doubt)
-        return CLEAN
+        return _field(base, names, env.values_path), False
 
     # -- functions ---------------------------------------------------------------------------
 
     def call(
         self, name: str, args: list[Arg], env: _Env, dot: Value, blind: bool
     ) -> tuple[Value, bool]:
-        order_blind = name in templatefuncs.ORDER_BLIND
-        given = [
-            self.arg(arg, env, dot, blind=order_blind and _calls(arg, templatefuncs.UNORDERED))
-            for arg in args
-        ]
+        if name in templatefuncs.ORDER_BLIND:
+            given = [
+                self.arg(arg, env, dot, blind=_calls(arg, templatefuncs.UNORDERED)) for arg in args
+            ]
+        else:
+            given = [self.arg(arg, env, dot) for arg in args]
         values = [v for v, _ in given]
         if name not in PURE:
             why = _varying_kind(name)
@@ -449,7 +516,7 @@ class _Scan:
             return self.include_call(args, values, env)
         if name == "printf":
             fmt = args[0] if args else None
-            verbs = set(_VERB.findall(fmt.raw)) if isinstance(fmt, Literal) else set()
+            verbs = set(re.findall(_VERB, fmt.raw)) if isinstance(fmt, Literal) else set()
             if not isinstance(fmt, Literal) or not fmt.string:
                 self.doubt(env, "printf of a computed format")
             elif "p" in verbs:
@@ -491,7 +558,7 @@ class _Scan:
     def lookup(self, value: Value, keys: list[Arg], env: _Env) -> Value:
         for key in keys:
             if isinstance(key, Literal) and key.string and key.text is not None:
-                value = self.field(value, (key.text,), env)
+                value = _field(value, (key.text,), env.values_path)
             else:
                 value = _elements(value)
         return value
@@ -551,7 +618,7 @@ class _Scan:
             _values_paths(target, paths)  # a merge changes maps nested in the target too
             if not fresh and any(_shares_values(v) for v in stored):
                 paths.add(None)
-            self.change(paths)
+            self.change(frozenset(paths))
             return _join(target, *(_contained(v) for v in stored)), fresh
         # set and unset change the target map itself
         if not all(_clean(v) for v in stored) and not fresh:
@@ -562,7 +629,7 @@ class _Scan:
             not fresh and any(_shares_values(v) for v in stored)
         ):
             paths.add(None)
-        self.change(paths)
+        self.change(frozenset(paths))
         key = args[1] if len(args) > 1 else None
         if fresh and name == "set" and isinstance(key, Literal) and key.string and key.text:
             return self.set_key(target, key.text, stored[0] if stored else CLEAN), True
@@ -583,7 +650,7 @@ class _Scan:
         if not value or not all(form[0] in ("shape", "root") for form in value):
             return None
         keys = {key for form in value if form[0] == "shape" for key in _fields_of(form)}
-        fields = {key: self.field(value, (key,), env) for key in keys}
+        fields = {key: _field(value, (key,), env.values_path) for key in keys}
         return fields, any(form[0] == "root" or form[2] for form in value)
 
     def disjoint_merge(self, target: Value, sources: list[Value], env: _Env) -> Value | None:
@@ -616,8 +683,14 @@ class _Scan:
         elif not text or not all(form[0] == "values" for form in text):
             self.doubt(env, "calls tpl of text that is not a chart value")
         else:
-            order = len(self.doubts) + len(self.tpls)
-            self.tpls.append(((env.file, self.at, order, ""), text))
+            self.tpl_of(text, env)
+
+    def tpl_of(self, text: Value, env: _Env) -> None:
+        """A tpl of a chart value, judged once every template is read."""
+        if self.journal is not None:
+            self.journal.append(("tpl", text))
+        order = len(self.doubts) + len(self.tpls)
+        self.tpls.append(((env.file, self.at, order, ""), text))
 
 
 def _holds(value: Value, kind: str) -> bool:

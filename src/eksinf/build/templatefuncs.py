@@ -12,7 +12,7 @@ yet no tpl-value hazard, as the second render of a chart that calls tpl sees it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 # why a function may vary (the proof's reasons); TIME, RANDOM and CRYPTO, with LOOKUP, are also
 # the guard's kinds of tpl-value hazard
@@ -24,8 +24,7 @@ OUTSIDE = "outside the chart"
 LOOKUP = "lookup"
 
 
-@dataclass(frozen=True)
-class Nature:
+class Nature(NamedTuple):  # immutable like a frozen dataclass, and cheaper to define on import
     """What a function's result is: `varies` is why two renders may differ (None: it depends on
     the arguments alone), `hazard` the tpl-value kind it is (None: committed YAML holds it
     safely)."""

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import NamedTuple
 
 # A whole action: up to the first `}}` outside a string, a character constant or a comment.
-# Possessive, so text that is no action fails at once instead of backtracking.
-_ACTION = r"""\{\{((?:[^"`'/}]++|/\*.*?\*/|/(?!\*)|"(?:[^"\\\n]++|\\.)*+"|`[^`]*+`"""
-_ACTION += r"""|'(?:[^'\\\n]|\\.)++'|\}(?!\}))*+)\}\}"""
+# Possessive, so text that is no action fails at once instead of backtracking; where it fails,
+# the `{{` alone matches, with no group: an action the scan cannot read. Written as runs of
+# plain characters between the others, which the engine reads faster than one alternation.
+_PLAIN = r"""[^"`'/}]*+"""
+_OTHER = r"""/\*.*?\*/|/(?!\*)|"(?:[^"\\\n]++|\\.)*+"|`[^`]*+`|'(?:[^'\\\n]|\\.)++'|\}(?!\})"""
+_ACTION = r"\{\{(?:(" + _PLAIN + "(?:(?:" + _OTHER + ")" + _PLAIN + r")*+)\}\})?"
+
 # One token inside an action, as Go's lexer reads it: spaces, a comment, a string, a character,
 # a number (before fields: `.5` is a number), a variable, a field chain, the dot, a word,
 # punctuation. A field chain written onto a variable, a word or a closing parenthesis, with no
@@ -53,99 +56,137 @@ class _Unread(Exception):
 # -- operands --------------------------------------------------------------------------------
 
 
-class Field(NamedTuple):
+class Field:
     """`.A.B` on the dot (`names` empty: the dot itself)."""
 
-    names: tuple[str, ...]
+    __slots__ = ("names",)
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
 
 
-class Var(NamedTuple):
+class Var:
     """`$x.A.B`; `$` is the template's data."""
 
-    name: str
-    names: tuple[str, ...]
+    __slots__ = ("name", "names")
+
+    def __init__(self, name: str, names: tuple[str, ...]) -> None:
+        self.name = name
+        self.names = names
 
 
-class Ident(NamedTuple):
+class Ident:
     """A function's name."""
 
-    name: str
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
 
 
-class Literal(NamedTuple):
+class Literal:
     """A constant: `text` is a string's value when Go's reading of it is certain (no escapes),
     else None (a number, a character, true, false, nil, or a string with escapes)."""
 
-    text: str | None
-    string: bool  # a string constant (with or without escapes)
-    raw: str
+    __slots__ = ("text", "string", "raw")
+
+    def __init__(self, text: str | None, string: bool, raw: str) -> None:
+        self.text = text
+        self.string = string  # a string constant (with or without escapes)
+        self.raw = raw
 
 
-class Paren(NamedTuple):
+class Paren:
     """`(pipeline).A.B`."""
 
-    pipe: Pipe
-    names: tuple[str, ...]
+    __slots__ = ("pipe", "names")
+
+    def __init__(self, pipe: Pipe, names: tuple[str, ...]) -> None:
+        self.pipe = pipe
+        self.names = names
 
 
 Operand = Field | Var | Ident | Literal | Paren
 
 
-class Command(NamedTuple):
-    operands: tuple[Operand, ...]
+class Command:
+    __slots__ = ("operands",)
+
+    def __init__(self, operands: tuple[Operand, ...]) -> None:
+        self.operands = operands
 
 
-class Pipe(NamedTuple):
+class Pipe:
     """`$a, $b := c1 | c2`: `decl` names the variables set (`:=` or `=`)."""
 
-    decl: tuple[str, ...]
-    cmds: tuple[Command, ...]
+    __slots__ = ("decl", "cmds")
+
+    def __init__(self, decl: tuple[str, ...], cmds: tuple[Command, ...]) -> None:
+        self.decl = decl
+        self.cmds = cmds
 
 
 # -- statements ------------------------------------------------------------------------------
 
 
-class Print(NamedTuple):
+class Print:
     """An action that is a pipeline: it prints its value unless it sets variables."""
 
-    pipe: Pipe
-    at: int
+    __slots__ = ("pipe", "at")
+
+    def __init__(self, pipe: Pipe, at: int) -> None:
+        self.pipe = pipe
+        self.at = at
 
 
-class Control(NamedTuple):
+class Control:
     """`if`, `with` or `range` (`word`), its body and its `else` branch (`alt`)."""
 
-    word: str
-    pipe: Pipe
-    body: tuple[Stmt, ...]
-    alt: tuple[Stmt, ...]
-    at: int
+    __slots__ = ("word", "pipe", "body", "alt", "at")
+
+    def __init__(
+        self, word: str, pipe: Pipe, body: tuple[Stmt, ...], alt: tuple[Stmt, ...], at: int
+    ) -> None:
+        self.word = word
+        self.pipe = pipe
+        self.body = body
+        self.alt = alt
+        self.at = at
 
 
-class Invoke(NamedTuple):
+class Invoke:
     """`{{ template "name" pipeline }}` (and the call a `block` makes where it stands)."""
 
-    name: str
-    pipe: Pipe | None
-    at: int
+    __slots__ = ("name", "pipe", "at")
+
+    def __init__(self, name: str, pipe: Pipe | None, at: int) -> None:
+        self.name = name
+        self.pipe = pipe
+        self.at = at
 
 
 Stmt = Print | Control | Invoke
 
 
-class Define(NamedTuple):
+class Define:
     """A `define` or `block` body: a template of its own, called by name."""
 
-    name: str
-    body: tuple[Stmt, ...]
-    at: int
+    __slots__ = ("name", "body", "at")
+
+    def __init__(self, name: str, body: tuple[Stmt, ...], at: int) -> None:
+        self.name = name
+        self.body = body
+        self.at = at
 
 
-class Parsed(NamedTuple):
+class Parsed:
     """One template file: its top-level body and the templates it defines."""
 
-    body: tuple[Stmt, ...]
-    defines: tuple[Define, ...]
+    __slots__ = ("body", "defines")
+
+    def __init__(self, body: tuple[Stmt, ...], defines: tuple[Define, ...]) -> None:
+        self.body = body
+        self.defines = defines
 
 
 _KEYWORDS = frozenset(("if", "else", "end", "range", "with", "define", "template", "block",
@@ -193,9 +234,6 @@ class _Reader:
     def done(self) -> bool:
         return self.i >= len(self.tokens)
 
-    def peek(self) -> str:
-        return self.tokens[self.i] if self.i < len(self.tokens) else ""
-
     def take(self) -> str:
         if self.i >= len(self.tokens):
             raise _Unread
@@ -220,14 +258,15 @@ class _Reader:
                     raise _Unread
                 names, self.i = (tokens[i], after[1]), i + 4
         cmds = [self.command()]
-        while self.peek() == "|":
+        while self.i < len(tokens) and tokens[self.i] == "|":
             self.i += 1
             cmds.append(self.command())
         return Pipe(names, tuple(cmds))
 
     def command(self) -> Command:
         operands: list[Operand] = []
-        while not self.done() and self.peek()[:1] not in ("|", ")"):
+        tokens = self.tokens  # indexed here, not through peek: the reader's innermost loop
+        while self.i < len(tokens) and tokens[self.i][0] not in "|)":
             operands.append(self.operand())
         if not operands:
             raise _Unread
@@ -279,43 +318,38 @@ def _string(token: str) -> str | None:
 class _Frame:
     """A structure being read: `word` is top, define, block, if, with or range."""
 
-    __slots__ = ("word", "pipe", "at", "name", "body", "alt", "chained")
+    __slots__ = ("word", "pipe", "at", "name", "body", "alt", "items", "chained")
 
     def __init__(
         self, word: str, pipe: Pipe | None, at: int, name: str = "", chained: bool = False
     ) -> None:
         self.word, self.pipe, self.at, self.name = word, pipe, at, name
-        self.body: list[Stmt] | None = None
+        self.body: list[Stmt] = []
         self.alt: list[Stmt] | None = None
+        self.items = self.body  # where the next statement goes: the body, or after else, alt
         self.chained = chained  # opened by `else if` / `else with`: closed by its parent's end
-
-    def items(self) -> list[Stmt]:
-        if self.alt is not None:
-            return self.alt
-        if self.body is None:
-            self.body = []
-        return self.body
 
 
 def parse(text: str) -> Parsed:
     """The template file `text` as a tree; ScanError when the scan cannot read it."""
-    action = _patterns()[0].match
     stack = [_Frame("top", None, 0)]
     defines: list[Define] = []
-    at = 0
-    while (start := text.find("{{", at)) >= 0:
-        whole = action(text, start)
+    for whole in _patterns()[0].finditer(text):
+        start = whole.start()
         try:
-            if whole is None:
+            inner = whole.group(1)
+            if inner is None:
                 raise _Unread
-            at = whole.end()
-            word, name, pipe = _read(whole.group(1))
+            word, name, pipe = _read(inner)
         except _Unread:
             raise ScanError(start, "an action the scan cannot read") from None
-        _place(stack, defines, start, word, name, pipe)
+        if word:
+            _place(stack, defines, start, word, name, pipe)
+        elif pipe is not None:  # the commonest action, a pipeline printed, placed here
+            stack[-1].items.append(Print(pipe, start))
     if len(stack) != 1:
         raise ScanError(stack[-1].at, "a control structure the scan cannot follow (no end)")
-    return Parsed(tuple(stack[0].items()), tuple(defines))
+    return Parsed(tuple(stack[0].items), tuple(defines))
 
 
 def _place(
@@ -326,18 +360,15 @@ def _place(
     name: str | None,
     pipe: Pipe | None,
 ) -> None:
-    """Put one action into the tree being built."""
-    items = stack[-1].items()
-    if not word:
-        if pipe is not None:
-            items.append(Print(pipe, at))
-    elif word in ("if", "with", "range"):
+    """Put one action that starts with a keyword into the tree being built."""
+    items = stack[-1].items
+    if word in ("if", "with", "range"):
         stack.append(_Frame(word, _needed(pipe, at), at))
     elif word.startswith("else"):
         frame = stack[-1]
         if frame.word not in ("if", "with", "range") or frame.alt is not None:
             raise ScanError(at, "a control structure the scan cannot follow")
-        frame.alt = []
+        frame.alt = frame.items = []
         if word != "else":
             stack.append(_Frame(word[5:], _needed(pipe, at), at, chained=True))
         elif pipe is not None:
@@ -374,12 +405,10 @@ def _close(stack: list[_Frame], defines: list[Define], at: int) -> None:
             raise ScanError(at, "a control structure the scan cannot follow (an extra end)")
         frame = stack.pop()
         if frame.word in ("define", "block"):
-            defines.append(Define(frame.name, tuple(frame.items()), frame.at))
+            defines.append(Define(frame.name, tuple(frame.items), frame.at))
             return
         assert frame.pipe is not None
-        node = Control(
-            frame.word, frame.pipe, tuple(frame.body or ()), tuple(frame.alt or ()), frame.at
-        )
-        stack[-1].items().append(node)
+        node = Control(frame.word, frame.pipe, tuple(frame.body), tuple(frame.alt or ()), frame.at)
+        stack[-1].items.append(node)
         if not frame.chained:
             return
