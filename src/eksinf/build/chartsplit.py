@@ -376,10 +376,10 @@ def _store_render(
 
 @dataclass(frozen=True)
 class ChartJob:
-    """One chart of a component, made ready before any component is split: its pinned archive,
-    values (`chart_values`, read once) and options, the key of its record, and its first render:
-    the record when the cache holds one, else the engine's render, started on the engine's
-    thread (`start`) so that it runs while earlier charts and pinned manifests are split."""
+    """One chart of a component, made ready on the engine's thread (`start`): its pinned
+    archive, values (read once, as Helm reads them) and options, the key of its record, and its
+    first render: the record when the cache holds one, else the engine's render, queued there
+    so that it runs while the charts before it are split."""
 
     spec: ChartSpec
     chart: ResolvedChart
