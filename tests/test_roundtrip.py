@@ -104,19 +104,22 @@ def test_an_edit_beside_a_folded_line_changes_only_its_own_line():
 
 def test_an_edit_of_a_folded_scalar_means_exactly_the_edit():
     """Rewriting the folded value itself touches lines the round trip changed: the edit cannot
-    be placed on the original, and the round trip's text is written, with the edit's meaning."""
+    be placed on the original, so the top-level entry it is in (`metadata`) is written as its
+    round trip, with the edit's meaning; an entry it does not touch (`spec`, with a fold of its
+    own) stays as written."""
     after = edit_text(FOLDED, _annotate("description", "short now"))
     assert after is not None
     assert "    description: short now\n" in after
-    assert "/var/run/tool /var/run/tool-server\n" in after  # R1: the other fold undone too
+    assert FOLDED[FOLDED.index("spec:") :] in after  # the other fold kept
     expected = load_docs(FOLDED)
     expected[0]["metadata"]["annotations"]["description"] = "short now"
     assert same_tree(load_docs(after), expected)
 
 
 def test_a_text_whose_round_trip_is_itself_is_written_once(monkeypatch):
-    """Where nothing spans lines, ruamel's round trip is the text itself: only the edited
-    documents are written, and the answer is that text."""
+    """Where nothing spans lines, ruamel's round trip is the text itself: only the top-level
+    entry the edit changed is written (here `spec`, not the comments and `metadata` before it),
+    once, and the answer is the original with that entry's text in its place."""
     import eksinf.core.roundtrip as roundtrip
 
     text = (REPO / "configs" / "inference-workloads" / "vllm.yaml").read_text()
@@ -124,7 +127,12 @@ def test_a_text_whose_round_trip_is_itself_is_written_once(monkeypatch):
     dumps: list[str] = []
     monkeypatch.setattr(roundtrip, "_dump", lambda *a: dumps.append(real(*a)) or dumps[-1])
     after = edit_text(text, lambda docs: set_replicas(docs, ["3"]))
-    assert dumps == [after]
+    assert after is not None and len(dumps) == 1
+    entry = dumps[0].removesuffix(f"{roundtrip._REGION_END}: true\n")
+    assert entry.startswith("spec:\n  replicas: 3\n")
+    start = text.index("spec:\n")
+    end = text.index("\n---\n", start) + 1  # the next document, a Service, as written
+    assert after == text[:start] + entry + text[end:]
     dumps.clear()
     after = edit_text(FOLDED, lambda docs: set_replicas(docs, ["3"]))
     assert len(dumps) == 2 and after not in dumps  # the unedited and the edited round trips
@@ -155,21 +163,24 @@ def test_a_new_string_kubernetes_would_read_otherwise_is_quoted():
 
 def test_where_the_readers_disagree_the_meaning_wins_over_the_layout():
     """`yes` is true to Kubernetes (YAML 1.1) and text to ruamel (YAML 1.2): the edit runs on
-    yamlio's reading and the unit is written in eksinf's style, the comment lost."""
+    yamlio's reading and the entry it is in is written in eksinf's style; the lines outside that
+    entry (a comment, `metadata`) stay as written."""
     text = (
         "# a comment\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: x\n"
         "spec:\n  paused: yes\n  replicas: 1\n"
     )
     after = edit_text(text, lambda docs: set_replicas(docs, ["2"]))
     assert after is not None
-    assert "# a comment" not in after
+    assert after.startswith("# a comment\napiVersion: apps/v1\n")
+    assert after.endswith("spec:\n  paused: true\n  replicas: 2\n")
     doc = load_docs(after)[0]
     assert doc["spec"] == {"paused": True, "replicas": 2}
 
 
 def test_an_edit_that_changes_nothing_needs_no_round_trip(monkeypatch):
     """A rerun's edits mostly change nothing: that is known from yamlio's documents alone, so
-    ruamel never parses the unit; an edit that does change it still keeps its layout."""
+    ruamel never parses the unit; an edit that does change it parses the entry it changes
+    alone, and still keeps the layout."""
     import eksinf.core.roundtrip as roundtrip
 
     text = (REPO / "configs" / "inference-workloads" / "vllm.yaml").read_text()
@@ -179,5 +190,60 @@ def test_an_edit_that_changes_nothing_needs_no_round_trip(monkeypatch):
     assert edit_text(text, lambda docs: set_replicas(docs, ["0"])) is None
     assert parses == []
     after = edit_text(text, lambda docs: set_replicas(docs, ["3"]))
-    assert after is not None and parses == [text]
+    assert after is not None and len(parses) == 1 and parses[0].startswith("spec:\n")
     assert _changed(text, after) == ["-  replicas: 0", "+  replicas: 3"]
+
+
+def test_an_edit_of_a_large_unit_round_trips_only_the_entries_it_changes(monkeypatch):
+    """A label on every document of Argo CD's CRD unit (1.8 MB, three CRDs): ruamel parses only
+    the three `metadata:` entries, never a CRD's schema, and the unit gains exactly the three
+    lines, meaning exactly the edit."""
+    import eksinf.core.roundtrip as roundtrip
+
+    text = (REPO / "configs" / "argocd" / "argocd-crds.yaml").read_text()
+    real = roundtrip._yaml
+    parses: list[str] = []
+    monkeypatch.setattr(roundtrip, "_yaml", lambda t: parses.append(t) or real(t))
+    after = edit_text(text, lambda docs: set_annotation(docs, ["example.dev/owner", "team-a"]))
+    assert after is not None
+    assert len(parses) == 3 and all(p.startswith("metadata:\n") for p in parses)
+    assert sum(map(len, parses)) < 10_000
+    assert _changed(text, after) == ["+    example.dev/owner: team-a"] * 3
+    expected = load_docs(text)
+    set_annotation(expected, ["example.dev/owner", "team-a"])
+    assert same_tree(load_docs(after), expected)
+
+
+_SPEC = FOLDED.index("spec:")
+
+
+@pytest.mark.parametrize(
+    ("change", "kept"),
+    [
+        (lambda d: d[0]["spec"]["template"]["spec"]["containers"][0].update(image="web:2"),
+         FOLDED[:_SPEC]),
+        (lambda d: d[0]["spec"]["template"]["spec"]["containers"][0]["command"].pop(),
+         FOLDED[:_SPEC]),
+        (lambda d: d[0]["spec"].update(paused=True), FOLDED[:_SPEC]),
+        (lambda d: d[0]["metadata"].pop("annotations"), FOLDED[_SPEC:]),
+        (lambda d: d[0].update(status={"replicas": 1}), None),  # a new top-level entry
+        (lambda d: d[0].pop("spec"), None),
+    ],
+    ids=["list-item-field", "list-shorter", "key-added", "key-removed", "top-added", "top-gone"],
+)  # fmt: skip
+def test_any_edit_of_an_entry_means_exactly_the_edit(change, kept):
+    """Whatever an edit does inside a top-level entry (a field of a list item, a shorter list, a
+    key added or removed), or to the entries themselves, the unit reads as the edit; the lines
+    of an entry it did not touch stay as written."""
+
+    def edit(docs: list) -> bool:
+        change(docs)
+        return True
+
+    after = edit_text(FOLDED, edit)
+    assert after is not None
+    expected = load_docs(FOLDED)
+    edit(expected)
+    assert same_tree(load_docs(after), expected)
+    if kept is not None:
+        assert kept in after
