@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import json
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -80,8 +81,8 @@ def render_stack(
         for comp in manifest_first:
             if comp.render != "manifest":
                 break
-            done[comp.name] = _split_component(
-                stack, comp, handwritten[comp.name], [], mirror, None
+            done[comp.name] = _outcome(
+                partial(_render_component, stack, comp, handwritten[comp.name], [], mirror, None)
             )
         # a value Helm refuses, or a chart that cannot be fetched, is raised before any split
         # chart: each comes before any other failure
@@ -91,8 +92,17 @@ def render_stack(
         reported = 0
         for comp in manifest_first:
             if comp.name not in done:
-                done[comp.name] = _split_component(
-                    stack, comp, handwritten[comp.name], jobs.get(comp.name, []), mirror, thread
+                jobs_of = jobs.get(comp.name, [])
+                done[comp.name] = _outcome(
+                    partial(
+                        _render_component,
+                        stack,
+                        comp,
+                        handwritten[comp.name],
+                        jobs_of,
+                        mirror,
+                        thread,
+                    )
                 )
             while reported < len(chosen) and chosen[reported].name in done:
                 ready = done[chosen[reported].name]
@@ -108,17 +118,10 @@ def render_stack(
     return result
 
 
-def _split_component(
-    stack: Stack,
-    comp: Component,
-    handwritten: list[Unit],
-    jobs: list[ChartJob],
-    mirror: Path | None,
-    engine: EngineThread | None,
-) -> ComponentOutput | EksinfError:
+def _outcome(split: Callable[[], ComponentOutput]) -> ComponentOutput | EksinfError:
     """A component's output, or the input error that stopped it (raised in stack order)."""
     try:
-        return _render_component(stack, comp, handwritten, jobs, mirror, engine)
+        return split()
     except EksinfError as exc:
         return exc
 
