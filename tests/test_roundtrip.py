@@ -186,7 +186,7 @@ def test_an_edit_that_changes_nothing_needs_no_round_trip(monkeypatch):
     text = (REPO / "configs" / "inference-workloads" / "vllm.yaml").read_text()
     real = roundtrip._yaml
     parses: list[str] = []
-    monkeypatch.setattr(roundtrip, "_yaml", lambda t: parses.append(t) or real(t))
+    monkeypatch.setattr(roundtrip, "_yaml", lambda t, layout: parses.append(t) or real(t, layout))
     assert edit_text(text, lambda docs: set_replicas(docs, ["0"])) is None
     assert parses == []
     after = edit_text(text, lambda docs: set_replicas(docs, ["3"]))
@@ -203,7 +203,7 @@ def test_an_edit_of_a_large_unit_round_trips_only_the_entries_it_changes(monkeyp
     text = (REPO / "configs" / "argocd" / "argocd-crds.yaml").read_text()
     real = roundtrip._yaml
     parses: list[str] = []
-    monkeypatch.setattr(roundtrip, "_yaml", lambda t: parses.append(t) or real(t))
+    monkeypatch.setattr(roundtrip, "_yaml", lambda t, layout: parses.append(t) or real(t, layout))
     after = edit_text(text, lambda docs: set_annotation(docs, ["example.dev/owner", "team-a"]))
     assert after is not None
     assert len(parses) == 3 and all(p.startswith("metadata:\n") for p in parses)
@@ -247,3 +247,18 @@ def test_any_edit_of_an_entry_means_exactly_the_edit(change, kept):
     assert same_tree(load_docs(after), expected)
     if kept is not None:
         assert kept in after
+
+
+def test_a_block_an_edit_adds_is_indented_as_the_unit_indents_its_own():
+    """An entry round-tripped on its own (`metadata:`, which holds no list) writes a new list as
+    the rest of the unit writes lists (vllm.yaml indents them under their key)."""
+
+    def edit(docs: list) -> bool:
+        docs[0]["metadata"]["finalizers"] = ["example.dev/keep"]
+        return True
+
+    text = (REPO / "configs" / "inference-workloads" / "vllm.yaml").read_text()
+    assert "tolerations:\n        - key:" in text  # the unit's own style
+    after = edit_text(text, edit)
+    assert after is not None
+    assert _changed(text, after) == ["+  finalizers:", "+    - example.dev/keep"]

@@ -70,7 +70,9 @@ def _indents(text: str) -> tuple[int, int]:
     return mapping or 2, offset or 0
 
 
-def _yaml(text: str) -> Any:
+def _yaml(text: str, layout: str) -> Any:
+    """ruamel's round trip for `text`, writing new blocks indented as `layout` (the whole unit)
+    indents its own."""
     from ruamel.yaml import YAML
     from ruamel.yaml.constructor import RoundTripConstructor
 
@@ -86,7 +88,7 @@ def _yaml(text: str) -> Any:
     yaml.Constructor = Constructor
     yaml.preserve_quotes = True
     yaml.width = 1 << 30  # never fold a long line the author did not fold
-    mapping, offset = _indents(text)
+    mapping, offset = _indents(layout)
     yaml.indent(mapping=mapping, sequence=mapping + offset, offset=offset)
     yaml.explicit_start = text.lstrip().startswith("---")
     representer = yaml.representer
@@ -161,7 +163,9 @@ def _by_region(text: str, edited: list[Any], label: str) -> str | None:
             if not region.endswith("\n"):
                 return None
             target = {key: new[key], _REGION_END: True}
-            written = _round_trip(region + f"{_REGION_END}: true\n", _becomes(target), label)
+            written = _round_trip(
+                region + f"{_REGION_END}: true\n", _becomes(target), label, layout=text
+            )
             if written is None or not written.endswith(f"\n{_REGION_END}: true\n"):
                 return None
             # (the one writer, where the round trip is not trusted, starts with `---`)
@@ -236,15 +240,16 @@ def _plain(node: Any) -> Any:
     return node
 
 
-def _round_trip(text: str, edit: Edit, label: str) -> str | None:
-    """`edit` through ruamel's round trip of the whole of `text` (see the module docstring)."""
+def _round_trip(text: str, edit: Edit, label: str, layout: str | None = None) -> str | None:
+    """`edit` through ruamel's round trip of the whole of `text` (see the module docstring);
+    `layout`: the unit `text` is a part of, whose indentation new blocks follow."""
     plain = load_docs(text, label)
     from ruamel.yaml import YAMLError  # loaded only for an edit that writes
 
     head_match = _HEAD.match(text)
     head = head_match.group(0) if head_match else ""
     try:
-        yaml = _yaml(text)
+        yaml = _yaml(text, layout or text)
         docs = _plain_docs(list(yaml.load_all(text[len(head) :])))
         same = docs == plain
     except (YAMLError, RecursionError, ValueError):
