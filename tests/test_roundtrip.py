@@ -4,6 +4,7 @@ and mean exactly what yamlio reads; where the two readers disagree, the canonica
 from __future__ import annotations
 
 import difflib
+from collections import Counter
 
 import pytest
 from conftest import REPO
@@ -262,3 +263,30 @@ def test_a_block_an_edit_adds_is_indented_as_the_unit_indents_its_own():
     after = edit_text(text, edit)
     assert after is not None
     assert _changed(text, after) == ["+  finalizers:", "+    - example.dev/keep"]
+
+
+@pytest.mark.parametrize("path", UNITS, ids=lambda p: str(p.relative_to(REPO)))
+def test_every_unit_reads_as_an_edit_that_changes_and_removes(path):
+    """A value changed and an entry removed in every document of every unit the stack has (the
+    name renamed, the sync wave dropped): the unit reads exactly as the edited documents, and
+    only `metadata:` lines change."""
+
+    def edit(docs: list) -> bool:
+        for doc in docs:
+            meta = doc["metadata"]
+            meta["name"] = meta["name"] + "-renamed"
+            (meta.get("annotations") or {}).pop("argocd.argoproj.io/sync-wave", None)
+        return True
+
+    text = path.read_text(encoding="utf-8")
+    after = edit_text(text, edit)
+    assert after is not None
+    expected = load_docs(text)
+    edit(expected)
+    assert same_tree(load_docs(after), expected)
+    # lines gained or lost, counted (difflib would show a unit's oft-repeated label lines as
+    # changed when a neighbour is)
+    before_lines, after_lines = Counter(text.splitlines()), Counter(after.splitlines())
+    changed = list((before_lines - after_lines) + (after_lines - before_lines))
+    assert all(any(part in line for part in ("name: ", "sync-wave", "annotations:"))
+               for line in changed), changed  # fmt: skip
