@@ -510,3 +510,23 @@ def test_an_upload_file_is_parsed_until_it_passed_and_a_secret_or_bad_file_every
     monkeypatch.setenv(cache.NO_CACHE_ENV, "1")
     assert variants.holds_secret(config, "config.yaml") is False
     assert parsed[-2:] == ["changed.yaml", "config.yaml"]
+
+
+def test_a_merge_keeps_the_new_uploads_layout_with_the_downstream_edit_in_place():
+    """An upload over an edited unit: the merged unit is the new upload as written (its comments
+    and quoting), with only the downstream edit's line changed, not the unit in the one
+    writer's style."""
+    from conftest import REPO
+
+    from eksinf.core.roundtrip import edit_text
+    from eksinf.hub.functions import set_replicas
+    from eksinf.hub.merge import merge_text
+
+    base = (REPO / "configs" / "inference-workloads" / "vllm.yaml").read_text()
+    theirs = base.replace("vllm/vllm-openai:v0.11.0", "vllm/vllm-openai:v0.12.0")
+    assert theirs != base and theirs.startswith("# ")  # a comment the one writer would drop
+    ours = edit_text(base, lambda docs: set_replicas(docs, ["3"]))
+    assert ours is not None
+    result = merge_text(base, theirs, ours)
+    assert result.conflicts == ()
+    assert result.text == theirs.replace("  replicas: 0\n", "  replicas: 3\n", 1)

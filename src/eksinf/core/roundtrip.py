@@ -124,6 +124,38 @@ def edit_text(text: str, edit: Edit, label: str = "unit") -> str | None:
     return _by_region(text, plain, label) or _round_trip(text, edit, label)
 
 
+def write_onto(text: str, docs: list[Any], label: str = "unit") -> str:
+    """`docs` written in the layout of `text` (a unit they were made from, such as a merge's
+    new upload): the top-level entries that differ go through the round trip, the rest of
+    `text` is kept as written; where `text` and `docs` do not match document for document, the
+    one writer's style."""
+    if not docs:
+        return ""
+    before = load_docs(text, label)
+    if same_tree(before, docs):
+        return text
+    written = _by_region(text, docs, label)
+    if written is None and len(before) == len(docs):
+        written = _round_trip(text, _all_become(docs), label)
+    return written if written is not None else dump_docs(docs)
+
+
+def _all_become(targets: list[Any]) -> Edit:
+    """An edit that makes each mapping document equal to its target (`_becomes`, for every
+    document of a stream)."""
+
+    def edit(docs: list[Any]) -> bool:
+        if len(docs) != len(targets):
+            return False
+        if not all(
+            isinstance(d, dict) and type(t) is dict for d, t in zip(docs, targets, strict=True)
+        ):
+            return False
+        return any([_assign(doc, target) for doc, target in zip(docs, targets, strict=True)])
+
+    return edit
+
+
 def _by_region(text: str, edited: list[Any], label: str) -> str | None:
     """`text` with only the top-level entries the edit changed written again, each through its
     own round trip, and every other line as it was; None when the stream or the edit is not one

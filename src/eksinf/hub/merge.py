@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from eksinf.core.roundtrip import write_onto
 from eksinf.core.types import Doc
-from eksinf.core.yamldump import dump_docs
 from eksinf.core.yamlio import load_docs
 from eksinf.model import paths
 
@@ -84,4 +84,6 @@ def merge_text(base: str, theirs: str, ours: str) -> MergeResult:
         keyed.append({_doc_key(d, i): d for i, d in enumerate(docs)})
     conflicts: list[str] = []
     merged = _merge(keyed[0], keyed[1], keyed[2], "", conflicts)
-    return MergeResult(dump_docs(list(merged.values())) if merged else "", tuple(conflicts))
+    # written in the new upload's layout: only the entries that carry a downstream edit (or a
+    # conflict's kept side) are written again
+    return MergeResult(write_onto(theirs, list(merged.values())), tuple(conflicts))
