@@ -290,3 +290,20 @@ def test_every_unit_reads_as_an_edit_that_changes_and_removes(path):
     changed = list((before_lines - after_lines) + (after_lines - before_lines))
     assert all(any(part in line for part in ("name: ", "sync-wave", "annotations:"))
                for line in changed), changed  # fmt: skip
+
+
+def test_an_entry_that_is_not_read_alone_falls_back_to_the_whole_text():
+    """`data` holds an alias of an anchor in `metadata`: read alone it does not parse, so the
+    whole unit goes through the round trip, and reads as the edit."""
+    text = (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  labels: &l\n    a: b\n"
+        "data:\n  copy: *l\n  other: y\n"
+    )
+
+    def edit(docs: list) -> bool:
+        docs[0]["data"]["other"] = "z"
+        return True
+
+    after = edit_text(text, edit)
+    assert after is not None
+    assert load_docs(after)[0]["data"] == {"copy": {"a": "b"}, "other": "z"}

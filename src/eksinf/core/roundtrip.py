@@ -195,9 +195,12 @@ def _by_region(text: str, edited: list[Any], label: str) -> str | None:
             if not region.endswith("\n"):
                 return None
             target = {key: new[key], _REGION_END: True}
-            written = _round_trip(
-                region + f"{_REGION_END}: true\n", _becomes(target), label, layout=text
-            )
+            try:
+                written = _round_trip(
+                    region + f"{_REGION_END}: true\n", _becomes(target), label, layout=text
+                )
+            except Exception:  # noqa: BLE001 - not read alone (an alias of another entry's anchor)
+                return None
             if written is None or not written.endswith(f"\n{_REGION_END}: true\n"):
                 return None
             # (the one writer, where the round trip is not trusted, starts with `---`)
