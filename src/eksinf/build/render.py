@@ -10,7 +10,6 @@ import contextlib
 import dataclasses
 import json
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -77,13 +76,22 @@ def render_stack(
         # fetches the charts and starts rendering each one the cache lacks (`start`); pinned
         # manifests need no engine, so they are split meanwhile.
         started = thread.call(start, stack, charted, files, mirror, thread) if thread else None
+
+        def outcome(
+            comp: Component, jobs_of: list[ChartJob], on: EngineThread | None
+        ) -> ComponentOutput | EksinfError:
+            """A component's output, or the input error that stopped it (raised in stack
+            order, below)."""
+            try:
+                return _render_component(stack, comp, handwritten[comp.name], jobs_of, mirror, on)
+            except EksinfError as exc:
+                return exc
+
         manifest_first = sorted(chosen, key=lambda c: c.render != "manifest")
         for comp in manifest_first:
             if comp.render != "manifest":
                 break
-            done[comp.name] = _outcome(
-                partial(_render_component, stack, comp, handwritten[comp.name], [], mirror, None)
-            )
+            done[comp.name] = outcome(comp, [], None)
         # a value Helm refuses, or a chart that cannot be fetched, is raised before any split
         # chart: each comes before any other failure
         jobs: dict[str, list[ChartJob]] = started.result() if started else {}
@@ -92,18 +100,7 @@ def render_stack(
         reported = 0
         for comp in manifest_first:
             if comp.name not in done:
-                jobs_of = jobs.get(comp.name, [])
-                done[comp.name] = _outcome(
-                    partial(
-                        _render_component,
-                        stack,
-                        comp,
-                        handwritten[comp.name],
-                        jobs_of,
-                        mirror,
-                        thread,
-                    )
-                )
+                done[comp.name] = outcome(comp, jobs.get(comp.name, []), thread)
             while reported < len(chosen) and chosen[reported].name in done:
                 ready = done[chosen[reported].name]
                 if isinstance(ready, EksinfError):
@@ -116,14 +113,6 @@ def render_stack(
     if whole is not None and _store_result(whole, result):
         result = dataclasses.replace(result, key=whole)
     return result
-
-
-def _outcome(split: Callable[[], ComponentOutput]) -> ComponentOutput | EksinfError:
-    """A component's output, or the input error that stopped it (raised in stack order)."""
-    try:
-        return split()
-    except EksinfError as exc:
-        return exc
 
 
 def _render_component(
