@@ -41,15 +41,15 @@ def compare(result: RenderResult) -> Drift:
     added = sorted(set(fresh) - set(committed))
     removed = sorted(set(committed) - set(fresh))
     changed = sorted(p for p in set(fresh) & set(committed) if fresh[p] != committed[p])
-    import difflib  # here: a clean compare (the usual case) prints no diff
+    from eksinf.core.textdiff import unified_diff  # here: a clean compare prints no diff
 
     diff: list[str] = []
     for path in sorted(added + removed + changed):
-        diff += difflib.unified_diff(
+        diff += unified_diff(
             committed.get(path, "").splitlines(keepends=True),
             fresh.get(path, "").splitlines(keepends=True),
-            fromfile=f"configs/{path}" if path in committed else "/dev/null",
-            tofile=f"rendered/{path}" if path in fresh else "/dev/null",
+            f"configs/{path}" if path in committed else "/dev/null",
+            f"rendered/{path}" if path in fresh else "/dev/null",
         )
     return Drift(tuple(added), tuple(removed), tuple(changed), tuple(diff), len(fresh))
 

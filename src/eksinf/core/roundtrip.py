@@ -30,7 +30,6 @@ stay as written. That result is kept only when `yamlio.load_docs` reads it exact
 from __future__ import annotations
 
 import copy
-import difflib
 import io
 import re
 from collections.abc import Callable
@@ -38,6 +37,7 @@ from typing import Any
 
 from eksinf.core import kubeyaml
 from eksinf.core.kubeyaml import same_tree
+from eksinf.core.textdiff import opcodes
 from eksinf.core.yamldump import dump_docs
 from eksinf.core.yamlio import load_docs
 
@@ -323,11 +323,15 @@ def _placed(original: str, unedited: str, edited: str, meaning: Any, label: str)
     r0_lines = unedited.splitlines(keepends=True)
     r1_lines = edited.splitlines(keepends=True)
     # the runs where the original and R0 agree, as (start in R0, end in R0, start in original)
-    agree = [(j1, j2, i1) for tag, i1, _i2, j1, j2 in _opcodes(o_lines, r0_lines) if tag == "equal"]
+    agree = [
+        (j1, j2, i1)
+        for tag, i1, _i2, j1, j2 in opcodes(o_lines, r0_lines, autojunk=False)
+        if tag == "equal"
+    ]
     out: list[str] = []
     cursor = 0  # the original's lines up to here are written
     run = 0
-    for tag, i1, i2, j1, j2 in _opcodes(r0_lines, r1_lines):
+    for tag, i1, i2, j1, j2 in opcodes(r0_lines, r1_lines, autojunk=False):
         if tag == "equal":
             continue
         while run < len(agree) and agree[run][1] < i2:
@@ -345,28 +349,6 @@ def _placed(original: str, unedited: str, edited: str, meaning: Any, label: str)
     except Exception:  # noqa: BLE001 - not read as YAML: the round trip's text
         return None
     return result if kubeyaml.same_tree(reading, meaning) else None
-
-
-def _opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
-    """difflib's opcodes from `a` to `b`; the common head and tail (all of a text but an edit's
-    few lines, or a round trip's unfolded ones) are matched first, as difflib would be slow on
-    tens of thousands of lines."""
-    head = 0
-    limit = min(len(a), len(b))
-    while head < limit and a[head] == b[head]:
-        head += 1
-    tail = 0
-    while tail < limit - head and a[-1 - tail] == b[-1 - tail]:
-        tail += 1
-    middle = difflib.SequenceMatcher(None, a[head : len(a) - tail], b[head : len(b) - tail], False)
-    codes = [("equal", 0, head, 0, head)] if head else []
-    codes += [
-        (tag, i1 + head, i2 + head, j1 + head, j2 + head)
-        for tag, i1, i2, j1, j2 in middle.get_opcodes()
-    ]
-    if tail:
-        codes.append(("equal", len(a) - tail, len(a), len(b) - tail, len(b)))
-    return codes
 
 
 def _keep_trailer(before: str, after: str) -> str:

@@ -3,10 +3,10 @@ and a unit's content compared between revisions or with its upstream."""
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.textdiff import unified_diff
 from ..core.yamldump import canonical_text
 from ..errors import USAGE, EksinfError
 from ..hub.protocol import (
@@ -60,13 +60,11 @@ def unit_diff(
             old, old_name = hub.unit_data(space, unit, old_rev), f"{space}/{unit}@{old_rev}"
     # Content, not text: a base holds the committed file (comments, its quoting) and an edited
     # unit is written in eksinf's one style, so a text diff would show every line.
-    lines = list(
-        difflib.unified_diff(
-            canonical_text(old, old_name).splitlines(keepends=True),
-            canonical_text(new, f"{space}/{unit}").splitlines(keepends=True),
-            old_name,
-            f"{space}/{unit}",
-        )
+    lines = unified_diff(
+        canonical_text(old, old_name).splitlines(keepends=True),
+        canonical_text(new, f"{space}/{unit}").splitlines(keepends=True),
+        old_name,
+        f"{space}/{unit}",
     )
     return UnitDiff(old_name, f"{space}/{unit}", lines)
 
