@@ -101,9 +101,8 @@ def merged_values(readings: list[Doc]) -> Doc:
 
 def chart_values(stack: Stack, comp: Component, spec: ChartSpec) -> Doc:
     """The chart's values as eksinf's reader reads them, files merged in order: for the guard,
-    which looks only at strings (a render reads each file as the Helm engine does, see
-    `EngineThread.read_values`); plain scalars are taken as Helm takes them, and the engine is
-    not loaded."""
+    which looks only at strings (a render reads each file as the Helm engine does, in `start`);
+    plain scalars are taken as Helm takes them, and the engine is not loaded."""
     return merged_values([doc for f in values_files(stack, comp, spec) for doc in f.docs])
 
 
