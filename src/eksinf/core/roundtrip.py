@@ -277,8 +277,9 @@ def _plain(node: Any) -> Any:
 
 def _round_trip(text: str, edit: Edit, label: str, layout: str | None = None) -> str | None:
     """`edit` through ruamel's round trip of the whole of `text` (see the module docstring);
-    `layout`: the unit `text` is a part of, whose indentation new blocks follow."""
-    plain = load_docs(text, label)
+    `layout`: the unit `text` is a part of, whose indentation new blocks follow (a part's parse
+    is not kept in the cache: no other run reads that text)."""
+    plain = load_docs(text, label, cached=layout is None)
     from ruamel.yaml import YAMLError  # loaded only for an edit that writes
 
     head_match = _HEAD.match(text)
@@ -303,7 +304,9 @@ def _round_trip(text: str, edit: Edit, label: str, layout: str | None = None) ->
                 return _placed(text, unedited, written, meaning, label) or written
         except Exception:  # noqa: BLE001 - any doubt: the canonical writer below
             pass
-        plain = load_docs(text, label)  # the edit ran on the round-trip copy; start again
+        plain = load_docs(
+            text, label, cached=layout is None
+        )  # the edit ran on the round-trip copy; start again
     if not edit(plain):
         return None
     return dump_docs(plain)
