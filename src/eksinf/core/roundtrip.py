@@ -121,7 +121,8 @@ def edit_text(text: str, edit: Edit, label: str = "unit") -> str | None:
     # costs one libyaml read and no ruamel parse.
     if not edit(plain):
         return None
-    return _by_region(text, plain, label) or _round_trip(text, edit, label)
+    before = load_docs(text, label)  # the edit changed `plain` in place
+    return _by_region(text, before, plain, label) or _round_trip(text, edit, label)
 
 
 def write_onto(text: str, docs: list[Any], label: str = "unit") -> str:
@@ -134,7 +135,7 @@ def write_onto(text: str, docs: list[Any], label: str = "unit") -> str:
     before = load_docs(text, label)
     if same_tree(before, docs):
         return text
-    written = _by_region(text, docs, label)
+    written = _by_region(text, before, docs, label)
     if written is None and len(before) == len(docs):
         written = _round_trip(text, _all_become(docs), label)
     return written if written is not None else dump_docs(docs)
@@ -156,17 +157,17 @@ def _all_become(targets: list[Any]) -> Edit:
     return edit
 
 
-def _by_region(text: str, edited: list[Any], label: str) -> str | None:
-    """`text` with only the top-level entries the edit changed written again, each through its
-    own round trip, and every other line as it was; None when the stream or the edit is not one
-    this handles (the whole text's round trip then answers).
+def _by_region(text: str, before: list[Any], edited: list[Any], label: str) -> str | None:
+    """`text` (whose documents are `before`) with only the top-level entries that differ in
+    `edited` written again, each through its own round trip, and every other line as it was;
+    None when the stream or the edit is not one this handles (the whole text's round trip then
+    answers).
 
     ruamel reads ~0.25 MB a second: a label set on a unit of Argo CD's three CRDs (1.8 MB) took
     ~7 s through the whole text, and its `metadata:` blocks are a few hundred bytes. Handled: a
     stream `yamlsplice.documents` splits exactly, whose documents are mappings that keep their
     top-level keys, in order, each a `key:` line at column 0. The result must read exactly as
     the edited documents do (key order and types included)."""
-    before = load_docs(text, label)
     if len(before) != len(edited):
         return None
     from eksinf.core.yamlsplice import documents  # only an edit that writes
