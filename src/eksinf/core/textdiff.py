@@ -84,8 +84,8 @@ def _trimmed(
         tail += 1
     codes: list[Opcode] = [("equal", i1, i1 + head, j1, j1 + head)] if head else []
     m1, m2, n1, n2 = i1 + head, i2 - tail, j1 + head, j2 - tail  # the middle
-    starts_a = _document_starts(a, m1, m2) if by_document else []
-    starts_b = _document_starts(b, n1, n2) if by_document else []
+    starts_a = _document_starts(a, m1, m2) if by_document and m1 < m2 and n1 < n2 else []
+    starts_b = _document_starts(b, n1, n2) if starts_a else []
     if m1 == m2 or n1 == n2:
         if (m1, n1) != (m2, n2):
             codes.append(("insert" if m1 == m2 else "delete", m1, m2, n1, n2))
